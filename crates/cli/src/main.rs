@@ -1,0 +1,144 @@
+//! `irqlab`: the command line. Argument parsing and glue only; the work lives in the library
+//! crates (`irqlab-sim`, `irqlab-report`, `irqlab-stats`).
+
+#![forbid(unsafe_code)]
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use irqlab_report as report;
+use irqlab_sim::experiment::{validate_dir, ValidateOptions};
+use irqlab_sim::scenario::Scenario;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status when a validation row fails.
+const EXIT_VALIDATION_FAILED: u8 = 1;
+/// Exit status for bad input (files, flags).
+const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "irqlab",
+    version,
+    about = "Interrupt-latency laboratory: simulate the interrupt path, validate against published experiments"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate a scenario and print its ISR and tasklet latencies.
+    Sim {
+        /// Scenario file (see experiments/seed000/ws.toml).
+        scenario: PathBuf,
+        /// Override a parameter by dotted path, e.g. `delivery=xtpic`,
+        /// `platform.cpu.clock_hz=2.0e9`, `device.0.read_turnaround_ns=300`. Repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+        /// Random seed (default: the scenario's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Interrupts to raise (default: the scenario's `samples`).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        samples: Option<u64>,
+        /// Print the first N packets the analyzer saw on the device's link (Figure 7 style).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        trace: usize,
+        /// Also write the result as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
+    /// Run every published experiment in experiments/ and compare published with simulated.
+    Validate {
+        /// Directory of experiment files.
+        #[arg(long, default_value = "experiments")]
+        experiments: PathBuf,
+        /// Only rows whose id matches (substring, or a pattern with `*`).
+        #[arg(long, value_name = "PATTERN")]
+        only: Option<String>,
+        /// Override the sample count of every run.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        samples: Option<u64>,
+        /// Also write the validation as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            // A closed pipe (`irqlab sim ... | head`) is not an error worth a message.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("irqlab: error: {e:#}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn print(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Sim {
+            scenario,
+            set,
+            seed,
+            samples,
+            trace,
+            json,
+        } => {
+            let s = Scenario::load(&scenario, &set)?;
+            let seed = seed.unwrap_or(s.file.seed);
+            let samples = samples.unwrap_or(s.file.samples);
+            let result = s.run(seed, samples, trace)?;
+            let rep = irqlab_sim::report::run_report(&s, seed, &result);
+            if let Some(path) = &json {
+                report::write_atomic(path, report::run_json(&rep)?.as_bytes())
+                    .with_context(|| "--json")?;
+            }
+            print(&report::run_text(&rep))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate {
+            experiments,
+            only,
+            samples,
+            json,
+        } => {
+            let opts = ValidateOptions { only, samples };
+            let v = validate_dir(&experiments, &opts)?;
+            if v.rows.is_empty() {
+                anyhow::bail!(
+                    "no validation row matches --only {}; row ids look like msi-ws-ioapic",
+                    opts.only.as_deref().unwrap_or("")
+                );
+            }
+            if let Some(path) = &json {
+                report::write_atomic(path, report::validation_json(&v)?.as_bytes())
+                    .with_context(|| "--json")?;
+            }
+            print(&report::validation_text(&v))?;
+            Ok(if v.failed() > 0 {
+                ExitCode::from(EXIT_VALIDATION_FAILED)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}

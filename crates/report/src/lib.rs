@@ -1,0 +1,83 @@
+//! Renderers for irqlab's results. Every renderer reads the one data model of
+//! [`irqlab_stats::results`]: a run ([`RunReport`]) or a validation ([`ValidationReport`]).
+//!
+//! ```
+//! use irqlab_report::table::Table;
+//! let mut t = Table::new(&["metric", "p50 (ns)"]);
+//! t.row(vec!["isr_latency".into(), "850".into()]);
+//! assert!(t.render().contains("isr_latency"));
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod table;
+pub mod text;
+
+use irqlab_stats::results::{RunReport, ValidationReport};
+use std::io::Write;
+use std::path::Path;
+
+pub use text::{run_text, validation_text};
+
+/// Errors writing results.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot serialize the result: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// A run as pretty JSON.
+pub fn run_json(r: &RunReport) -> Result<String, ReportError> {
+    Ok(serde_json::to_string_pretty(r)? + "\n")
+}
+
+/// A validation as pretty JSON.
+pub fn validation_json(r: &ValidationReport) -> Result<String, ReportError> {
+    Ok(serde_json::to_string_pretty(r)? + "\n")
+}
+
+/// Write `contents` to `path` whole or not at all: into a temporary file beside it, then a
+/// rename, so a crash or a full disk never leaves half a result (DESIGN.md, output contracts).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+    let err = |source| ReportError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+    tmp.write_all(contents).map_err(err)?;
+    tmp.as_file().sync_all().map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_whole_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "second");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn atomic_write_into_a_missing_directory_fails_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("no/such/dir/out.json");
+        let e = write_atomic(&p, b"x").unwrap_err().to_string();
+        assert!(e.contains("no/such/dir/out.json"), "{e}");
+    }
+}

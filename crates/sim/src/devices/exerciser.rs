@@ -1,0 +1,182 @@
+//! The PCIe exerciser of seed 000's methodology: a card that raises interrupts on command (an
+//! Assert_INTx / Deassert_INTx pair, or an MSI write) and exposes an MMIO region with a status
+//! register, an interrupt-clear register and a signature region the driver writes to.
+//!
+//! Register addresses follow Figure 7: the status read at 0xFAFF2004, the clear write at
+//! 0xFAFF3174 (both in the region the driver maps as `PCI_Reg_Pointer`), and the signatures at
+//! 0xF9000040 (ISR) and 0xF9000080 (tasklet) in the region it maps as `ack_pointer`.
+
+use crate::engine::{SimDuration, Stream};
+use crate::hw::msi::MsiCapability;
+use crate::hw::pcie::{Bdf, IntxPin, LinkConfig, MsgCode, Tlp, TlpKind};
+use rand::Rng;
+
+/// How the exerciser spaces its interrupts.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Generator {
+    /// A fixed interval.
+    Periodic { interval: SimDuration },
+    /// Exponentially distributed gaps (a Poisson process) with this mean.
+    Poisson { mean: SimDuration },
+}
+
+#[derive(Clone, Debug)]
+pub struct ExerciserConfig {
+    pub name: String,
+    pub bdf: Bdf,
+    pub link: LinkConfig,
+    pub intx_pin: IntxPin,
+    /// The register region (BAR0) and the signature region (BAR1).
+    pub reg_bar: u64,
+    pub reg_bar_size: u64,
+    pub signature_bar: u64,
+    pub signature_bar_size: u64,
+    pub status_offset: u64,
+    pub clear_offset: u64,
+    pub pending_flag: u32,
+    /// The card's time from a read request arriving to its completion leaving.
+    pub read_turnaround: SimDuration,
+    /// The card's time from a clear write arriving to its Deassert_INTx leaving.
+    pub deassert_delay: SimDuration,
+    pub generator: Generator,
+    /// Does this card raise interrupts at all (a second card on a shared line may not)?
+    pub generates: bool,
+}
+
+/// What a TLP arriving at the card makes it do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reaction {
+    None,
+    /// Send this TLP after the given delay.
+    Send(SimDuration, Tlp),
+    /// Re-check the INTx line after the given delay (a clear write was taken).
+    CheckDeassert(SimDuration),
+}
+
+pub struct Exerciser {
+    pub cfg: ExerciserConfig,
+    pub status: u32,
+    pub intx_asserted: bool,
+    pub msi: MsiCapability,
+    next_tag: u8,
+    pub generated: u64,
+    rng: Stream,
+}
+
+impl Exerciser {
+    pub fn new(cfg: ExerciserConfig, rng: Stream) -> Self {
+        Exerciser {
+            cfg,
+            status: 0,
+            intx_asserted: false,
+            msi: MsiCapability::default(),
+            next_tag: 0,
+            generated: 0,
+            rng,
+        }
+    }
+
+    fn tag(&mut self) -> u8 {
+        let t = self.next_tag;
+        self.next_tag = (self.next_tag + 1) & 31;
+        t
+    }
+
+    fn request(&mut self, kind: TlpKind, addr: u64, len_dw: u16, data: u32) -> Tlp {
+        Tlp {
+            kind,
+            requester: self.cfg.bdf,
+            completer: Bdf::default(),
+            tag: self.tag(),
+            addr,
+            len_dw,
+            data,
+        }
+    }
+
+    /// The gap to the next interrupt.
+    pub fn next_gap(&mut self) -> SimDuration {
+        match self.cfg.generator {
+            Generator::Periodic { interval } => interval,
+            Generator::Poisson { mean } => {
+                // Inverse-CDF sampling; 1 - u is in (0, 1], so ln never sees 0.
+                let u: f64 = self.rng.gen();
+                let gap_ps = -(1.0 - u).ln() * mean.as_ps() as f64;
+                SimDuration::from_ps(gap_ps.round() as u64)
+            }
+        }
+    }
+
+    /// Raise an interrupt: set the pending status, then signal with an MSI write or, if the INTx
+    /// line is not already asserted, an Assert_INTx message. Returns the TLP to send.
+    pub fn trigger(&mut self) -> Option<Tlp> {
+        self.generated += 1;
+        self.status |= self.cfg.pending_flag;
+        if self.msi.enabled {
+            if self.msi.masked {
+                self.msi.pending = true;
+                return None;
+            }
+            let (a, d) = (u64::from(self.msi.address), self.msi.data);
+            return Some(self.request(TlpKind::MemWrite, a, 1, d));
+        }
+        if self.intx_asserted {
+            return None;
+        }
+        self.intx_asserted = true;
+        let pin = self.cfg.intx_pin;
+        Some(self.request(TlpKind::Msg(MsgCode::AssertIntx(pin)), 0, 0, 0))
+    }
+
+    fn in_reg_bar(&self, addr: u64) -> Option<u64> {
+        (addr >= self.cfg.reg_bar && addr < self.cfg.reg_bar + self.cfg.reg_bar_size)
+            .then(|| addr - self.cfg.reg_bar)
+    }
+
+    /// Does this card decode `addr`?
+    pub fn claims(&self, addr: u64) -> bool {
+        self.in_reg_bar(addr).is_some()
+            || (addr >= self.cfg.signature_bar
+                && addr < self.cfg.signature_bar + self.cfg.signature_bar_size)
+    }
+
+    /// A TLP addressed to the card arrives.
+    pub fn receive(&mut self, tlp: &Tlp) -> Reaction {
+        match tlp.kind {
+            TlpKind::MemRead => {
+                let value = match self.in_reg_bar(tlp.addr) {
+                    Some(off) if off == self.cfg.status_offset => self.status,
+                    _ => 0,
+                };
+                let cpl = Tlp {
+                    kind: TlpKind::CplD,
+                    requester: tlp.requester,
+                    completer: self.cfg.bdf,
+                    tag: tlp.tag,
+                    addr: tlp.addr,
+                    len_dw: 1,
+                    data: value,
+                };
+                Reaction::Send(self.cfg.read_turnaround, cpl)
+            }
+            TlpKind::MemWrite => match self.in_reg_bar(tlp.addr) {
+                Some(off) if off == self.cfg.clear_offset => {
+                    self.status &= !tlp.data;
+                    Reaction::CheckDeassert(self.cfg.deassert_delay)
+                }
+                _ => Reaction::None, // the signature region just takes the write
+            },
+            _ => Reaction::None,
+        }
+    }
+
+    /// After a clear: drop the INTx line if nothing is pending any more.
+    pub fn check_deassert(&mut self) -> Option<Tlp> {
+        if self.intx_asserted && self.status & self.cfg.pending_flag == 0 {
+            self.intx_asserted = false;
+            let pin = self.cfg.intx_pin;
+            return Some(self.request(TlpKind::Msg(MsgCode::DeassertIntx(pin)), 0, 0, 0));
+        }
+        None
+    }
+}

@@ -1,0 +1,3 @@
+//! Interrupt sources.
+
+pub mod exerciser;

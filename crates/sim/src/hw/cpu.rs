@@ -1,0 +1,29 @@
+//! The CPU core's timing: its clock, how fast it runs kernel code, and the fixed costs of taking
+//! an interrupt. Kernel code paths are given in instructions (a property of the kernel, see
+//! `kernels/`); the core turns them into time with its clock and cycles per instruction.
+
+use crate::engine::SimDuration;
+
+#[derive(Clone, Debug)]
+pub struct CpuTiming {
+    pub clock_hz: f64,
+    /// Average cycles per instruction on warm kernel interrupt paths.
+    pub cycles_per_instruction: f64,
+    /// Microcoded interrupt delivery: IDT gate lookup, stack switch, pushing EFLAGS/CS/EIP.
+    pub interrupt_vectoring_cycles: f64,
+    /// IRET back to the interrupted context.
+    pub iret_cycles: f64,
+    /// One access to a Local APIC register (on the core, no bus cycle).
+    pub lapic_access_cycles: f64,
+    /// Leaving HLT (C1) when an interrupt arrives.
+    pub halt_exit: SimDuration,
+}
+
+impl CpuTiming {
+    pub fn instructions(&self, n: u32) -> SimDuration {
+        SimDuration::from_cycles(f64::from(n) * self.cycles_per_instruction, self.clock_hz)
+    }
+    pub fn cycles(&self, c: f64) -> SimDuration {
+        SimDuration::from_cycles(c, self.clock_hz)
+    }
+}

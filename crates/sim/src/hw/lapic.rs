@@ -1,0 +1,150 @@
+//! The Local APIC's interrupt-acceptance state: IRR, ISR and TMR per vector, the task priority,
+//! and EOI.
+//!
+//! Source: Intel SDM vol. 3, chapter 11 (10 in older editions): a vector's priority class is
+//! vector >> 4; the processor priority is the higher of the TPR class and the highest in-service
+//! class; an interrupt is dispatched only if its class is above that. EOI clears the highest ISR
+//! bit and, if the vector was accepted level-triggered (TMR set), the Local APIC sends an EOI
+//! message to the I/O APICs (11.8.5).
+
+use serde::Serialize;
+
+pub const REG_ID: u32 = 0x20;
+pub const REG_TPR: u32 = 0x80;
+pub const REG_EOI: u32 = 0xB0;
+pub const REG_TMR_BASE: u32 = 0x180;
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+struct Bits256([u64; 4]);
+
+impl Bits256 {
+    fn set(&mut self, v: u8) {
+        self.0[usize::from(v >> 6)] |= 1 << (v & 63);
+    }
+    fn clear(&mut self, v: u8) {
+        self.0[usize::from(v >> 6)] &= !(1 << (v & 63));
+    }
+    fn get(&self, v: u8) -> bool {
+        self.0[usize::from(v >> 6)] & (1 << (v & 63)) != 0
+    }
+    fn highest(&self) -> Option<u8> {
+        (0..4).rev().find_map(|w| {
+            let x = self.0[w];
+            (x != 0).then(|| (w as u8) * 64 + (63 - x.leading_zeros() as u8))
+        })
+    }
+    fn word32(&self, i: usize) -> u32 {
+        (self.0[i / 2] >> ((i % 2) * 32)) as u32
+    }
+}
+
+/// One CPU's Local APIC.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LocalApic {
+    pub id: u8,
+    /// Software-enabled (SVR bit 8). Linux's XT-PIC configuration runs without it.
+    pub enabled: bool,
+    irr: Bits256,
+    isr: Bits256,
+    tmr: Bits256,
+    pub tpr: u8,
+}
+
+impl LocalApic {
+    pub fn new(id: u8, enabled: bool) -> Self {
+        LocalApic {
+            id,
+            enabled,
+            ..Default::default()
+        }
+    }
+
+    /// An interrupt message arrives: the vector becomes pending.
+    pub fn accept(&mut self, vector: u8, level_triggered: bool) {
+        self.irr.set(vector);
+        if level_triggered {
+            self.tmr.set(vector);
+        } else {
+            self.tmr.clear(vector);
+        }
+    }
+
+    fn ppr_class(&self) -> u8 {
+        let isr_class = self.isr.highest().map_or(0, |v| v >> 4);
+        (self.tpr >> 4).max(isr_class)
+    }
+
+    /// The vector the core would take now, if its interrupt flag allows.
+    pub fn deliverable(&self) -> Option<u8> {
+        let v = self.irr.highest()?;
+        (v >> 4 > self.ppr_class()).then_some(v)
+    }
+
+    /// The core takes the interrupt: IRR -> ISR.
+    pub fn acknowledge(&mut self) -> Option<u8> {
+        let v = self.deliverable()?;
+        self.irr.clear(v);
+        self.isr.set(v);
+        Some(v)
+    }
+
+    /// A write to the EOI register. Returns the vector if an EOI message must go to the
+    /// I/O APICs (it was level-triggered).
+    pub fn eoi(&mut self) -> Option<u8> {
+        let v = self.isr.highest()?;
+        self.isr.clear(v);
+        self.tmr.get(v).then_some(v)
+    }
+
+    /// Register read (the subset the modelled kernel paths use).
+    pub fn read(&self, reg: u32) -> u32 {
+        match reg {
+            REG_ID => u32::from(self.id) << 24,
+            REG_TPR => u32::from(self.tpr),
+            r if (REG_TMR_BASE..REG_TMR_BASE + 0x80).contains(&r) => {
+                self.tmr.word32(((r - REG_TMR_BASE) / 0x10) as usize)
+            }
+            _ => 0,
+        }
+    }
+
+    pub fn in_service(&self, vector: u8) -> bool {
+        self.isr.get(vector)
+    }
+    pub fn pending(&self, vector: u8) -> bool {
+        self.irr.get(vector)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_classes_gate_delivery() {
+        let mut l = LocalApic::new(0, true);
+        l.accept(0x41, false);
+        assert_eq!(l.acknowledge(), Some(0x41));
+        l.accept(0x45, false);
+        assert_eq!(l.deliverable(), None, "same class as in service: held");
+        l.accept(0x51, false);
+        assert_eq!(l.deliverable(), Some(0x51), "higher class nests");
+        assert_eq!(l.eoi(), None, "edge: no EOI message");
+        assert_eq!(l.deliverable(), Some(0x51));
+        l.tpr = 0x60;
+        assert_eq!(l.deliverable(), None, "TPR blocks lower classes");
+    }
+
+    #[test]
+    fn level_eoi_is_broadcast_and_tmr_reads_back() {
+        let mut l = LocalApic::new(0, true);
+        l.accept(0x59, true);
+        assert_eq!(
+            l.read(REG_TMR_BASE + 0x20) & (1 << (0x59 - 64)),
+            1 << (0x59 - 64)
+        );
+        l.acknowledge();
+        assert_eq!(l.eoi(), Some(0x59));
+        assert!(!l.in_service(0x59));
+    }
+}

@@ -1,0 +1,11 @@
+//! Hardware blocks. Each module holds one block's registers and behaviour; the costs of reaching
+//! it are properties of the buses in between ([`fabric`]).
+
+pub mod cpu;
+pub mod fabric;
+pub mod ich;
+pub mod ioapic;
+pub mod lapic;
+pub mod msi;
+pub mod pcie;
+pub mod pic8259;

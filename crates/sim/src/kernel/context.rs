@@ -1,0 +1,48 @@
+//! Execution contexts. A CPU runs one task at a time; hard IRQ and softirq work runs on top of
+//! whatever task it interrupted, tracked by preempt-count-style depths as Linux does
+//! (`include/linux/hardirq.h`). Threaded handlers, ksoftirqd, RT tasks and PREEMPT_RT add tasks
+//! with other classes and priorities; the scheduler picks among them at preemption points.
+
+use serde::Serialize;
+
+/// Scheduling class of a task (Linux `SCHED_*`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum SchedClass {
+    /// The idle task: runs only when nothing else can.
+    Idle,
+    /// SCHED_OTHER (CFS / O(1) in 2.6.18).
+    Normal { nice: i8 },
+    /// SCHED_FIFO with an RT priority 1..99 (threaded IRQ handlers use 50).
+    Fifo { priority: u8 },
+}
+
+/// What kind of code a CPU is executing right now.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum ExecContext {
+    HardIrq,
+    SoftIrq,
+    Task(SchedClass),
+}
+
+/// The per-CPU counts Linux keeps in `preempt_count`.
+#[derive(Copy, Clone, Debug, Default, Serialize)]
+pub struct PreemptCount {
+    pub hardirq: u8,
+    pub softirq: u8,
+}
+
+impl PreemptCount {
+    /// `in_interrupt()`: in hard IRQ or softirq context.
+    pub fn in_interrupt(&self) -> bool {
+        self.hardirq > 0 || self.softirq > 0
+    }
+    pub fn context(&self, task: SchedClass) -> ExecContext {
+        if self.hardirq > 0 {
+            ExecContext::HardIrq
+        } else if self.softirq > 0 {
+            ExecContext::SoftIrq
+        } else {
+            ExecContext::Task(task)
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Instruction counts of the Linux code paths the model runs, read from `kernels/*.toml`.
+//! They are properties of the kernel's code (counted or estimated from the source); the CPU turns
+//! them into time with its clock and cycles per instruction.
+
+use serde::{Deserialize, Serialize};
+
+/// Instructions per code path. Each field names the kernel function(s) it covers; the kernel
+/// file documents how each was counted.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KernelInstructions {
+    /// `irq_entries_start` stub + `common_interrupt` + SAVE_ALL.
+    pub entry_stub: u32,
+    /// `do_IRQ` up to the flow handler: `irq_enter`, the 4K-stack switch, the descriptor lookup.
+    pub do_irq: u32,
+    /// Flow-handler bookkeeping around the chip calls and the action chain (`__do_IRQ` or
+    /// `handle_{level,fasteoi,edge}_irq`: lock, status bits, kstat).
+    pub flow_handler: u32,
+    /// `mask_and_ack_8259A` / `enable_8259A_irq` without their port I/Os (lock, cached mask).
+    pub i8259_chip_op: u32,
+    /// `ack_APIC_irq` and friends without the APIC register accesses.
+    pub apic_chip_op: u32,
+    /// `handle_IRQ_event` entry and exit.
+    pub handle_irq_event: u32,
+    /// Per action: the indirect call and the return-value accounting.
+    pub per_action: u32,
+    /// `note_interrupt` (spurious-IRQ accounting), run after the chain.
+    pub note_interrupt: u32,
+    /// A driver ISR's own code other than its device accesses.
+    pub driver_isr: u32,
+    /// `tasklet_schedule`: test-and-set, list append, `raise_softirq_irqoff`.
+    pub tasklet_schedule: u32,
+    /// `irq_exit` (preempt count, pending check).
+    pub irq_exit: u32,
+    /// `do_softirq` + `__do_softirq` entry (stack switch, local_irq_enable, loop setup).
+    pub do_softirq: u32,
+    /// `tasklet_action`: list splice, and per tasklet the trylock / state checks.
+    pub tasklet_action: u32,
+    /// A tasklet function's own code other than its device accesses.
+    pub driver_tasklet: u32,
+    /// `ret_from_intr` / RESTORE_ALL before the IRET.
+    pub exit_path: u32,
+    /// One pass of the idle loop before HLT (`cpu_idle` -> `default_idle` -> `safe_halt`).
+    pub idle_loop: u32,
+}

@@ -1,0 +1,471 @@
+//! Kernel code paths as resumable frames.
+//!
+//! Each [`Frame`] is one activation of a kernel function. [`Frame::step`] advances it to its next
+//! observable action and returns it as an [`Op`]: run some instructions, access a register
+//! (which the CPU turns into a bus transaction, stalling for reads and non-posted writes), call
+//! another function, or return. The CPU keeps the frames on a stack, so interrupt nesting,
+//! softirqs on interrupt exit and (later) task switches are just stack operations.
+//!
+//! The paths follow Linux 2.6.18-2.6.24 on i386 (see `kernels/linux-2.6.18-i386-up.toml` for the
+//! source of each instruction count):
+//! - `common_interrupt` -> `do_IRQ` -> flow handler -> `handle_IRQ_event` -> actions -> `irq_exit`
+//!   -> `__do_softirq` -> `tasklet_action` -> tasklet function;
+//! - XT-PIC `handle_level_irq` (2.6.18: `__do_IRQ` with `.ack = mask_and_ack_8259A`, `.end =
+//!   end_8259A_irq`: the same port I/Os),
+//! - IO-APIC level `handle_fasteoi_irq` (2.6.18: `.ack` is empty and `.end =
+//!   end_level_ioapic_irq`: "we do not touch any IO-APIC register while handling them"),
+//! - MSI and IO-APIC edge `handle_edge_irq` (Local APIC EOI before the handler).
+
+use super::context::PreemptCount;
+use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ};
+use super::{Flow, Kernel};
+use crate::hw::lapic;
+use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
+
+/// A register access the CPU performs on behalf of kernel code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Uncached load from memory-mapped I/O: non-posted, the core waits for the completion.
+    MmioRead { addr: u64 },
+    /// Uncached store: the core waits until the FSB has accepted it; it is posted beyond.
+    MmioWrite { addr: u64, data: u32 },
+    /// IN: non-posted.
+    PortIn { port: u16 },
+    /// OUT: non-posted too; x86 waits for I/O writes to complete (Intel SDM vol. 3, 8.2.5).
+    PortOut { port: u16, data: u8 },
+    /// Local APIC register read: on the core, no bus cycle.
+    LapicRead { reg: u32 },
+    /// Local APIC register write (an EOI write may send an EOI message to the IO-APIC).
+    LapicWrite { reg: u32, data: u32 },
+    /// The 8259's interrupt-acknowledge cycle; the value returned is the vector.
+    IntAck,
+}
+
+/// What a frame asks the CPU to do next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Execute this many instructions.
+    Run(u32),
+    /// The microcoded interrupt delivery (IDT gate, frame push).
+    Vectoring,
+    Access(Access),
+    Call(Frame),
+    /// Return to the caller with a value (an ISR's irqreturn_t, for instance).
+    Return(u32),
+    /// Leave the interrupt frame: IRET restores the interrupted context's flags.
+    Iret,
+    /// `sti; hlt`: wait for an interrupt.
+    Halt,
+}
+
+/// The per-CPU state a frame may look at or change while it steps.
+pub struct StepCtx<'a> {
+    pub kernel: &'a mut Kernel,
+    /// The value of the last completed read, or the last callee's return value.
+    pub value: u32,
+    pub irqs_enabled: &'a mut bool,
+    pub preempt: &'a mut PreemptCount,
+    pub lapic_enabled: bool,
+}
+
+/// One function activation. `pc` is the resume point within the function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// The idle task's loop (`cpu_idle`).
+    Idle {
+        pc: u8,
+    },
+    /// A hardware interrupt being taken: INTA (XT-PIC only), vectoring, entry stub, `do_IRQ`,
+    /// exit path, IRET. `vector` is known up front when the Local APIC supplied it.
+    Interrupt {
+        pc: u8,
+        vector: u8,
+        from_pic: bool,
+    },
+    DoIrq {
+        pc: u8,
+        desc: u16,
+    },
+    Flow {
+        pc: u8,
+        desc: u16,
+    },
+    /// `mask_and_ack_8259A`.
+    I8259MaskAck {
+        pc: u8,
+        irq: u8,
+    },
+    /// `enable_8259A_irq`.
+    I8259Unmask {
+        pc: u8,
+        irq: u8,
+    },
+    /// `handle_IRQ_event`: walk the action chain.
+    HandleIrqEvent {
+        pc: u8,
+        desc: u16,
+        next: u8,
+        handled: bool,
+    },
+    /// Seed 000's driver ISR: Figure 4 (legacy) or Figure 5 (MSI).
+    ExerciserIsr {
+        pc: u8,
+        driver: u16,
+    },
+    IrqExit {
+        pc: u8,
+    },
+    /// `do_softirq` / `__do_softirq`.
+    DoSoftirq {
+        pc: u8,
+        restarts: u8,
+    },
+    TaskletAction {
+        pc: u8,
+        current: u16,
+    },
+    /// Seed 000's tasklet: one signature write.
+    ExerciserTasklet {
+        pc: u8,
+        driver: u16,
+    },
+}
+
+const IRQ_NONE: u32 = 0;
+const IRQ_HANDLED: u32 = 1;
+
+impl Frame {
+    /// Advance to the next action.
+    pub fn step(&mut self, cx: &mut StepCtx<'_>) -> Op {
+        let k = &mut *cx.kernel;
+        let c = &k.cost;
+        match self {
+            Frame::Idle { pc } => {
+                *pc ^= 1;
+                if *pc == 1 {
+                    Op::Run(c.idle_loop)
+                } else {
+                    Op::Halt
+                }
+            }
+
+            Frame::Interrupt {
+                pc,
+                vector,
+                from_pic,
+            } => {
+                *pc += 1;
+                // With the Local APIC disabled the CPU must first ask the 8259 for the vector
+                // (step 2); with it, the vector is known and the path starts at vectoring.
+                let step = *pc + if *from_pic { 1 } else { 2 };
+                match step {
+                    2 => Op::Access(Access::IntAck),
+                    3 => {
+                        if *from_pic {
+                            *vector = cx.value as u8;
+                        }
+                        Op::Vectoring
+                    }
+                    4 => Op::Run(c.entry_stub),
+                    5 => match k.vector_irq[usize::from(*vector)] {
+                        Some(desc) => Op::Call(Frame::DoIrq { pc: 0, desc }),
+                        None => {
+                            // A vector nobody registered (a spurious 8259 IRQ7 among them):
+                            // do_IRQ's `ack_bad_irq` path.
+                            k.spurious_8259 += 1;
+                            Op::Run(c.do_irq)
+                        }
+                    },
+                    6 => Op::Run(c.exit_path),
+                    _ => Op::Iret,
+                }
+            }
+
+            Frame::DoIrq { pc, desc } => {
+                *pc += 1;
+                match *pc {
+                    1 => {
+                        cx.preempt.hardirq += 1; // irq_enter
+                        Op::Run(c.do_irq)
+                    }
+                    2 => Op::Call(Frame::Flow { pc: 0, desc: *desc }),
+                    3 => Op::Call(Frame::IrqExit { pc: 0 }),
+                    _ => Op::Return(0),
+                }
+            }
+
+            Frame::Flow { pc, desc } => {
+                let d = &mut k.irqs[usize::from(*desc)];
+                let half = c.flow_handler / 2;
+                *pc += 1;
+                let irq = d.irq as u8;
+                let chain = Frame::HandleIrqEvent {
+                    pc: 0,
+                    desc: *desc,
+                    next: 0,
+                    handled: false,
+                };
+                match (d.flow, *pc) {
+                    (_, 1) => {
+                        d.count += 1;
+                        Op::Run(half)
+                    }
+                    // handle_level_irq: mask_ack, chain, unmask.
+                    (Flow::Level, 2) => Op::Call(Frame::I8259MaskAck { pc: 0, irq }),
+                    (Flow::Level, 3) => {
+                        d.in_progress = true;
+                        Op::Call(chain)
+                    }
+                    (Flow::Level, 4) => {
+                        d.in_progress = false;
+                        Op::Run(c.note_interrupt + c.flow_handler - half)
+                    }
+                    (Flow::Level, 5) => Op::Call(Frame::I8259Unmask { pc: 0, irq }),
+                    // handle_fasteoi_irq: chain, then chip->eoi (TMR read + EOI write).
+                    (Flow::FastEoi, 2) => {
+                        d.in_progress = true;
+                        Op::Call(chain)
+                    }
+                    (Flow::FastEoi, 3) => {
+                        d.in_progress = false;
+                        Op::Run(c.note_interrupt + c.flow_handler - half + c.apic_chip_op)
+                    }
+                    (Flow::FastEoi, 4) => Op::Access(Access::LapicRead {
+                        reg: lapic::REG_TMR_BASE + u32::from(d.vector >> 5) * 0x10,
+                    }),
+                    (Flow::FastEoi, 5) => Op::Access(Access::LapicWrite {
+                        reg: lapic::REG_EOI,
+                        data: 0,
+                    }),
+                    // handle_edge_irq: chip->ack (EOI) first, then the chain.
+                    (Flow::Edge, 2) => Op::Run(c.apic_chip_op),
+                    (Flow::Edge, 3) => Op::Access(Access::LapicWrite {
+                        reg: lapic::REG_EOI,
+                        data: 0,
+                    }),
+                    (Flow::Edge, 4) => {
+                        d.in_progress = true;
+                        Op::Call(chain)
+                    }
+                    (Flow::Edge, 5) => {
+                        d.in_progress = false;
+                        Op::Run(c.note_interrupt + c.flow_handler - half)
+                    }
+                    _ => Op::Return(0),
+                }
+            }
+
+            Frame::I8259MaskAck { pc, irq } => {
+                *pc += 1;
+                let slave = *irq & 8 != 0;
+                let (imr_port, cmd_port) = if slave {
+                    (SLAVE_DATA, SLAVE_CMD)
+                } else {
+                    (MASTER_DATA, MASTER_CMD)
+                };
+                match *pc {
+                    1 => {
+                        k.cached_irq_mask |= 1 << *irq;
+                        Op::Run(c.i8259_chip_op)
+                    }
+                    // inb(IMR): "DUMMY - (do we need this?)"
+                    2 => Op::Access(Access::PortIn { port: imr_port }),
+                    3 => Op::Access(Access::PortOut {
+                        port: imr_port,
+                        data: (k.cached_irq_mask >> if slave { 8 } else { 0 }) as u8,
+                    }),
+                    // 'Specific EOI' to the chip the IRQ is on ...
+                    4 => Op::Access(Access::PortOut {
+                        port: cmd_port,
+                        data: 0x60 + (*irq & 7),
+                    }),
+                    // ... and for a slave IRQ, to the master's cascade input.
+                    5 if slave => Op::Access(Access::PortOut {
+                        port: MASTER_CMD,
+                        data: 0x60 + CASCADE_IR,
+                    }),
+                    _ => Op::Return(0),
+                }
+            }
+
+            Frame::I8259Unmask { pc, irq } => {
+                *pc += 1;
+                match *pc {
+                    1 => {
+                        k.cached_irq_mask &= !(1 << *irq);
+                        Op::Run(c.i8259_chip_op)
+                    }
+                    2 => {
+                        let (port, shift) = if *irq & 8 != 0 {
+                            (SLAVE_DATA, 8)
+                        } else {
+                            (MASTER_DATA, 0)
+                        };
+                        Op::Access(Access::PortOut {
+                            port,
+                            data: (k.cached_irq_mask >> shift) as u8,
+                        })
+                    }
+                    _ => Op::Return(0),
+                }
+            }
+
+            Frame::HandleIrqEvent {
+                pc,
+                desc,
+                next,
+                handled,
+            } => {
+                let d = &mut k.irqs[usize::from(*desc)];
+                match *pc {
+                    0 => {
+                        *pc = 1;
+                        if !d.actions[0].irqs_disabled {
+                            *cx.irqs_enabled = true; // local_irq_enable() for !IRQF_DISABLED
+                        }
+                        Op::Run(c.handle_irq_event)
+                    }
+                    1 => {
+                        if usize::from(*next) < d.actions.len() {
+                            *pc = 2;
+                            Op::Run(c.per_action)
+                        } else {
+                            *cx.irqs_enabled = false;
+                            if !*handled {
+                                d.unhandled += 1;
+                            }
+                            Op::Return(u32::from(*handled))
+                        }
+                    }
+                    2 => {
+                        *pc = 3;
+                        let driver = d.actions[usize::from(*next)].driver;
+                        Op::Call(Frame::ExerciserIsr { pc: 0, driver })
+                    }
+                    _ => {
+                        *handled |= cx.value == IRQ_HANDLED;
+                        *next += 1;
+                        *pc = 1;
+                        Op::Run(0)
+                    }
+                }
+            }
+
+            Frame::ExerciserIsr { pc, driver } => {
+                let drv = &mut k.drivers[usize::from(*driver)];
+                *pc += 1;
+                match (drv.msi_mode, *pc) {
+                    (_, 1) => Op::Run(c.driver_isr),
+                    // Figure 4: "Incase of a shared IRQ Check if the interrupt is ours".
+                    (false, 2) => Op::Access(Access::MmioRead {
+                        addr: drv.status_addr,
+                    }),
+                    (false, 3) => {
+                        if cx.value & drv.pending_flag == 0 {
+                            *pc = 9;
+                            return Op::Return(IRQ_NONE);
+                        }
+                        Op::Access(Access::MmioWrite {
+                            addr: drv.clear_addr,
+                            data: drv.clear_mask,
+                        })
+                    }
+                    // Figure 4 and 5: the ISR-entry signature, then tasklet_schedule.
+                    (false, 4) | (true, 2) => {
+                        drv.int_count = drv.int_count.wrapping_add(1);
+                        Op::Access(Access::MmioWrite {
+                            addr: drv.isr_signature_addr,
+                            data: drv.int_count,
+                        })
+                    }
+                    (false, 5) | (true, 3) => {
+                        let (t, n) = (drv.tasklet, c.tasklet_schedule);
+                        k.tasklet_schedule(t);
+                        Op::Run(n)
+                    }
+                    _ => Op::Return(IRQ_HANDLED),
+                }
+            }
+
+            Frame::IrqExit { pc } => {
+                *pc += 1;
+                match *pc {
+                    1 => {
+                        cx.preempt.hardirq -= 1;
+                        Op::Run(c.irq_exit)
+                    }
+                    2 if !cx.preempt.in_interrupt() && k.softirq.pending != 0 => {
+                        Op::Call(Frame::DoSoftirq { pc: 0, restarts: 0 })
+                    }
+                    _ => Op::Return(0),
+                }
+            }
+
+            Frame::DoSoftirq { pc, restarts } => match *pc {
+                0 => {
+                    *pc = 1;
+                    cx.preempt.softirq += 1;
+                    Op::Run(c.do_softirq)
+                }
+                1 => {
+                    // Take the pending mask and run with interrupts on.
+                    let pending = std::mem::take(&mut k.softirq.pending);
+                    *cx.irqs_enabled = true;
+                    *pc = 2;
+                    if pending & (1 << TASKLET_SOFTIRQ) != 0 {
+                        Op::Call(Frame::TaskletAction { pc: 0, current: 0 })
+                    } else {
+                        Op::Run(0)
+                    }
+                }
+                _ => {
+                    *cx.irqs_enabled = false;
+                    if k.softirq.pending != 0 && *restarts < MAX_SOFTIRQ_RESTART {
+                        *restarts += 1;
+                        *pc = 1;
+                        return Op::Run(0);
+                    }
+                    // Anything still pending would wake ksoftirqd (not modelled yet).
+                    cx.preempt.softirq -= 1;
+                    Op::Return(0)
+                }
+            },
+
+            Frame::TaskletAction { pc, current } => match *pc {
+                0 => {
+                    // Splice the per-CPU list with interrupts off; new ones go to the next round.
+                    k.softirq.pending &= !(1 << TASKLET_SOFTIRQ);
+                    *pc = 1;
+                    Op::Run(0)
+                }
+                1 => match k.softirq.tasklet_vec.pop_front() {
+                    Some(t) => {
+                        *current = t;
+                        *pc = 2;
+                        k.tasklets[usize::from(t)].scheduled = false;
+                        Op::Run(c.tasklet_action)
+                    }
+                    None => Op::Return(0),
+                },
+                _ => {
+                    *pc = 1;
+                    let driver = k.tasklets[usize::from(*current)].owner;
+                    Op::Call(Frame::ExerciserTasklet { pc: 0, driver })
+                }
+            },
+
+            Frame::ExerciserTasklet { pc, driver } => {
+                let drv = &k.drivers[usize::from(*driver)];
+                *pc += 1;
+                match *pc {
+                    1 => Op::Run(c.driver_tasklet),
+                    2 => Op::Access(Access::MmioWrite {
+                        addr: drv.tasklet_signature_addr,
+                        data: drv.int_count,
+                    }),
+                    _ => Op::Return(0),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The kernel side of the model: Linux 2.6's generic IRQ layer on x86, softirqs and tasklets,
+//! execution contexts, and the drivers of the modelled devices.
+//!
+//! Kernel code runs as [`frames::Frame`]s: resumable state machines, one per function
+//! activation, that tell the CPU what to do next (run N instructions, read a device register,
+//! call another function). A register read stalls the CPU until the completion returns, so the
+//! time a path takes is the sum of its steps on the modelled hardware.
+
+pub mod context;
+pub mod costs;
+pub mod frames;
+pub mod softirq;
+
+use crate::hw::pcie::IntxPin;
+use costs::KernelInstructions;
+use serde::Serialize;
+use softirq::{SoftirqState, Tasklet, TaskletId};
+
+/// The interrupt controller an IRQ is delivered through (`irq_chip` / `hw_interrupt_type`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Chip {
+    /// `i8259A_chip` "XT-PIC".
+    XtPic,
+    /// `ioapic_chip` "IO-APIC".
+    IoApic,
+    /// `msi_chip` "PCI-MSI".
+    Msi,
+}
+
+/// The flow handler (`kernel/irq/chip.c`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Flow {
+    /// `handle_level_irq`: mask and ack before the actions, unmask after (XT-PIC).
+    Level,
+    /// `handle_fasteoi_irq`: actions, then one EOI (IO-APIC level-triggered).
+    FastEoi,
+    /// `handle_edge_irq`: ack (EOI) before the actions (IO-APIC edge, MSI).
+    Edge,
+}
+
+/// The delivery method a scenario's kernel is configured for (seed 000's three kernels).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Delivery {
+    /// UP kernel without Local APIC support: 8259A pair only.
+    Xtpic,
+    /// Local APIC + IO-APIC, MSI disabled.
+    Ioapic,
+    /// Local APIC + MSI for devices that support it.
+    Msi,
+}
+
+/// A registered handler (`struct irqaction`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Action {
+    /// Index of the driver instance whose ISR this is.
+    pub driver: u16,
+    /// SA_INTERRUPT / IRQF_DISABLED: run with interrupts off (the seed's driver sets it).
+    pub irqs_disabled: bool,
+}
+
+/// `struct irq_desc`.
+#[derive(Clone, Debug, Serialize)]
+pub struct IrqDesc {
+    pub irq: u16,
+    pub chip: Chip,
+    pub flow: Flow,
+    pub vector: u8,
+    pub actions: Vec<Action>,
+    /// IRQ_INPROGRESS.
+    pub in_progress: bool,
+    pub count: u64,
+    pub unhandled: u64,
+}
+
+/// What a driver's ISR and tasklet do. The exerciser driver is seed 000's Figures 3-5.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExerciserDriver {
+    /// Index of the device it drives.
+    pub device: u8,
+    /// MSI mode (`msi_mode=1`): Figure 5's ISR; otherwise Figure 4's.
+    pub msi_mode: bool,
+    /// BAR0 addresses of the status and interrupt-clear registers (Figure 7: 0xFAFF2004 and
+    /// 0xFAFF3174).
+    pub status_addr: u64,
+    pub clear_addr: u64,
+    /// `IRQ_PENDING_FLAG` and `IRQ_CLEAR_MASK`.
+    pub pending_flag: u32,
+    pub clear_mask: u32,
+    /// Signature writes: ISR entry (`ack_pointer + 0x10` dwords = BAR + 0x40) and tasklet entry
+    /// (BAR + 0x80).
+    pub isr_signature_addr: u64,
+    pub tasklet_signature_addr: u64,
+    pub tasklet: TaskletId,
+    /// `int_count`, written as the signature payload.
+    pub int_count: u32,
+    pub intx_pin: IntxPin,
+}
+
+/// Kernel state shared by its CPUs (uniprocessor in seed 000).
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub delivery: Delivery,
+    pub cost: KernelInstructions,
+    pub irqs: Vec<IrqDesc>,
+    /// Vector -> index into `irqs`.
+    pub vector_irq: [Option<u16>; 256],
+    pub drivers: Vec<ExerciserDriver>,
+    pub tasklets: Vec<Tasklet>,
+    pub softirq: SoftirqState,
+    /// `cached_irq_mask` of i8259.c: the IMR bits Linux believes are set.
+    pub cached_irq_mask: u16,
+    pub spurious_8259: u64,
+}
+
+impl Kernel {
+    pub fn new(delivery: Delivery, cost: KernelInstructions) -> Self {
+        Kernel {
+            delivery,
+            cost,
+            irqs: Vec::new(),
+            vector_irq: [None; 256],
+            drivers: Vec::new(),
+            tasklets: Vec::new(),
+            softirq: SoftirqState::default(),
+            cached_irq_mask: !(1 << 2), // everything masked but the cascade (init_8259A)
+            spurious_8259: 0,
+        }
+    }
+
+    /// `request_irq`: add an action to the IRQ's chain, creating the descriptor on first use.
+    /// Sharing needs every action to agree (SA_SHIRQ); MSI vectors are never shared.
+    pub fn request_irq(
+        &mut self,
+        irq: u16,
+        chip: Chip,
+        flow: Flow,
+        vector: u8,
+        action: Action,
+    ) -> Result<(), String> {
+        if let Some(i) = self.irqs.iter().position(|d| d.irq == irq) {
+            let d = &mut self.irqs[i];
+            if d.chip == Chip::Msi || chip == Chip::Msi {
+                return Err(format!(
+                    "IRQ {irq} (vector {vector}) would be shared by two MSI devices; an MSI vector \
+                     belongs to one device: give each device its own msi_vector"
+                ));
+            }
+            d.actions.push(action);
+            return Ok(());
+        }
+        if let Some(other) = self.vector_irq[usize::from(vector)] {
+            return Err(format!(
+                "vector {vector} is already used by IRQ {}; two interrupt sources cannot share \
+                 a vector on one CPU: choose another vector",
+                self.irqs[usize::from(other)].irq
+            ));
+        }
+        self.vector_irq[usize::from(vector)] = Some(self.irqs.len() as u16);
+        self.irqs.push(IrqDesc {
+            irq,
+            chip,
+            flow,
+            vector,
+            actions: vec![action],
+            in_progress: false,
+            count: 0,
+            unhandled: 0,
+        });
+        Ok(())
+    }
+
+    /// `tasklet_init`.
+    pub fn tasklet_init(&mut self, owner: u16) -> TaskletId {
+        self.tasklets.push(Tasklet {
+            scheduled: false,
+            owner,
+        });
+        (self.tasklets.len() - 1) as TaskletId
+    }
+
+    /// `tasklet_schedule`: queue once, raise TASKLET_SOFTIRQ.
+    pub fn tasklet_schedule(&mut self, t: TaskletId) {
+        let tl = &mut self.tasklets[usize::from(t)];
+        if !tl.scheduled {
+            tl.scheduled = true;
+            self.softirq.tasklet_vec.push_back(t);
+            self.softirq.raise(softirq::TASKLET_SOFTIRQ);
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! Softirqs and tasklets (Linux `kernel/softirq.c`): `raise_softirq` sets a pending bit;
+//! `irq_exit` runs pending softirqs when not nested in another interrupt; `__do_softirq` runs
+//! with interrupts enabled and restarts up to `MAX_SOFTIRQ_RESTART` (10) times before leaving
+//! the rest to ksoftirqd.
+
+use std::collections::VecDeque;
+
+pub const HI_SOFTIRQ: u32 = 0;
+pub const TIMER_SOFTIRQ: u32 = 1;
+pub const NET_TX_SOFTIRQ: u32 = 2;
+pub const NET_RX_SOFTIRQ: u32 = 3;
+pub const TASKLET_SOFTIRQ: u32 = 6;
+/// `kernel/softirq.c`: restarts of the softirq loop before deferring to ksoftirqd.
+pub const MAX_SOFTIRQ_RESTART: u8 = 10;
+
+/// Index of a tasklet in the kernel's tasklet table.
+pub type TaskletId = u16;
+
+/// A tasklet: `func` is code a driver registered.
+#[derive(Clone, Debug)]
+pub struct Tasklet {
+    /// TASKLET_STATE_SCHED: queued and not yet run (scheduling again is a no-op).
+    pub scheduled: bool,
+    /// The driver instance whose tasklet function this is.
+    pub owner: u16,
+}
+
+/// Per-CPU softirq state.
+#[derive(Clone, Debug, Default)]
+pub struct SoftirqState {
+    pub pending: u32,
+    /// `tasklet_vec`: tasklets scheduled on this CPU, in order.
+    pub tasklet_vec: VecDeque<TaskletId>,
+}
+
+impl SoftirqState {
+    pub fn raise(&mut self, nr: u32) {
+        self.pending |= 1 << nr;
+    }
+}

@@ -1,0 +1,633 @@
+//! The assembled system and its event loop: packets cross the fabric hop by hop, the ICH and the
+//! devices react to what reaches them, and the CPU runs kernel frames, stalling on every
+//! non-posted access until its completion comes back.
+
+use crate::devices::exerciser::{Exerciser, Reaction};
+use crate::engine::{EventQueue, SimDuration, SimTime};
+use crate::hw::cpu::CpuTiming;
+use crate::hw::fabric::{Endpoint, Fabric, Hop, Route};
+use crate::hw::ich::Ich;
+use crate::hw::ioapic::IOAPIC_BASE;
+use crate::hw::lapic::{self, LocalApic};
+use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
+use crate::kernel::context::PreemptCount;
+use crate::kernel::frames::{Access, Frame, Op, StepCtx};
+use crate::kernel::Kernel;
+use crate::probes::analyzer::{Analyzer, LatencyProbe};
+
+/// Events. Small and `Copy`: packets live in a slab and are named by index.
+#[derive(Copy, Clone, Debug)]
+enum Ev {
+    /// Device k's interrupt generator fires.
+    Generate(u8),
+    /// Packet p reaches its next hop (or, past the last, its destination).
+    Hop(u32),
+    /// Device k re-checks its INTx line after a clear write.
+    CheckDeassert(u8),
+    /// The ICH has finished servicing request packet p.
+    IchDone(u32),
+    /// The IO-APIC's interrupt write is ready to leave the hub.
+    IoApicSend(MsiMessage),
+    CpuResume,
+}
+
+struct Packet {
+    tlp: Tlp,
+    route: Route,
+    hop: u8,
+    dest: Endpoint,
+    /// A CPU store: the core may go on once the FSB has taken it.
+    releases_cpu: bool,
+    live: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum CpuState {
+    /// A resume event is scheduled.
+    Running,
+    /// Waiting for a completion or for the FSB to take a store.
+    Stalled,
+    Halted,
+    /// Leaving HLT; a resume event is scheduled.
+    Waking,
+}
+
+/// One CPU core with its Local APIC and its kernel stack.
+pub struct Cpu {
+    pub timing: CpuTiming,
+    pub lapic: LocalApic,
+    state: CpuState,
+    pub irqs_enabled: bool,
+    /// The 8259's INTR wire as the core sees it (used when the Local APIC is disabled).
+    intr_line: bool,
+    stack: Vec<Frame>,
+    preempt: PreemptCount,
+    /// Last read value or callee return value.
+    value: u32,
+    /// An op that must happen after the compute time accumulated before it.
+    stash: Option<Op>,
+}
+
+impl Cpu {
+    pub fn new(timing: CpuTiming, lapic: LocalApic) -> Self {
+        Cpu {
+            timing,
+            lapic,
+            state: CpuState::Running,
+            irqs_enabled: false,
+            intr_line: false,
+            stack: vec![Frame::Idle { pc: 0 }],
+            preempt: PreemptCount::default(),
+            value: 0,
+            stash: None,
+        }
+    }
+}
+
+/// Counters a run reports besides the latencies.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Counters {
+    pub interrupts_generated: u64,
+    pub spurious_interrupts: u64,
+    pub unhandled_interrupts: u64,
+    pub overlapped_samples: u64,
+    pub events: u64,
+    pub packets_on_link: u64,
+    pub simulated_ps: u64,
+}
+
+pub struct Machine {
+    q: EventQueue<Ev>,
+    pub fabric: Fabric,
+    pub ich: Ich,
+    pub cpu: Cpu,
+    pub kernel: Kernel,
+    pub devices: Vec<Exerciser>,
+    packets: Vec<Packet>,
+    free: Vec<u32>,
+    pub analyzer: Analyzer,
+    pub probe: LatencyProbe,
+    /// The link the analyzer sits on (root port index).
+    pub analyzed_link: u8,
+    /// The device whose latencies the probe measures.
+    pub probed_device: u8,
+    /// Requester ID of the root complex (CPU-initiated requests).
+    pub root_requester: Bdf,
+    root_tag: u8,
+    /// The interrupts the probed device raises before the run ends.
+    pub target_samples: u64,
+    events: u64,
+    /// Stop after this many events even if not drained (an interrupt storm, for instance).
+    pub event_limit: u64,
+}
+
+impl Machine {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        fabric: Fabric,
+        ich: Ich,
+        cpu: Cpu,
+        kernel: Kernel,
+        devices: Vec<Exerciser>,
+        analyzer: Analyzer,
+        probe: LatencyProbe,
+        root_requester: Bdf,
+        target_samples: u64,
+    ) -> Self {
+        Machine {
+            q: EventQueue::new(),
+            fabric,
+            ich,
+            cpu,
+            kernel,
+            devices,
+            packets: Vec::with_capacity(16),
+            free: Vec::new(),
+            analyzer,
+            probe,
+            analyzed_link: 0,
+            probed_device: 0,
+            root_requester,
+            root_tag: 0,
+            target_samples,
+            events: 0,
+            event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
+        }
+    }
+
+    /// Run until the probed device has raised its interrupts and everything has settled.
+    pub fn run(&mut self) -> Counters {
+        self.q.schedule_at(SimTime::ZERO, Ev::CpuResume);
+        for k in 0..self.devices.len() {
+            if self.devices[k].cfg.generates {
+                let gap = self.devices[k].next_gap();
+                self.q.schedule_in(gap, Ev::Generate(k as u8));
+            }
+        }
+        while let Some((_, ev)) = self.q.pop() {
+            self.events += 1;
+            if self.events > self.event_limit {
+                break;
+            }
+            match ev {
+                Ev::Generate(k) => self.on_generate(k),
+                Ev::Hop(p) => self.on_hop(p),
+                Ev::CheckDeassert(k) => {
+                    if let Some(tlp) = self.devices[usize::from(k)].check_deassert() {
+                        self.send(Endpoint::Device(k), Endpoint::Ich, tlp, SimDuration::ZERO);
+                    }
+                }
+                Ev::IchDone(p) => self.on_ich_done(p),
+                Ev::IoApicSend(m) => self.send_interrupt_write(m),
+                Ev::CpuResume => {
+                    self.cpu.state = CpuState::Running;
+                    self.cpu_run();
+                }
+            }
+        }
+        Counters {
+            interrupts_generated: self.devices[usize::from(self.probed_device)].generated,
+            spurious_interrupts: self.kernel.spurious_8259,
+            unhandled_interrupts: self.kernel.irqs.iter().map(|d| d.unhandled).sum(),
+            overlapped_samples: self.probe.overlapped,
+            events: self.events,
+            packets_on_link: self.analyzer.packets,
+            simulated_ps: self.q.now().as_ps(),
+        }
+    }
+
+    fn on_generate(&mut self, k: u8) {
+        let dev = &mut self.devices[usize::from(k)];
+        let probed = k == self.probed_device;
+        if probed && dev.generated >= self.target_samples {
+            return;
+        }
+        if let Some(tlp) = dev.trigger() {
+            let dest = if tlp.kind == TlpKind::MemWrite {
+                Endpoint::Cpu
+            } else {
+                Endpoint::Ich
+            };
+            self.send(Endpoint::Device(k), dest, tlp, SimDuration::ZERO);
+        }
+        let dev = &mut self.devices[usize::from(k)];
+        if !probed || dev.generated < self.target_samples {
+            let gap = dev.next_gap();
+            self.q.schedule_in(gap, Ev::Generate(k));
+        }
+    }
+
+    // ---- packets -------------------------------------------------------------------------
+
+    fn alloc(&mut self, pkt: Packet) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.packets[i as usize] = pkt;
+                i
+            }
+            None => {
+                self.packets.push(pkt);
+                (self.packets.len() - 1) as u32
+            }
+        }
+    }
+
+    fn release(&mut self, p: u32) {
+        self.packets[p as usize].live = false;
+        self.free.push(p);
+    }
+
+    /// Start `tlp` on its way from `from` to `to` after `delay`.
+    fn send(&mut self, from: Endpoint, to: Endpoint, tlp: Tlp, delay: SimDuration) -> u32 {
+        let p = self.alloc(Packet {
+            tlp,
+            route: Route::between(from, to),
+            hop: 0,
+            dest: to,
+            releases_cpu: false,
+            live: true,
+        });
+        self.q.schedule_in(delay, Ev::Hop(p));
+        p
+    }
+
+    fn on_hop(&mut self, p: u32) {
+        let now = self.q.now();
+        let pkt = &mut self.packets[p as usize];
+        debug_assert!(pkt.live);
+        let Some(hop) = pkt.route.hop(pkt.hop) else {
+            self.deliver(p);
+            return;
+        };
+        pkt.hop += 1;
+        let tlp = pkt.tlp;
+        let releases_cpu = pkt.releases_cpu && hop == Hop::Fsb;
+        let crossing = self.fabric.cross(hop, now, tlp.wire_bytes());
+        if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
+            if k == self.analyzed_link {
+                self.analyzer.observe(start, dir, &tlp);
+                self.probe.observe(start, dir, &tlp);
+            }
+        }
+        if releases_cpu {
+            self.q.schedule_at(crossing.arrival, Ev::CpuResume);
+        }
+        self.q.schedule_at(crossing.arrival, Ev::Hop(p));
+    }
+
+    fn deliver(&mut self, p: u32) {
+        let pkt = &self.packets[p as usize];
+        let (tlp, dest) = (pkt.tlp, pkt.dest);
+        match dest {
+            Endpoint::Device(k) => {
+                self.release(p);
+                match self.devices[usize::from(k)].receive(&tlp) {
+                    Reaction::None => {}
+                    Reaction::Send(delay, reply) => {
+                        self.send(Endpoint::Device(k), Endpoint::Cpu, reply, delay);
+                    }
+                    Reaction::CheckDeassert(delay) => {
+                        self.q.schedule_in(delay, Ev::CheckDeassert(k));
+                    }
+                }
+            }
+            Endpoint::Cpu => {
+                self.release(p);
+                match tlp.kind {
+                    TlpKind::MemWrite => {
+                        // The MCH turns a write to 0xFEEx_xxxx into an FSB interrupt message.
+                        if let Some(m) = MsiMessage::decode(tlp.addr, tlp.data) {
+                            if self.cpu.lapic.enabled && m.dest_apic_id == self.cpu.lapic.id {
+                                self.cpu.lapic.accept(m.vector, m.level_triggered);
+                                self.poke_cpu();
+                            }
+                        }
+                    }
+                    TlpKind::Cpl | TlpKind::CplD => {
+                        debug_assert_eq!(self.cpu.state, CpuState::Stalled);
+                        self.cpu.value = tlp.data;
+                        self.cpu.state = CpuState::Running;
+                        self.cpu_run();
+                    }
+                    _ => {}
+                }
+            }
+            Endpoint::Ich => self.ich_receive(p, tlp),
+        }
+    }
+
+    // ---- the I/O hub ---------------------------------------------------------------------
+
+    fn ich_receive(&mut self, p: u32, tlp: Tlp) {
+        let now = self.q.now();
+        let t = &self.ich.timing;
+        let clocks = match tlp.kind {
+            TlpKind::Msg(MsgCode::AssertIntx(pin)) | TlpKind::Msg(MsgCode::DeassertIntx(pin)) => {
+                self.release(p);
+                let assert = matches!(tlp.kind, TlpKind::Msg(MsgCode::AssertIntx(_)));
+                // The device's pin as seen above its bridge (swizzled by device number); the
+                // ICH maps DMI INTA-D onto PIRQA-D.
+                let pirq = pin.swizzle(tlp.requester.dev).index();
+                let effect = self.ich.intx(pirq, assert);
+                self.update_intr();
+                if let Some(m) = effect.ioapic_message {
+                    let at = self.ich.ioapic_delivery_done(now);
+                    self.q.schedule_at(at, Ev::IoApicSend(m));
+                }
+                return;
+            }
+            TlpKind::Msg(MsgCode::Eoi(vector)) => {
+                self.release(p);
+                if let Some(m) = self.ich.ioapic.eoi(vector) {
+                    let at = self.ich.ioapic_delivery_done(now);
+                    self.q.schedule_at(at, Ev::IoApicSend(m));
+                }
+                return;
+            }
+            TlpKind::IoRead | TlpKind::IoWrite => t.legacy_io_clocks,
+            TlpKind::IntAck => t.intack_clocks,
+            TlpKind::MemRead | TlpKind::MemWrite => t.ioapic_access_clocks,
+            TlpKind::Cpl | TlpKind::CplD => {
+                self.release(p);
+                return;
+            }
+        };
+        let done = self.ich.service_done(now, clocks);
+        self.q.schedule_at(done, Ev::IchDone(p));
+    }
+
+    fn on_ich_done(&mut self, p: u32) {
+        let req = self.packets[p as usize].tlp;
+        self.release(p);
+        let reply = |kind, data| Tlp {
+            kind,
+            requester: req.requester,
+            completer: Bdf::new(0, 31, 0), // the LPC bridge, D31:F0
+            tag: req.tag,
+            addr: req.addr,
+            len_dw: 1,
+            data,
+        };
+        let port = req.addr as u16;
+        let completion = match req.kind {
+            TlpKind::IoRead => {
+                let v = self.ich.pics.port_read(port).unwrap_or(0xFF);
+                Some(reply(TlpKind::CplD, u32::from(v)))
+            }
+            TlpKind::IoWrite => {
+                self.ich.pics.port_write(port, req.data as u8);
+                Some(reply(TlpKind::Cpl, 0))
+            }
+            TlpKind::IntAck => {
+                let (vector, _) = self.ich.pics.interrupt_acknowledge();
+                Some(reply(TlpKind::CplD, u32::from(vector)))
+            }
+            TlpKind::MemRead => {
+                let v = self.ich.ioapic.mmio_read(req.addr - IOAPIC_BASE);
+                Some(reply(TlpKind::CplD, v))
+            }
+            TlpKind::MemWrite => {
+                if let Some(m) = self.ich.ioapic.mmio_write(req.addr - IOAPIC_BASE, req.data) {
+                    let at = self.ich.ioapic_delivery_done(self.q.now());
+                    self.q.schedule_at(at, Ev::IoApicSend(m));
+                }
+                None
+            }
+            _ => None,
+        };
+        self.update_intr();
+        if let Some(c) = completion {
+            self.send(Endpoint::Ich, Endpoint::Cpu, c, SimDuration::ZERO);
+        }
+    }
+
+    /// The IO-APIC's interrupt: an upstream memory write to 0xFEEx_xxxx over DMI.
+    fn send_interrupt_write(&mut self, m: MsiMessage) {
+        let tlp = Tlp {
+            kind: TlpKind::MemWrite,
+            requester: Bdf::new(0, 31, 0),
+            completer: Bdf::default(),
+            tag: 0,
+            addr: u64::from(m.address()),
+            len_dw: 1,
+            data: m.data(),
+        };
+        self.send(Endpoint::Ich, Endpoint::Cpu, tlp, SimDuration::ZERO);
+    }
+
+    /// The 8259's INTR wire drives the core directly (a sideband pin; its flight time is
+    /// negligible against the bus crossings).
+    fn update_intr(&mut self) {
+        let level = self.ich.pics.intr();
+        if level != self.cpu.intr_line {
+            self.cpu.intr_line = level;
+            if level && !self.cpu.lapic.enabled {
+                self.poke_cpu();
+            }
+        }
+    }
+
+    // ---- the CPU -------------------------------------------------------------------------
+
+    fn poke_cpu(&mut self) {
+        if self.cpu.state == CpuState::Halted {
+            self.cpu.state = CpuState::Waking;
+            self.q.schedule_in(self.cpu.timing.halt_exit, Ev::CpuResume);
+        }
+    }
+
+    fn interrupt_pending(&self) -> bool {
+        if self.cpu.lapic.enabled {
+            self.cpu.lapic.deliverable().is_some()
+        } else {
+            self.cpu.intr_line
+        }
+    }
+
+    fn take_interrupt(&mut self) {
+        // An interrupt gate clears IF as part of delivery.
+        self.cpu.irqs_enabled = false;
+        let frame = if self.cpu.lapic.enabled {
+            let vector = self.cpu.lapic.acknowledge().expect("deliverable");
+            Frame::Interrupt {
+                pc: 0,
+                vector,
+                from_pic: false,
+            }
+        } else {
+            Frame::Interrupt {
+                pc: 0,
+                vector: 0,
+                from_pic: true,
+            }
+        };
+        self.cpu.stack.push(frame);
+    }
+
+    fn resume_after(&mut self, d: SimDuration) {
+        self.cpu.state = CpuState::Running;
+        self.q.schedule_in(d, Ev::CpuResume);
+    }
+
+    /// Run the core from now until it stalls, halts or must let time pass. Compute time with
+    /// interrupts disabled is accumulated into one event: nothing outside the core can observe
+    /// it before the next access, which is deferred (`stash`) to the right moment.
+    fn cpu_run(&mut self) {
+        let mut acc = SimDuration::ZERO;
+        loop {
+            let op = match self.cpu.stash.take() {
+                Some(op) => op,
+                None => {
+                    if self.cpu.irqs_enabled && self.interrupt_pending() {
+                        if acc > SimDuration::ZERO {
+                            return self.resume_after(acc);
+                        }
+                        self.take_interrupt();
+                    }
+                    let cpu = &mut self.cpu;
+                    let frame = cpu
+                        .stack
+                        .last_mut()
+                        .expect("the idle frame is never popped");
+                    let mut cx = StepCtx {
+                        kernel: &mut self.kernel,
+                        value: cpu.value,
+                        irqs_enabled: &mut cpu.irqs_enabled,
+                        preempt: &mut cpu.preempt,
+                        lapic_enabled: cpu.lapic.enabled,
+                    };
+                    frame.step(&mut cx)
+                }
+            };
+            match op {
+                Op::Run(0) => {}
+                Op::Run(n) => {
+                    acc += self.cpu.timing.instructions(n);
+                    if self.cpu.irqs_enabled {
+                        return self.resume_after(acc);
+                    }
+                }
+                Op::Vectoring => {
+                    acc += self
+                        .cpu
+                        .timing
+                        .cycles(self.cpu.timing.interrupt_vectoring_cycles)
+                }
+                Op::Access(a) => {
+                    if acc > SimDuration::ZERO {
+                        self.cpu.stash = Some(op);
+                        return self.resume_after(acc);
+                    }
+                    match self.issue(a) {
+                        Some(local) => acc += local,
+                        None => {
+                            self.cpu.state = CpuState::Stalled;
+                            return;
+                        }
+                    }
+                }
+                Op::Call(f) => self.cpu.stack.push(f),
+                Op::Return(v) => {
+                    self.cpu.stack.pop();
+                    self.cpu.value = v;
+                }
+                Op::Iret => {
+                    self.cpu.stack.pop();
+                    acc += self.cpu.timing.cycles(self.cpu.timing.iret_cycles);
+                    self.cpu.irqs_enabled = true;
+                }
+                Op::Halt => {
+                    if acc > SimDuration::ZERO {
+                        self.cpu.stash = Some(op);
+                        return self.resume_after(acc);
+                    }
+                    self.cpu.irqs_enabled = true; // sti; hlt
+                    if !self.interrupt_pending() {
+                        self.cpu.state = CpuState::Halted;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn root_request(&mut self, kind: TlpKind, addr: u64, data: u32) -> Tlp {
+        let tag = self.root_tag;
+        self.root_tag = (self.root_tag + 1) & 31;
+        Tlp {
+            kind,
+            requester: self.root_requester,
+            completer: Bdf::default(),
+            tag,
+            addr,
+            len_dw: 1,
+            data,
+        }
+    }
+
+    /// Where the MCH sends a CPU memory access.
+    fn decode(&self, addr: u64) -> Endpoint {
+        if let Some(k) = self.devices.iter().position(|d| d.claims(addr)) {
+            Endpoint::Device(k as u8)
+        } else if (IOAPIC_BASE..IOAPIC_BASE + 0x1000).contains(&addr) {
+            Endpoint::Ich
+        } else {
+            panic!("access to 0x{addr:x}, which no modelled device decodes")
+        }
+    }
+
+    /// Issue an access. `Some(cost)` for accesses the core completes by itself (Local APIC);
+    /// `None` when the core must wait for the bus.
+    fn issue(&mut self, a: Access) -> Option<SimDuration> {
+        let lapic_cost = self.cpu.timing.cycles(self.cpu.timing.lapic_access_cycles);
+        let (tlp, dest, posted) = match a {
+            Access::LapicRead { reg } => {
+                self.cpu.value = self.cpu.lapic.read(reg);
+                return Some(lapic_cost);
+            }
+            Access::LapicWrite { reg, .. } => {
+                if reg == lapic::REG_EOI {
+                    if let Some(v) = self.cpu.lapic.eoi() {
+                        // Level-triggered: the EOI goes out to the IO-APIC (posted).
+                        let msg = self.root_request(TlpKind::Msg(MsgCode::Eoi(v)), 0, 0);
+                        self.send(Endpoint::Cpu, Endpoint::Ich, msg, SimDuration::ZERO);
+                    }
+                }
+                return Some(lapic_cost);
+            }
+            Access::MmioRead { addr } => (
+                self.root_request(TlpKind::MemRead, addr, 0),
+                self.decode(addr),
+                false,
+            ),
+            Access::MmioWrite { addr, data } => (
+                self.root_request(TlpKind::MemWrite, addr, data),
+                self.decode(addr),
+                true,
+            ),
+            Access::PortIn { port } => (
+                self.root_request(TlpKind::IoRead, u64::from(port), 0),
+                Endpoint::Ich,
+                false,
+            ),
+            Access::PortOut { port, data } => (
+                self.root_request(TlpKind::IoWrite, u64::from(port), u32::from(data)),
+                Endpoint::Ich,
+                false,
+            ),
+            Access::IntAck => (
+                self.root_request(TlpKind::IntAck, 0, 0),
+                Endpoint::Ich,
+                false,
+            ),
+        };
+        let p = self.send(Endpoint::Cpu, dest, tlp, SimDuration::ZERO);
+        self.packets[p as usize].releases_cpu = posted;
+        None
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.q.now()
+    }
+}

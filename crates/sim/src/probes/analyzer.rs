@@ -1,0 +1,116 @@
+//! The PCIe analyzer on the exerciser's link, and the latency probe that reads its log.
+//!
+//! Seed 000, "Event Observation": the latency is measured on the PCIe link, from the interrupt
+//! packet (Assert_INTx or the MSI write) to the ISR's signature write and to the tasklet's
+//! signature write crossing the same link. The analyzer timestamps each TLP when its first
+//! symbol goes on the wire. Probes observe; nothing in the model reads them.
+
+use crate::engine::SimTime;
+use crate::hw::msi;
+use crate::hw::pcie::{Dir, MsgCode, Tlp, TlpKind};
+use irqlab_stats::LatencyHistogram;
+use serde::Serialize;
+
+/// One logged TLP.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceRecord {
+    /// Packet number (counting every TLP on the link).
+    pub packet: u64,
+    pub time_ps: u64,
+    pub dir: Dir,
+    #[serde(flatten)]
+    pub tlp: Tlp,
+}
+
+/// Logs the first `capacity` TLPs crossing the link (memory stays bounded on long runs).
+#[derive(Clone, Debug, Default)]
+pub struct Analyzer {
+    pub capacity: usize,
+    pub records: Vec<TraceRecord>,
+    pub packets: u64,
+}
+
+impl Analyzer {
+    pub fn new(capacity: usize) -> Self {
+        Analyzer {
+            capacity,
+            records: Vec::with_capacity(capacity.min(4096)),
+            packets: 0,
+        }
+    }
+
+    pub fn observe(&mut self, time: SimTime, dir: Dir, tlp: &Tlp) {
+        self.packets += 1;
+        if self.records.len() < self.capacity {
+            self.records.push(TraceRecord {
+                packet: self.packets,
+                time_ps: time.as_ps(),
+                dir,
+                tlp: *tlp,
+            });
+        }
+    }
+}
+
+/// Turns the analyzer's view into ISR and tasklet latencies.
+#[derive(Debug)]
+pub struct LatencyProbe {
+    pub isr_signature_addr: u64,
+    pub tasklet_signature_addr: u64,
+    /// The interrupt packet of the measurement in progress.
+    start: Option<SimTime>,
+    isr_seen: bool,
+    pub isr: LatencyHistogram,
+    pub tasklet: LatencyHistogram,
+    /// Interrupt packets seen while a measurement was still open (the interrupts came too fast
+    /// for the one-at-a-time method); those samples are not recorded.
+    pub overlapped: u64,
+}
+
+impl LatencyProbe {
+    pub fn new(isr_signature_addr: u64, tasklet_signature_addr: u64) -> Self {
+        LatencyProbe {
+            isr_signature_addr,
+            tasklet_signature_addr,
+            start: None,
+            isr_seen: false,
+            isr: LatencyHistogram::new(),
+            tasklet: LatencyHistogram::new(),
+            overlapped: 0,
+        }
+    }
+
+    /// Samples completed (ISR and tasklet both seen).
+    pub fn completed(&self) -> u64 {
+        self.tasklet.count()
+    }
+
+    pub fn observe(&mut self, time: SimTime, dir: Dir, tlp: &Tlp) {
+        let is_interrupt = dir == Dir::Up
+            && match tlp.kind {
+                TlpKind::Msg(MsgCode::AssertIntx(_)) => true,
+                TlpKind::MemWrite => msi::is_interrupt_address(tlp.addr),
+                _ => false,
+            };
+        if is_interrupt {
+            if self.start.is_some() {
+                self.overlapped += 1;
+            }
+            self.start = Some(time);
+            self.isr_seen = false;
+            return;
+        }
+        if dir != Dir::Down || tlp.kind != TlpKind::MemWrite {
+            return;
+        }
+        let Some(start) = self.start else { return };
+        let ns = time.since(start).as_ns_rounded();
+        if tlp.addr == self.isr_signature_addr && !self.isr_seen {
+            self.isr_seen = true;
+            self.isr.record(ns);
+        } else if tlp.addr == self.tasklet_signature_addr && self.isr_seen {
+            self.tasklet.record(ns);
+            self.start = None;
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! What observes the model: the bus analyzer and the latency probe built on it.
+
+pub mod analyzer;

@@ -1,0 +1,755 @@
+//! Scenarios: TOML files that describe a platform, a kernel, the devices and the run, turned into
+//! a built [`Machine`].
+//!
+//! A scenario names its platform file (`platforms/`) and kernel file (`kernels/`) by path,
+//! relative to itself. `--set key=value` overrides address the combined document: scenario keys
+//! at the top (`delivery`, `device.0.read_turnaround_ns`), the platform under `platform.`
+//! (`platform.cpu.clock_hz`) and the kernel under `kernel.` (`kernel.instructions.do_irq`).
+//! Unknown keys and wrong types are refused with the file, line and column, or the flag.
+
+use crate::devices::exerciser::{Exerciser, ExerciserConfig, Generator};
+use crate::engine::{RngStreams, SimDuration};
+use crate::hw::cpu::CpuTiming;
+use crate::hw::fabric::{Fabric, Fsb, FsbTiming};
+use crate::hw::ich::{Ich, IchTiming, PIRQA_IOAPIC_PIN, PIRQ_ROUT_DISABLE};
+use crate::hw::ioapic::RedirectionEntry;
+use crate::hw::lapic::LocalApic;
+use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::{Bdf, IntxPin, Link, LinkConfig, LinkGen, LinkWidth};
+use crate::kernel::costs::KernelInstructions;
+use crate::kernel::{Action, Chip, Delivery, ExerciserDriver, Flow, Kernel};
+use crate::machine::{Counters, Cpu, Machine};
+use crate::probes::analyzer::{Analyzer, LatencyProbe, TraceRecord};
+use irqlab_stats::LatencyHistogram;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+// ---- file formats -------------------------------------------------------------------------
+
+/// `platforms/*.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformFile {
+    pub name: String,
+    pub description: String,
+    pub cpu: CpuSection,
+    pub fsb: FsbSection,
+    pub mch: MchSection,
+    pub dmi: LinkSection,
+    pub ich: IchSection,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSection {
+    pub clock_hz: f64,
+    pub cycles_per_instruction: f64,
+    pub interrupt_vectoring_cycles: f64,
+    pub iret_cycles: f64,
+    pub lapic_access_cycles: f64,
+    pub halt_exit_ns: f64,
+    pub apic_id: u8,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsbSection {
+    pub bus_clock_hz: f64,
+    pub request_phase_clocks: u32,
+    pub transaction_clocks: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MchSection {
+    /// Requester ID the root complex puts on CPU-initiated TLPs.
+    pub requester_id: String,
+    pub crossing_ns: f64,
+    /// PHY + data-link pipeline of a root port link (both ends), per direction.
+    pub root_port_pipeline_ns: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSection {
+    pub generation: u8,
+    pub width: u32,
+    pub pipeline_ns: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IchSection {
+    pub crossing_ns: f64,
+    pub internal_clock_hz: f64,
+    pub legacy_io_clocks: u32,
+    pub intack_clocks: u32,
+    pub ioapic_access_clocks: u32,
+    pub ioapic_delivery_clocks: u32,
+    /// PIRQA..H routing as the BIOS left it: an 8259 IRQ number 0-15, or -1 for not routed.
+    pub pirq_pic_irq: Vec<i32>,
+}
+
+/// `kernels/*.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelFile {
+    pub name: String,
+    pub description: String,
+    /// First vector `assign_irq_vector` hands out, and its step (spreads priority classes).
+    pub first_device_vector: u32,
+    pub vector_step: u32,
+    pub instructions: KernelInstructions,
+}
+
+/// A scenario file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    pub title: String,
+    pub platform: String,
+    pub kernel: String,
+    pub delivery: Delivery,
+    pub samples: u64,
+    pub seed: u64,
+    pub device: Vec<DeviceSection>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSection {
+    pub name: String,
+    pub bdf: String,
+    pub link_generation: u8,
+    pub link_width: u32,
+    pub intx_pin: String,
+    pub msi_capable: bool,
+    /// Force an MSI vector instead of the kernel's allocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msi_vector: Option<u32>,
+    pub reg_bar: u64,
+    pub reg_bar_size: u64,
+    pub status_offset: u64,
+    pub clear_offset: u64,
+    pub pending_flag: u32,
+    pub signature_bar: u64,
+    pub signature_bar_size: u64,
+    pub isr_signature_offset: u64,
+    pub tasklet_signature_offset: u64,
+    pub read_turnaround_ns: f64,
+    pub deassert_delay_ns: f64,
+    /// "poisson" or "periodic", or "none" for a card that only shares the line.
+    pub interrupts: String,
+    pub interval_us: f64,
+}
+
+// ---- errors -------------------------------------------------------------------------------
+
+/// Where a bad value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    File {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+    },
+    /// A `--set` flag.
+    Flag(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File { path, line, column } => {
+                write!(f, "{}:{line}:{column}", path.display())
+            }
+            Origin::Flag(s) => write!(f, "--set {s}"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}")]
+    Syntax { origin: Origin, message: String },
+    #[error("--set {flag}: {message}")]
+    Override { flag: String, message: String },
+    /// A configuration that hardware or the kernel cannot have.
+    #[error("{origin}: {key}: {message}")]
+    Invalid {
+        origin: Origin,
+        key: String,
+        message: String,
+    },
+}
+
+// ---- loading ------------------------------------------------------------------------------
+
+fn read(path: &Path) -> Result<String, ScenarioError> {
+    std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// Parse `text` (from `path`) as `T`, reporting errors with line and column.
+pub fn parse_file<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    text: &str,
+) -> Result<T, ScenarioError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        ScenarioError::Syntax {
+            origin: Origin::File {
+                path: path.to_owned(),
+                line,
+                column,
+            },
+            message: e.message().trim().to_string(),
+        }
+    })
+}
+
+/// The position of dotted `key` (array-of-tables elements by index, `device.0.bdf`) in a TOML
+/// text, for pointing at the line a bad value came from.
+fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
+    use toml_edit::TableLike;
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table: &dyn TableLike = doc.as_table();
+    let mut span = None;
+    let mut i = 0;
+    while i < parts.len() {
+        let (k, v) = table.get_key_value(parts[i])?;
+        span = k.span().or(span);
+        i += 1;
+        if i == parts.len() {
+            break;
+        }
+        if let Some(aot) = v.as_array_of_tables() {
+            let t = aot.get(parts[i].parse().ok()?)?;
+            span = t.span().or(span);
+            i += 1;
+            table = t;
+        } else {
+            table = v.as_table_like()?;
+        }
+    }
+    span.map(|s| line_col(text, s.start))
+}
+
+/// The loaded, overridden and checked configuration of one scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub path: PathBuf,
+    pub file: ScenarioFile,
+    pub platform_path: PathBuf,
+    pub platform: PlatformFile,
+    pub kernel_path: PathBuf,
+    pub kernel: KernelFile,
+    texts: [String; 3],
+    overrides: Vec<String>,
+}
+
+/// What one run produced.
+#[derive(Debug)]
+pub struct RunResult {
+    pub isr: LatencyHistogram,
+    pub tasklet: LatencyHistogram,
+    pub counters: Counters,
+    pub trace: Vec<TraceRecord>,
+}
+
+impl Scenario {
+    /// Load `path` and apply `overrides` (`key=value` strings).
+    pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let path = path.as_ref().to_owned();
+        let text = read(&path)?;
+        let file: ScenarioFile = parse_file(&path, &text)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let platform_path = dir.join(&file.platform);
+        let kernel_path = dir.join(&file.kernel);
+        let ptext = read(&platform_path)?;
+        let ktext = read(&kernel_path)?;
+        let platform: PlatformFile = parse_file(&platform_path, &ptext)?;
+        let kernel: KernelFile = parse_file(&kernel_path, &ktext)?;
+        let mut s = Scenario {
+            path,
+            file,
+            platform_path,
+            platform,
+            kernel_path,
+            kernel,
+            texts: [text, ptext, ktext],
+            overrides: overrides.to_vec(),
+        };
+        if !overrides.is_empty() {
+            s.apply_overrides(overrides)?;
+        }
+        s.check()?;
+        Ok(s)
+    }
+
+    fn apply_overrides(&mut self, overrides: &[String]) -> Result<(), ScenarioError> {
+        let ser = |e: toml::ser::Error| ScenarioError::Override {
+            flag: String::new(),
+            message: e.to_string(),
+        };
+        let mut root = toml::Value::try_from(&self.file).map_err(ser)?;
+        let table = root
+            .as_table_mut()
+            .expect("a scenario serializes to a table");
+        table.insert(
+            "platform".into(),
+            toml::Value::try_from(&self.platform).map_err(ser)?,
+        );
+        table.insert(
+            "kernel".into(),
+            toml::Value::try_from(&self.kernel).map_err(ser)?,
+        );
+        for flag in overrides {
+            apply_override(&mut root, flag)?;
+        }
+        let table = root.as_table_mut().expect("table");
+        let platform = table.remove("platform").expect("present");
+        let kernel = table.remove("kernel").expect("present");
+        table.insert("platform".into(), self.file.platform.clone().into());
+        table.insert("kernel".into(), self.file.kernel.clone().into());
+        let de = |what: &str, e: toml::de::Error| ScenarioError::Override {
+            flag: overrides.join(" "),
+            message: format!("the {what} no longer reads: {}", e.message()),
+        };
+        self.platform = platform.try_into().map_err(|e| de("platform", e))?;
+        self.kernel = kernel.try_into().map_err(|e| de("kernel", e))?;
+        self.file = root.try_into().map_err(|e| de("scenario", e))?;
+        Ok(())
+    }
+
+    /// Where a key's value came from: the last `--set` naming it, or its line in the file.
+    fn origin(&self, key: &str) -> Origin {
+        if let Some(flag) = self
+            .overrides
+            .iter()
+            .rev()
+            .find(|f| f.split_once('=').map(|(k, _)| k.trim()) == Some(key))
+        {
+            return Origin::Flag(flag.clone());
+        }
+        let (path, text, sub) = if let Some(rest) = key.strip_prefix("platform.") {
+            (&self.platform_path, &self.texts[1], rest)
+        } else if let Some(rest) = key.strip_prefix("kernel.") {
+            (&self.kernel_path, &self.texts[2], rest)
+        } else {
+            (&self.path, &self.texts[0], key)
+        };
+        let (line, column) = locate(text, sub).unwrap_or((1, 1));
+        Origin::File {
+            path: path.clone(),
+            line,
+            column,
+        }
+    }
+
+    fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Invalid {
+            origin: self.origin(key),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Refuse configurations the hardware or the kernel cannot have.
+    fn check(&self) -> Result<(), ScenarioError> {
+        let p = &self.platform;
+        LinkGen::new(p.dmi.generation).map_err(|m| self.invalid("platform.dmi.generation", m))?;
+        LinkWidth::new(p.dmi.width).map_err(|m| self.invalid("platform.dmi.width", m))?;
+        Bdf::parse(&p.mch.requester_id)
+            .map_err(|m| self.invalid("platform.mch.requester_id", m))?;
+        if p.ich.pirq_pic_irq.len() != 8 {
+            return Err(self.invalid(
+                "platform.ich.pirq_pic_irq",
+                format!(
+                    "the ICH has 8 PIRQ routing registers (PIRQA..H); give 8 values, not {}",
+                    p.ich.pirq_pic_irq.len()
+                ),
+            ));
+        }
+        for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
+            if irq != -1 && !(0..=15).contains(&irq) {
+                return Err(self.invalid(
+                    "platform.ich.pirq_pic_irq",
+                    format!(
+                        "PIRQ{} is routed to 8259 line {irq}, but the 8259A pair has lines 0-15; \
+                         use 0-15, or -1 for not routed",
+                        (b'A' + i as u8) as char
+                    ),
+                ));
+            }
+            if [0, 2, 8, 13].contains(&irq) {
+                return Err(self.invalid(
+                    "platform.ich.pirq_pic_irq",
+                    format!(
+                        "PIRQ{} is routed to IRQ{irq}, which the PC reserves (0 timer, 2 cascade, \
+                         8 RTC, 13 FPU; seed 000 Table 1); pick a free line such as 10 or 11",
+                        (b'A' + i as u8) as char
+                    ),
+                ));
+            }
+        }
+        for (name, hz) in [
+            ("platform.cpu.clock_hz", p.cpu.clock_hz),
+            ("platform.fsb.bus_clock_hz", p.fsb.bus_clock_hz),
+            ("platform.ich.internal_clock_hz", p.ich.internal_clock_hz),
+        ] {
+            if !(hz.is_finite() && hz > 0.0) {
+                return Err(self.invalid(name, "a clock must be a positive frequency in Hz"));
+            }
+        }
+        if self.file.device.is_empty() {
+            return Err(self.invalid(
+                "device",
+                "a scenario needs at least one [[device]] (the measured exerciser comes first)",
+            ));
+        }
+        let mut msi_vectors: Vec<(u32, &str)> = Vec::new();
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            LinkGen::new(d.link_generation)
+                .map_err(|m| self.invalid(&key("link_generation"), m))?;
+            LinkWidth::new(d.link_width).map_err(|m| self.invalid(&key("link_width"), m))?;
+            IntxPin::parse(&d.intx_pin).map_err(|m| self.invalid(&key("intx_pin"), m))?;
+            Bdf::parse(&d.bdf).map_err(|m| self.invalid(&key("bdf"), m))?;
+            if let Some(v) = d.msi_vector {
+                MsiMessage::new(0, v, false).map_err(|m| self.invalid(&key("msi_vector"), m))?;
+                if let Some((_, other)) = msi_vectors.iter().find(|(w, _)| *w == v) {
+                    return Err(self.invalid(
+                        &key("msi_vector"),
+                        format!(
+                            "devices '{other}' and '{}' both use MSI vector {v} on CPU 0; an MSI \
+                             vector identifies one device (seed 000: \"IRQ sharing is no longer \
+                             allowed\"): give each its own vector",
+                            d.name
+                        ),
+                    ));
+                }
+                msi_vectors.push((v, &d.name));
+            }
+            match d.interrupts.as_str() {
+                "poisson" | "periodic" if d.interval_us > 0.0 && d.interval_us.is_finite() => {}
+                "poisson" | "periodic" => {
+                    return Err(self.invalid(
+                        &key("interval_us"),
+                        format!("interval_us must be positive, not {}", d.interval_us),
+                    ))
+                }
+                "none" if i > 0 => {}
+                other => {
+                    return Err(self.invalid(
+                        &key("interrupts"),
+                        format!(
+                            "interrupts = \"{other}\" is not a generator: use \"poisson\" or \
+                             \"periodic\" (or \"none\" for a card after the first that only shares \
+                             the line)"
+                        ),
+                    ))
+                }
+            }
+        }
+        if self.file.samples == 0 {
+            return Err(self.invalid("samples", "samples must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Build the machine for a run.
+    pub fn build(&self, seed: u64, samples: u64, trace: usize) -> Result<Machine, ScenarioError> {
+        let p = &self.platform;
+        let rng = RngStreams::new(seed);
+        let ns = SimDuration::from_ns_f64;
+        let link = |g: u8, w: u32, pipe: f64| LinkConfig {
+            gen: LinkGen::new(g).expect("checked"),
+            width: LinkWidth::new(w).expect("checked"),
+            pipeline_latency: ns(pipe),
+        };
+        let delivery = self.file.delivery;
+
+        // Hardware.
+        let mut links = Vec::new();
+        let mut devices = Vec::new();
+        for (i, d) in self.file.device.iter().enumerate() {
+            let cfg_link = link(d.link_generation, d.link_width, p.mch.root_port_pipeline_ns);
+            links.push(Link::new(cfg_link));
+            let interval = SimDuration::from_ns_f64(d.interval_us * 1e3);
+            let cfg = ExerciserConfig {
+                name: d.name.clone(),
+                bdf: Bdf::parse(&d.bdf).expect("checked"),
+                link: cfg_link,
+                intx_pin: IntxPin::parse(&d.intx_pin).expect("checked"),
+                reg_bar: d.reg_bar,
+                reg_bar_size: d.reg_bar_size,
+                signature_bar: d.signature_bar,
+                signature_bar_size: d.signature_bar_size,
+                status_offset: d.status_offset,
+                clear_offset: d.clear_offset,
+                pending_flag: d.pending_flag,
+                read_turnaround: ns(d.read_turnaround_ns),
+                deassert_delay: ns(d.deassert_delay_ns),
+                generator: match d.interrupts.as_str() {
+                    "periodic" => Generator::Periodic { interval },
+                    _ => Generator::Poisson { mean: interval },
+                },
+                generates: d.interrupts != "none",
+            };
+            devices.push(Exerciser::new(cfg, rng.stream(&format!("device.{i}"))));
+        }
+        let fabric = Fabric {
+            fsb: Fsb::new(FsbTiming {
+                bus_clock_hz: p.fsb.bus_clock_hz,
+                request_phase_clocks: p.fsb.request_phase_clocks,
+                transaction_clocks: p.fsb.transaction_clocks,
+            }),
+            mch_crossing: ns(p.mch.crossing_ns),
+            dmi: Link::new(link(p.dmi.generation, p.dmi.width, p.dmi.pipeline_ns)),
+            ich_crossing: ns(p.ich.crossing_ns),
+            links,
+        };
+        let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
+        let mut elcr: u16 = 0;
+        for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
+            if irq >= 0 {
+                pirq_rout[i] = irq as u8;
+                elcr |= 1 << irq; // the BIOS makes PCI lines level-sensitive
+            }
+        }
+        let mut ich = Ich::new(
+            IchTiming {
+                internal_clock_hz: p.ich.internal_clock_hz,
+                legacy_io_clocks: p.ich.legacy_io_clocks,
+                intack_clocks: p.ich.intack_clocks,
+                ioapic_access_clocks: p.ich.ioapic_access_clocks,
+                ioapic_delivery_clocks: p.ich.ioapic_delivery_clocks,
+            },
+            pirq_rout,
+        );
+        ich.pics.linux_init(elcr);
+        let lapic_on = delivery != Delivery::Xtpic;
+        let cpu = Cpu::new(
+            CpuTiming {
+                clock_hz: p.cpu.clock_hz,
+                cycles_per_instruction: p.cpu.cycles_per_instruction,
+                interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
+                iret_cycles: p.cpu.iret_cycles,
+                lapic_access_cycles: p.cpu.lapic_access_cycles,
+                halt_exit: ns(p.cpu.halt_exit_ns),
+            },
+            LocalApic::new(p.cpu.apic_id, lapic_on),
+        );
+
+        // The kernel boots: drivers probe and request their interrupts (Figure 3).
+        let mut kernel = Kernel::new(delivery, self.kernel.instructions.clone());
+        let mut next_vector = self.kernel.first_device_vector;
+        let mut alloc_vector = |forced: Option<u32>| -> u32 {
+            forced.unwrap_or_else(|| {
+                let v = next_vector;
+                next_vector += self.kernel.vector_step;
+                v
+            })
+        };
+        let mut ioapic_vectors: [Option<u8>; 8] = [None; 8];
+        for (i, dev) in devices.iter_mut().enumerate() {
+            let d = &self.file.device[i];
+            let key = |f: &str| format!("device.{i}.{f}");
+            let msi_mode = delivery == Delivery::Msi && d.msi_capable;
+            let pin = dev.cfg.intx_pin.swizzle(dev.cfg.bdf.dev);
+            let pirq = pin.index();
+            let tasklet = kernel.tasklet_init(i as u16);
+            let action = Action {
+                driver: i as u16,
+                irqs_disabled: true, // SA_INTERRUPT in Figure 3
+            };
+            let (irq, chip, flow, vector) = if msi_mode {
+                let v = alloc_vector(d.msi_vector);
+                let m = MsiMessage::new(p.cpu.apic_id, v, false)
+                    .map_err(|m| self.invalid(&key("msi_vector"), m))?;
+                dev.msi.program(m);
+                (1000 + i as u16, Chip::Msi, Flow::Edge, m.vector)
+            } else if delivery == Delivery::Xtpic {
+                let irq = p.ich.pirq_pic_irq[usize::from(pirq)];
+                if irq < 0 {
+                    return Err(self.invalid(
+                        "platform.ich.pirq_pic_irq",
+                        format!(
+                            "device '{}' signals on PIRQ{}, which the BIOS did not route to the \
+                             8259: XT-PIC delivery needs it routed",
+                            d.name,
+                            (b'A' + pirq) as char
+                        ),
+                    ));
+                }
+                let irq = irq as u8;
+                // request_irq -> startup_8259A_irq -> enable_8259A_irq: unmask the line.
+                let imr_port = if irq >= 8 { 0xA1 } else { 0x21 };
+                let imr = ich.pics.port_read(imr_port).expect("PIC port");
+                ich.pics.port_write(imr_port, imr & !(1 << (irq & 7)));
+                kernel.cached_irq_mask &= !(1 << irq);
+                (u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq)
+            } else {
+                // IO-APIC: PIRQx drives pin 16+x, level-triggered, active low (PCI).
+                let io_pin = PIRQA_IOAPIC_PIN + pirq;
+                let v = match ioapic_vectors[usize::from(pirq)] {
+                    Some(v) => v,
+                    None => {
+                        let v = alloc_vector(None);
+                        let m = MsiMessage::new(p.cpu.apic_id, v, true)
+                            .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
+                        ich.ioapic.entries[usize::from(io_pin)] =
+                            RedirectionEntry::new(m.vector, p.cpu.apic_id, true, true, false);
+                        ioapic_vectors[usize::from(pirq)] = Some(m.vector);
+                        m.vector
+                    }
+                };
+                (u16::from(io_pin), Chip::IoApic, Flow::FastEoi, v)
+            };
+            kernel
+                .request_irq(irq, chip, flow, vector, action)
+                .map_err(|m| self.invalid(&key("msi_vector"), m))?;
+            kernel.drivers.push(ExerciserDriver {
+                device: i as u8,
+                msi_mode,
+                status_addr: d.reg_bar + d.status_offset,
+                clear_addr: d.reg_bar + d.clear_offset,
+                pending_flag: d.pending_flag,
+                clear_mask: d.pending_flag,
+                isr_signature_addr: d.signature_bar + d.isr_signature_offset,
+                tasklet_signature_addr: d.signature_bar + d.tasklet_signature_offset,
+                tasklet,
+                int_count: 0,
+                intx_pin: dev.cfg.intx_pin,
+            });
+        }
+
+        let d0 = &self.file.device[0];
+        let probe = LatencyProbe::new(
+            d0.signature_bar + d0.isr_signature_offset,
+            d0.signature_bar + d0.tasklet_signature_offset,
+        );
+        let root = Bdf::parse(&p.mch.requester_id).expect("checked");
+        Ok(Machine::new(
+            fabric,
+            ich,
+            cpu,
+            kernel,
+            devices,
+            Analyzer::new(trace),
+            probe,
+            root,
+            samples,
+        ))
+    }
+
+    /// Build and run: `samples` interrupts from the measured device, the first `trace` TLPs on
+    /// its link kept.
+    pub fn run(&self, seed: u64, samples: u64, trace: usize) -> Result<RunResult, ScenarioError> {
+        let mut m = self.build(seed, samples, trace)?;
+        let counters = m.run();
+        let mut trace = std::mem::take(&mut m.analyzer.records);
+        trace.sort_by_key(|r| (r.time_ps, r.packet));
+        Ok(RunResult {
+            isr: std::mem::take(&mut m.probe.isr),
+            tasklet: std::mem::take(&mut m.probe.tasklet),
+            counters,
+            trace,
+        })
+    }
+}
+
+/// Apply one `key=value` to the combined document.
+fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioError> {
+    let err = |message: String| ScenarioError::Override {
+        flag: flag.to_string(),
+        message,
+    };
+    let (key, raw) = flag
+        .split_once('=')
+        .ok_or_else(|| err("expected key=value, for example platform.cpu.clock_hz=2.0e9".into()))?;
+    let key = key.trim();
+    let raw = raw.trim();
+    let mut node = root;
+    let mut walked = Vec::new();
+    for part in key.split('.') {
+        let here = if walked.is_empty() {
+            "the top level".to_string()
+        } else {
+            format!("'{}'", walked.join("."))
+        };
+        node = match node {
+            toml::Value::Table(t) => {
+                let keys: Vec<String> = t.keys().cloned().collect();
+                t.get_mut(part).ok_or_else(|| {
+                    err(format!(
+                        "no key '{part}' in {here}; it has: {}",
+                        keys.join(", ")
+                    ))
+                })?
+            }
+            toml::Value::Array(a) => {
+                let n = a.len();
+                let i: usize = part.parse().map_err(|_| {
+                    err(format!(
+                        "{here} is a list; address an element by index 0..{}",
+                        n - 1
+                    ))
+                })?;
+                a.get_mut(i).ok_or_else(|| {
+                    err(format!(
+                        "{here} has {n} elements; index {i} is past the end"
+                    ))
+                })?
+            }
+            _ => return Err(err(format!("{here} is a value, not a table"))),
+        };
+        walked.push(part);
+    }
+    // Parse the value as TOML; a bare word is taken as a string (`delivery=xtpic`).
+    let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let new = match (&*node, parsed) {
+        (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(i as f64),
+        (old, new) if std::mem::discriminant(old) == std::mem::discriminant(&new) => new,
+        (old, new) => {
+            return Err(err(format!(
+                "'{key}' is {}, but '{raw}' is {}",
+                type_name(old),
+                type_name(&new)
+            )))
+        }
+    };
+    *node = new;
+    Ok(())
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "a boolean (true or false)",
+        toml::Value::Datetime(_) => "a date",
+        toml::Value::Array(_) => "a list",
+        toml::Value::Table(_) => "a table",
+    }
+}

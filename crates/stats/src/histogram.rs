@@ -1,0 +1,309 @@
+use hdrhistogram::Histogram;
+
+use crate::{StatsError, Summary};
+
+/// Smallest value the histogram distinguishes from its neighbours (1 ns).
+pub const LOWEST_DISCERNIBLE_NS: u64 = 1;
+/// Largest value recorded into the histogram (10 s); larger values are overflows.
+pub const HIGHEST_TRACKABLE_NS: u64 = 10_000_000_000;
+/// Significant decimal figures kept: values are resolved to within 0.1% relative.
+pub const SIGNIFICANT_FIGURES: u8 = 3;
+
+/// A latency histogram in nanoseconds.
+///
+/// Values from 0 to [`HIGHEST_TRACKABLE_NS`] go into an HDR histogram with
+/// [`SIGNIFICANT_FIGURES`] = 3: values below 2048 ns are stored exactly and
+/// larger ones in buckets no wider than 1/1024 of their value (under 0.1%).
+/// Larger values are only counted in [`overflows`](Self::overflows) (and in
+/// the exact sum, minimum and maximum), so an outlier is never hidden by
+/// clamping.
+///
+/// Count, minimum, maximum and mean are exact; [`quantile_ns`](Self::quantile_ns)
+/// is approximate as documented there. Memory use is about 200 KiB per
+/// histogram regardless of the number of samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    overflows: u64,
+    /// Exact sum of all samples, overflows included; u128 cannot overflow in practice.
+    sum_ns: u128,
+    /// Exact extremes; `u64::MAX` / `0` while empty.
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    /// Creates an empty histogram.
+    pub fn new() -> Self {
+        let hist = Histogram::new_with_bounds(
+            LOWEST_DISCERNIBLE_NS,
+            HIGHEST_TRACKABLE_NS,
+            SIGNIFICANT_FIGURES,
+        )
+        .expect("constant histogram bounds are valid");
+        Self {
+            hist,
+            overflows: 0,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// Records one sample of `latency_ns` nanoseconds (0 is allowed).
+    pub fn record(&mut self, latency_ns: u64) {
+        self.record_n(latency_ns, 1);
+    }
+
+    /// Records `count` samples of `latency_ns` nanoseconds. `count == 0` is a no-op.
+    pub fn record_n(&mut self, latency_ns: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        if latency_ns > HIGHEST_TRACKABLE_NS {
+            self.overflows = self.overflows.saturating_add(count);
+        } else {
+            // In range, so this never clamps; it is just the infallible entry point.
+            self.hist.saturating_record_n(latency_ns, count);
+        }
+        self.sum_ns = self
+            .sum_ns
+            .saturating_add(u128::from(latency_ns) * u128::from(count));
+        self.min_ns = self.min_ns.min(latency_ns);
+        self.max_ns = self.max_ns.max(latency_ns);
+    }
+
+    /// Adds every sample of `other` to `self`.
+    ///
+    /// The result is identical (`==`) to having recorded both sample sets into
+    /// one histogram, so per-CPU or per-run histograms can be combined freely.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        self.hist
+            .add(&other.hist)
+            .expect("histograms with identical bounds always add");
+        self.overflows = self.overflows.saturating_add(other.overflows);
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// Number of samples recorded, overflows included.
+    pub fn count(&self) -> u64 {
+        self.hist.len().saturating_add(self.overflows)
+    }
+
+    /// Whether no sample has been recorded.
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// Number of samples above [`HIGHEST_TRACKABLE_NS`].
+    pub fn overflows(&self) -> u64 {
+        self.overflows
+    }
+
+    /// Exact smallest sample, `None` when empty.
+    pub fn min_ns(&self) -> Option<u64> {
+        (!self.is_empty()).then_some(self.min_ns)
+    }
+
+    /// Exact largest sample (overflows included), `None` when empty.
+    pub fn max_ns(&self) -> Option<u64> {
+        (!self.is_empty()).then_some(self.max_ns)
+    }
+
+    /// Mean of all samples, computed from an exact sum; `None` when empty.
+    pub fn mean_ns(&self) -> Option<f64> {
+        // Lossy only in the final conversions; precise to f64 for any realistic sum.
+        (!self.is_empty()).then(|| self.sum_ns as f64 / self.count() as f64)
+    }
+
+    /// Value at quantile `q` (a fraction in `[0, 1]`), `Ok(None)` when empty.
+    ///
+    /// The rank is hdrhistogram's: `ceil(q * count)` evaluated in `f64`, at
+    /// least 1, counting overflows. Note that the `f64` product can land just
+    /// above an integer (`0.07 * 100.0 == 7.000000000000001`, giving rank 8).
+    /// The result follows hdrhistogram's "highest equivalent value"
+    /// semantics: the upper end of the bucket holding that order statistic,
+    /// so it is never below the exact value and exceeds it by under 0.1%.
+    /// It is clamped to the exact `[min, max]`, and ranks 1 and `count` return
+    /// the exact minimum and maximum. When the rank falls among overflowed
+    /// samples (whose individual values are not kept) the exact maximum is
+    /// returned.
+    ///
+    /// # Errors
+    ///
+    /// [`StatsError::QuantileOutOfRange`] when `q` is outside `[0, 1]` or NaN.
+    pub fn quantile_ns(&self, q: f64) -> Result<Option<u64>, StatsError> {
+        if !(0.0..=1.0).contains(&q) {
+            return Err(StatsError::QuantileOutOfRange(q));
+        }
+        Ok(self.values_at_ranks([self.rank(q)])[0])
+    }
+
+    /// hdrhistogram's rank for quantile `q` in `[0, 1]`: the same `f64`
+    /// expression as `Histogram::value_at_quantile`, so results match it.
+    fn rank(&self, q: f64) -> u64 {
+        let n = self.count();
+        ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
+    }
+
+    /// Values of the `ranks`-th smallest samples (1-based, non-decreasing),
+    /// as described in `quantile_ns`, in a single pass over the buckets.
+    fn values_at_ranks<const N: usize>(&self, ranks: [u64; N]) -> [Option<u64>; N] {
+        if self.is_empty() {
+            return [None; N];
+        }
+        let mut buckets = self.hist.iter_recorded();
+        let (mut seen, mut value) = (0u64, self.min_ns);
+        ranks.map(|rank| {
+            Some(if rank <= 1 {
+                self.min_ns
+            } else if rank >= self.count() || rank > self.hist.len() {
+                self.max_ns
+            } else {
+                // `hist.len() >= rank`, so the buckets cannot run out first.
+                while seen < rank {
+                    let Some(bucket) = buckets.next() else { break };
+                    seen += bucket.count_at_value();
+                    value = self.hist.highest_equivalent(bucket.value_iterated_to());
+                }
+                value.clamp(self.min_ns, self.max_ns)
+            })
+        })
+    }
+
+    /// Non-empty linear buckets of width `bucket_ns` (treated as 1 if 0), in
+    /// ascending order, as `(bucket start ns, count)`.
+    ///
+    /// Bucket `k` covers `[k * bucket_ns, (k + 1) * bucket_ns)`; buckets with no
+    /// samples are skipped, so fill gaps yourself if you need a dense series.
+    /// Overflows are not included (their values are unknown): the counts sum
+    /// to `count() - overflows()`.
+    ///
+    /// Each internal HDR bucket is attributed to the linear bucket holding its
+    /// lowest value (clamped to the exact min/max). This is exact while
+    /// `bucket_ns` is at least the HDR resolution at that value (about
+    /// value/1024, e.g. 1 µs buckets are exact up to about 1 ms); beyond that a
+    /// sample may land in the bucket just below its true one.
+    pub fn iter_buckets(&self, bucket_ns: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let width = bucket_ns.max(1);
+        let mut starts = self
+            .hist
+            .iter_recorded()
+            .map(move |bucket| {
+                let low = self.hist.lowest_equivalent(bucket.value_iterated_to());
+                let value = low.max(self.min_ns).min(self.max_ns);
+                (value / width * width, bucket.count_at_value())
+            })
+            .peekable();
+        std::iter::from_fn(move || {
+            let (start, mut count) = starts.next()?;
+            while let Some((_, more)) = starts.next_if(|&(s, _)| s == start) {
+                count += more;
+            }
+            Some((start, count))
+        })
+    }
+
+    /// Count, overflows, exact min/mean/max and the standard percentiles.
+    pub fn summary(&self) -> Summary {
+        let ranks = [0.5, 0.9, 0.99, 0.999, 0.9999].map(|q| self.rank(q));
+        let [p50_ns, p90_ns, p99_ns, p999_ns, p9999_ns] = self.values_at_ranks(ranks);
+        Summary {
+            count: self.count(),
+            overflows: self.overflows,
+            min_ns: self.min_ns(),
+            mean_ns: self.mean_ns(),
+            p50_ns,
+            p90_ns,
+            p99_ns,
+            p999_ns,
+            p9999_ns,
+            max_ns: self.max_ns(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_min_max_mean_on_hand_example() {
+        let mut h = LatencyHistogram::new();
+        // 123_456_789 is not representable exactly at 3 significant figures.
+        for v in [0, 7, 123_456_789, 2_049, 1_000_001] {
+            h.record(v);
+        }
+        h.record_n(5, 3);
+        h.record_n(9, 0); // no-op: must not affect min/max
+        assert_eq!(h.count(), 8);
+        assert_eq!(h.min_ns(), Some(0));
+        assert_eq!(h.max_ns(), Some(123_456_789));
+        let sum = 7 + 123_456_789 + 2_049 + 1_000_001 + 15;
+        assert_eq!(h.mean_ns(), Some(sum as f64 / 8.0));
+        assert_eq!(h.quantile_ns(1.0), Ok(Some(123_456_789)));
+        assert_eq!(h.quantile_ns(0.0), Ok(Some(0)));
+        // rank ceil(0.5 * 8) = 4 of [0, 5, 5, 5, 7, ...] -> 5 (exact below 2048).
+        assert_eq!(h.quantile_ns(0.5), Ok(Some(5)));
+
+        // Rank 2 is 1_000_001, whose bucket's highest equivalent (~1_000_447)
+        // lies above the exact maximum, so it is clamped to it.
+        let mut h = LatencyHistogram::new();
+        [1, 1_000_001, 1_000_002].iter().for_each(|&v| h.record(v));
+        assert_eq!(h.quantile_ns(0.5), Ok(Some(1_000_002)));
+    }
+
+    #[test]
+    fn matches_hdrhistogram_value_at_quantile() {
+        let mut h = LatencyHistogram::new();
+        let mut x = 1u64;
+        for _ in 0..5_000 {
+            // Deterministic spread over many HDR buckets.
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            h.record((x >> 40) * (x >> 60));
+        }
+        let n = h.count();
+        for i in 0..=1_000 {
+            let q = f64::from(i) / 1_000.0;
+            let ours = h.quantile_ns(q).unwrap().unwrap();
+            let theirs = h.hist.value_at_quantile(q).clamp(h.min_ns, h.max_ns);
+            if (q * n as f64).ceil() <= 1.0 {
+                assert_eq!(ours, h.min_ns, "q={q}");
+            } else {
+                assert_eq!(ours, theirs, "q={q}");
+            }
+        }
+    }
+
+    #[test]
+    fn rank_uses_f64_ceil_like_hdrhistogram() {
+        let mut h = LatencyHistogram::new();
+        (1..=100).for_each(|v| h.record(v));
+        // 0.07 * 100.0 == 7.000000000000001 in f64, so the rank is 8, not 7.
+        assert_eq!(h.quantile_ns(0.07), Ok(Some(8)));
+        assert_eq!(h.hist.value_at_quantile(0.07), 8);
+    }
+
+    #[test]
+    fn buckets_are_linear_and_sparse() {
+        let mut h = LatencyHistogram::new();
+        for v in [0, 999, 1_000, 1_500, 5_000, 5_999] {
+            h.record(v);
+        }
+        h.record(HIGHEST_TRACKABLE_NS + 1);
+        let buckets: Vec<_> = h.iter_buckets(1_000).collect();
+        assert_eq!(buckets, vec![(0, 2), (1_000, 2), (5_000, 2)]);
+        assert_eq!(h.iter_buckets(0).map(|(_, c)| c).sum::<u64>(), 6);
+        assert_eq!(LatencyHistogram::new().iter_buckets(1).count(), 0);
+    }
+}

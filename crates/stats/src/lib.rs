@@ -1,0 +1,53 @@
+//! Latency histograms and summaries for irqlab.
+//!
+//! This crate is pure computation: no I/O, no clocks. Producers (the simulator,
+//! trace importers) record latencies as `u64` nanoseconds into a
+//! [`LatencyHistogram`]; consumers (reports, the CLI) read quantiles, linear
+//! buckets or a serialisable [`Summary`].
+//!
+//! # Accuracy
+//!
+//! [`LatencyHistogram`] wraps an HDR histogram tracking 1 ns to 10 s with 3
+//! significant figures: every value is resolved to within 0.1% relative
+//! (values below 2048 ns are exact). Count, minimum, maximum and mean are
+//! kept exactly on the side, so only interior quantiles are approximate.
+//! Values above 10 s are counted as [overflows](LatencyHistogram::overflows)
+//! rather than silently clamped.
+//!
+//! # Example
+//!
+//! ```
+//! use irqlab_stats::LatencyHistogram;
+//!
+//! let mut hist = LatencyHistogram::new();
+//! for ns in [1_200, 1_350, 980, 15_000, 1_100] {
+//!     hist.record(ns);
+//! }
+//! let p99 = hist.quantile_ns(0.99)?.expect("histogram is not empty");
+//! println!("p99 = {p99} ns");
+//! assert_eq!(p99, 15_000);
+//! assert_eq!(hist.summary().min_ns, Some(980));
+//! # Ok::<(), irqlab_stats::StatsError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod histogram;
+pub mod results;
+mod summary;
+
+pub use histogram::{
+    LatencyHistogram, HIGHEST_TRACKABLE_NS, LOWEST_DISCERNIBLE_NS, SIGNIFICANT_FIGURES,
+};
+pub use summary::Summary;
+
+/// Errors returned by this crate.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    /// A quantile was requested outside `[0, 1]` (or was NaN).
+    #[error(
+        "quantile {0} is outside [0, 1]; pass a fraction such as 0.99 for the 99th percentile"
+    )]
+    QuantileOutOfRange(f64),
+}

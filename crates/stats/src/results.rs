@@ -1,0 +1,102 @@
+//! The result data model every renderer reads (terminal tables, JSON, later plots): one
+//! simulated or measured run, and a validation report. Pure data, serde-serializable, with a
+//! `schema_version` so that saved JSON can be read back by later versions.
+
+#![allow(missing_docs)] // field names carry units and meaning; the structs are documented
+
+use crate::Summary;
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON layout of [`RunReport`] and [`ValidationReport`].
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One latency metric of a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Machine name, e.g. `isr_latency`.
+    pub name: String,
+    /// What it measures, for people.
+    pub description: String,
+    pub summary: Summary,
+}
+
+/// One packet seen by a bus analyzer, already in printable terms.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceRow {
+    pub packet: u64,
+    /// Time of the packet's first symbol, in ns since the first row shown.
+    pub time_ns: f64,
+    /// "up" (toward the root complex) or "down".
+    pub direction: String,
+    /// TLP type as an analyzer prints it: `MRd(32)`, `CplD`, `Msg Assert_INTA`.
+    pub tlp_type: String,
+    pub requester: String,
+    pub tag: u8,
+    pub address: Option<u64>,
+    pub payload: Option<u32>,
+}
+
+/// A named counter of a run (interrupts raised, spurious interrupts, events simulated, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Counter {
+    pub name: String,
+    pub value: u64,
+}
+
+/// One run of a scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schema_version: u32,
+    /// Where the run came from: a scenario file, or "host" for a measurement.
+    pub source: String,
+    pub title: String,
+    /// Free-form configuration facts shown with the result (platform, kernel, delivery, seed).
+    pub config: Vec<(String, String)>,
+    pub metrics: Vec<Metric>,
+    pub counters: Vec<Counter>,
+    pub trace: Vec<TraceRow>,
+}
+
+/// Pass or fail of a validation row.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+/// One row of `irqlab validate`: a published value beside the simulated one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValidationRow {
+    /// Row id, e.g. `msi-ws-ioapic`.
+    pub id: String,
+    pub experiment: String,
+    pub metric: String,
+    pub published: String,
+    pub simulated: String,
+    pub tolerance: String,
+    pub verdict: Verdict,
+    /// Where the published value comes from (seed, figure, page).
+    pub source: String,
+    /// What was compared, in more detail (shown under a failing row and in JSON).
+    pub detail: String,
+}
+
+/// The whole validation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValidationReport {
+    pub schema_version: u32,
+    pub rows: Vec<ValidationRow>,
+}
+
+impl ValidationReport {
+    pub fn passed(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Pass)
+            .count()
+    }
+    pub fn failed(&self) -> usize {
+        self.rows.len() - self.passed()
+    }
+}
