@@ -4,7 +4,7 @@
 
 use crate::devices::exerciser::{Exerciser, Reaction};
 use crate::engine::{EventQueue, SimDuration, SimTime};
-use crate::hw::cpu::CpuTiming;
+use crate::hw::cpu::{CpuCosts, CpuTiming};
 use crate::hw::fabric::{Endpoint, Fabric, Hop, Route};
 use crate::hw::ich::Ich;
 use crate::hw::ioapic::IOAPIC_BASE;
@@ -55,7 +55,8 @@ enum CpuState {
 
 /// One CPU core with its Local APIC and its kernel stack.
 pub struct Cpu {
-    pub timing: CpuTiming,
+    pub timing: CpuCosts,
+    halt_exit: SimDuration,
     pub lapic: LocalApic,
     state: CpuState,
     pub irqs_enabled: bool,
@@ -72,7 +73,8 @@ pub struct Cpu {
 impl Cpu {
     pub fn new(timing: CpuTiming, lapic: LocalApic) -> Self {
         Cpu {
-            timing,
+            halt_exit: timing.halt_exit,
+            timing: timing.costs(),
             lapic,
             state: CpuState::Running,
             irqs_enabled: false,
@@ -92,6 +94,8 @@ pub struct Counters {
     pub spurious_interrupts: u64,
     pub unhandled_interrupts: u64,
     pub overlapped_samples: u64,
+    /// Triggers of the measured device that waited for the previous interrupt's service.
+    pub held_triggers: u64,
     pub events: u64,
     pub packets_on_link: u64,
     pub simulated_ps: u64,
@@ -191,30 +195,34 @@ impl Machine {
             spurious_interrupts: self.kernel.spurious_8259,
             unhandled_interrupts: self.kernel.irqs.iter().map(|d| d.unhandled).sum(),
             overlapped_samples: self.probe.overlapped,
+            held_triggers: self.devices[usize::from(self.probed_device)].held_triggers,
             events: self.events,
             packets_on_link: self.analyzer.packets,
             simulated_ps: self.q.now().as_ps(),
         }
     }
 
+    /// Every generator runs until the measured device has raised the run's sample count.
+    fn wants_more(&self) -> bool {
+        self.devices[usize::from(self.probed_device)].generated < self.target_samples
+    }
+
     fn on_generate(&mut self, k: u8) {
-        let dev = &mut self.devices[usize::from(k)];
-        let probed = k == self.probed_device;
-        if probed && dev.generated >= self.target_samples {
-            return;
+        if self.wants_more() {
+            self.raise(k);
+            let gap = self.devices[usize::from(k)].next_gap();
+            self.q.schedule_in(gap, Ev::Generate(k));
         }
-        if let Some(tlp) = dev.trigger() {
+    }
+
+    fn raise(&mut self, k: u8) {
+        if let Some(tlp) = self.devices[usize::from(k)].trigger() {
             let dest = if tlp.kind == TlpKind::MemWrite {
                 Endpoint::Cpu
             } else {
                 Endpoint::Ich
             };
             self.send(Endpoint::Device(k), dest, tlp, SimDuration::ZERO);
-        }
-        let dev = &mut self.devices[usize::from(k)];
-        if !probed || dev.generated < self.target_samples {
-            let gap = dev.next_gap();
-            self.q.schedule_in(gap, Ev::Generate(k));
         }
     }
 
@@ -273,7 +281,14 @@ impl Machine {
         if releases_cpu {
             self.q.schedule_at(crossing.arrival, Ev::CpuResume);
         }
-        self.q.schedule_at(crossing.arrival, Ev::Hop(p));
+        // Hub crossings that follow are pure delays: fold them in rather than spend an event.
+        let mut arrival = crossing.arrival;
+        let pkt = &mut self.packets[p as usize];
+        while let Some(d) = pkt.route.hop(pkt.hop).and_then(|h| self.fabric.pure_delay(h)) {
+            arrival += d;
+            pkt.hop += 1;
+        }
+        self.q.schedule_at(arrival, Ev::Hop(p));
     }
 
     fn deliver(&mut self, p: u32) {
@@ -289,6 +304,11 @@ impl Machine {
                     }
                     Reaction::CheckDeassert(delay) => {
                         self.q.schedule_in(delay, Ev::CheckDeassert(k));
+                    }
+                    Reaction::Trigger => {
+                        if self.wants_more() {
+                            self.raise(k);
+                        }
                     }
                 }
             }
@@ -433,7 +453,7 @@ impl Machine {
     fn poke_cpu(&mut self) {
         if self.cpu.state == CpuState::Halted {
             self.cpu.state = CpuState::Waking;
-            self.q.schedule_in(self.cpu.timing.halt_exit, Ev::CpuResume);
+            self.q.schedule_in(self.cpu.halt_exit, Ev::CpuResume);
         }
     }
 
@@ -470,9 +490,19 @@ impl Machine {
         self.q.schedule_in(d, Ev::CpuResume);
     }
 
-    /// Run the core from now until it stalls, halts or must let time pass. Compute time with
-    /// interrupts disabled is accumulated into one event: nothing outside the core can observe
-    /// it before the next access, which is deferred (`stash`) to the right moment.
+    /// May the core run on to `now + acc` without an event? Only if nothing else is scheduled
+    /// before then: no interrupt, completion or device action can happen in between, so
+    /// continuing is exact, not an approximation.
+    fn may_run_ahead(&self, acc: SimDuration) -> bool {
+        self.q
+            .peek_time()
+            .is_none_or(|t| t > self.q.now() + acc)
+    }
+
+    /// Run the core from now until it stalls, halts or must let time pass. `acc` is compute time
+    /// already spent ahead of the queue's clock; the core runs ahead only while nothing else is
+    /// scheduled in that window (`may_run_ahead`), and otherwise parks the pending op in `stash`
+    /// and resumes at the right moment.
     fn cpu_run(&mut self) {
         let mut acc = SimDuration::ZERO;
         loop {
@@ -486,10 +516,7 @@ impl Machine {
                         self.take_interrupt();
                     }
                     let cpu = &mut self.cpu;
-                    let frame = cpu
-                        .stack
-                        .last_mut()
-                        .expect("the idle frame is never popped");
+                    let frame = cpu.stack.last_mut().expect("the idle frame is never popped");
                     let mut cx = StepCtx {
                         kernel: &mut self.kernel,
                         value: cpu.value,
@@ -504,22 +531,20 @@ impl Machine {
                 Op::Run(0) => {}
                 Op::Run(n) => {
                     acc += self.cpu.timing.instructions(n);
-                    if self.cpu.irqs_enabled {
+                    // With interrupts on, one may arrive while these instructions run; it is
+                    // taken at the end of the step, so the step must end at an event unless
+                    // nothing can arrive before then.
+                    if self.cpu.irqs_enabled && !self.may_run_ahead(acc) {
                         return self.resume_after(acc);
                     }
                 }
-                Op::Vectoring => {
-                    acc += self
-                        .cpu
-                        .timing
-                        .cycles(self.cpu.timing.interrupt_vectoring_cycles)
-                }
+                Op::Vectoring => acc += self.cpu.timing.vectoring(),
                 Op::Access(a) => {
-                    if acc > SimDuration::ZERO {
+                    if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
                         self.cpu.stash = Some(op);
                         return self.resume_after(acc);
                     }
-                    match self.issue(a) {
+                    match self.issue(a, acc) {
                         Some(local) => acc += local,
                         None => {
                             self.cpu.state = CpuState::Stalled;
@@ -534,7 +559,7 @@ impl Machine {
                 }
                 Op::Iret => {
                     self.cpu.stack.pop();
-                    acc += self.cpu.timing.cycles(self.cpu.timing.iret_cycles);
+                    acc += self.cpu.timing.iret();
                     self.cpu.irqs_enabled = true;
                 }
                 Op::Halt => {
@@ -577,10 +602,10 @@ impl Machine {
         }
     }
 
-    /// Issue an access. `Some(cost)` for accesses the core completes by itself (Local APIC);
-    /// `None` when the core must wait for the bus.
-    fn issue(&mut self, a: Access) -> Option<SimDuration> {
-        let lapic_cost = self.cpu.timing.cycles(self.cpu.timing.lapic_access_cycles);
+    /// Issue an access `at` after now (the core's compute time ahead of the clock). `Some(cost)`
+    /// for accesses the core completes by itself (Local APIC); `None` when it waits for the bus.
+    fn issue(&mut self, a: Access, at: SimDuration) -> Option<SimDuration> {
+        let lapic_cost = self.cpu.timing.lapic_access();
         let (tlp, dest, posted) = match a {
             Access::LapicRead { reg } => {
                 self.cpu.value = self.cpu.lapic.read(reg);
@@ -591,7 +616,7 @@ impl Machine {
                     if let Some(v) = self.cpu.lapic.eoi() {
                         // Level-triggered: the EOI goes out to the IO-APIC (posted).
                         let msg = self.root_request(TlpKind::Msg(MsgCode::Eoi(v)), 0, 0);
-                        self.send(Endpoint::Cpu, Endpoint::Ich, msg, SimDuration::ZERO);
+                        self.send(Endpoint::Cpu, Endpoint::Ich, msg, at);
                     }
                 }
                 return Some(lapic_cost);
@@ -622,7 +647,7 @@ impl Machine {
                 false,
             ),
         };
-        let p = self.send(Endpoint::Cpu, dest, tlp, SimDuration::ZERO);
+        let p = self.send(Endpoint::Cpu, dest, tlp, at);
         self.packets[p as usize].releases_cpu = posted;
         None
     }

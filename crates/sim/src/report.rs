@@ -43,6 +43,7 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
         ("interrupts_raised", c.interrupts_generated),
         ("samples_completed", result.tasklet.count()),
         ("samples_overlapped_dropped", c.overlapped_samples),
+        ("triggers_held_for_previous", c.held_triggers),
         ("unhandled_interrupts", c.unhandled_interrupts),
         ("spurious_8259_interrupts", c.spurious_interrupts),
         ("tlps_on_device_link", c.packets_on_link),

@@ -511,6 +511,7 @@ impl Scenario {
                     _ => Generator::Poisson { mean: interval },
                 },
                 generates: d.interrupts != "none",
+                serviced_addr: Some(d.signature_bar + d.tasklet_signature_offset),
             };
             devices.push(Exerciser::new(cfg, rng.stream(&format!("device.{i}"))));
         }

@@ -41,6 +41,10 @@ pub struct ExerciserConfig {
     pub generator: Generator,
     /// Does this card raise interrupts at all (a second card on a shared line may not)?
     pub generates: bool,
+    /// One interrupt at a time, as seed 000's method needs: the address whose write marks the
+    /// previous interrupt as fully serviced (the tasklet's signature). A trigger that falls
+    /// while one is still in service is held back until that write arrives.
+    pub serviced_addr: Option<u64>,
 }
 
 /// What a TLP arriving at the card makes it do.
@@ -51,6 +55,8 @@ pub enum Reaction {
     Send(SimDuration, Tlp),
     /// Re-check the INTx line after the given delay (a clear write was taken).
     CheckDeassert(SimDuration),
+    /// Raise the interrupt that was held back.
+    Trigger,
 }
 
 pub struct Exerciser {
@@ -60,6 +66,12 @@ pub struct Exerciser {
     pub msi: MsiCapability,
     next_tag: u8,
     pub generated: u64,
+    /// An interrupt was raised and its service write has not arrived yet.
+    pub in_service: bool,
+    /// A trigger fell while in service and waits for the service write.
+    pub held_trigger: bool,
+    /// Triggers that had to wait.
+    pub held_triggers: u64,
     rng: Stream,
 }
 
@@ -72,6 +84,9 @@ impl Exerciser {
             msi: MsiCapability::default(),
             next_tag: 0,
             generated: 0,
+            in_service: false,
+            held_trigger: false,
+            held_triggers: 0,
             rng,
         }
     }
@@ -110,6 +125,14 @@ impl Exerciser {
     /// Raise an interrupt: set the pending status, then signal with an MSI write or, if the INTx
     /// line is not already asserted, an Assert_INTx message. Returns the TLP to send.
     pub fn trigger(&mut self) -> Option<Tlp> {
+        if self.cfg.serviced_addr.is_some() {
+            if self.in_service {
+                self.held_trigger = true;
+                self.held_triggers += 1;
+                return None;
+            }
+            self.in_service = true;
+        }
         self.generated += 1;
         self.status |= self.cfg.pending_flag;
         if self.msi.enabled {
@@ -163,6 +186,14 @@ impl Exerciser {
                 Some(off) if off == self.cfg.clear_offset => {
                     self.status &= !tlp.data;
                     Reaction::CheckDeassert(self.cfg.deassert_delay)
+                }
+                _ if Some(tlp.addr) == self.cfg.serviced_addr => {
+                    self.in_service = false;
+                    if std::mem::take(&mut self.held_trigger) {
+                        Reaction::Trigger
+                    } else {
+                        Reaction::None
+                    }
                 }
                 _ => Reaction::None, // the signature region just takes the write
             },

@@ -19,11 +19,41 @@ pub struct CpuTiming {
     pub halt_exit: SimDuration,
 }
 
+/// [`CpuTiming`] turned into integer costs once, so the hot path does no float work.
+#[derive(Clone, Debug)]
+pub struct CpuCosts {
+    /// One instruction, in femtoseconds (keeps sub-picosecond precision per instruction).
+    fs_per_instruction: u64,
+    vectoring: SimDuration,
+    iret: SimDuration,
+    lapic_access: SimDuration,
+}
+
 impl CpuTiming {
-    pub fn instructions(&self, n: u32) -> SimDuration {
-        SimDuration::from_cycles(f64::from(n) * self.cycles_per_instruction, self.clock_hz)
-    }
     pub fn cycles(&self, c: f64) -> SimDuration {
         SimDuration::from_cycles(c, self.clock_hz)
+    }
+    pub fn costs(&self) -> CpuCosts {
+        CpuCosts {
+            fs_per_instruction: (self.cycles_per_instruction * 1e15 / self.clock_hz).round() as u64,
+            vectoring: self.cycles(self.interrupt_vectoring_cycles),
+            iret: self.cycles(self.iret_cycles),
+            lapic_access: self.cycles(self.lapic_access_cycles),
+        }
+    }
+}
+
+impl CpuCosts {
+    pub fn instructions(&self, n: u32) -> SimDuration {
+        SimDuration::from_ps((u64::from(n) * self.fs_per_instruction + 500) / 1000)
+    }
+    pub fn vectoring(&self) -> SimDuration {
+        self.vectoring
+    }
+    pub fn iret(&self) -> SimDuration {
+        self.iret
+    }
+    pub fn lapic_access(&self) -> SimDuration {
+        self.lapic_access
     }
 }

@@ -141,6 +141,15 @@ pub struct Crossing {
 }
 
 impl Fabric {
+    /// A hop that only delays (no queue, no state): crossing it needs no event of its own.
+    pub fn pure_delay(&self, hop: Hop) -> Option<SimDuration> {
+        match hop {
+            Hop::Mch => Some(self.mch_crossing),
+            Hop::Ich => Some(self.ich_crossing),
+            _ => None,
+        }
+    }
+
     /// Cross `hop` with a packet of `wire_bytes` (PCIe framing included) entering at `now`.
     pub fn cross(&mut self, hop: Hop, now: SimTime, wire_bytes: u32) -> Crossing {
         let (arrival, wire_start) = match hop {

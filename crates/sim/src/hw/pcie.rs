@@ -36,6 +36,11 @@ impl LinkGen {
     pub fn transfers_per_s(self) -> f64 {
         [2.5e9, 5e9, 8e9, 16e9, 32e9][usize::from(self.0 - 1)]
     }
+    /// Time one lane takes to send one byte, in attoseconds: exact for every generation
+    /// (Gen1 4 ns; Gen3 8.125 bits at 8 GT/s = 1.015625 ns; Gen5 0.25390625 ns).
+    pub fn attoseconds_per_byte(self) -> u64 {
+        [4_000_000_000, 2_000_000_000, 1_015_625_000, 507_812_500, 253_906_250][usize::from(self.0 - 1)]
+    }
     /// Line bits sent per payload byte: 10 for 8b/10b, 8 * 130/128 for 128b/130b.
     pub fn line_bits_per_byte(self) -> f64 {
         if self.0 <= 2 {
@@ -79,9 +84,8 @@ impl LinkConfig {
     /// Time to put `bytes` (TLP plus framing) on the wire: bytes are striped over the lanes, one
     /// symbol per lane per symbol time.
     pub fn serialization(&self, bytes: u32) -> SimDuration {
-        let per_lane_bytes = bytes.div_ceil(self.width.lanes());
-        let bits = f64::from(per_lane_bytes) * self.gen.line_bits_per_byte();
-        SimDuration::from_cycles(bits, self.gen.transfers_per_s())
+        let per_lane_bytes = u64::from(bytes.div_ceil(self.width.lanes()));
+        SimDuration::from_ps((per_lane_bytes * self.gen.attoseconds_per_byte() + 500_000) / 1_000_000)
     }
 }
 
@@ -306,6 +310,15 @@ mod tests {
         };
         assert_eq!(msi.wire_bytes(), 24);
         assert_eq!(gen1x1().serialization(msi.wire_bytes()).as_ps(), 96_000);
+    }
+
+    #[test]
+    fn integer_byte_times_agree_with_rate_and_encoding() {
+        for g in 1..=5 {
+            let gen = LinkGen::new(g).unwrap();
+            let exact_as = gen.line_bits_per_byte() / gen.transfers_per_s() * 1e18;
+            assert_eq!(gen.attoseconds_per_byte() as f64, exact_as, "Gen{g}");
+        }
     }
 
     #[test]

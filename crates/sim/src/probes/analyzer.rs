@@ -104,6 +104,12 @@ impl LatencyProbe {
             return;
         }
         let Some(start) = self.start else { return };
+        if time < start {
+            // A signature of an earlier interrupt, observed after a newer interrupt packet that
+            // is still queued on the link (two interrupts within one TLP time). That newer packet
+            // already counted the earlier sample as overlapped.
+            return;
+        }
         let ns = time.since(start).as_ns_rounded();
         if tlp.addr == self.isr_signature_addr && !self.isr_seen {
             self.isr_seen = true;
