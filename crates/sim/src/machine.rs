@@ -284,7 +284,11 @@ impl Machine {
         // Hub crossings that follow are pure delays: fold them in rather than spend an event.
         let mut arrival = crossing.arrival;
         let pkt = &mut self.packets[p as usize];
-        while let Some(d) = pkt.route.hop(pkt.hop).and_then(|h| self.fabric.pure_delay(h)) {
+        while let Some(d) = pkt
+            .route
+            .hop(pkt.hop)
+            .and_then(|h| self.fabric.pure_delay(h))
+        {
             arrival += d;
             pkt.hop += 1;
         }
@@ -494,9 +498,7 @@ impl Machine {
     /// before then: no interrupt, completion or device action can happen in between, so
     /// continuing is exact, not an approximation.
     fn may_run_ahead(&self, acc: SimDuration) -> bool {
-        self.q
-            .peek_time()
-            .is_none_or(|t| t > self.q.now() + acc)
+        self.q.peek_time().is_none_or(|t| t > self.q.now() + acc)
     }
 
     /// Run the core from now until it stalls, halts or must let time pass. `acc` is compute time
@@ -505,8 +507,10 @@ impl Machine {
     /// and resumes at the right moment.
     fn cpu_run(&mut self) {
         let mut acc = SimDuration::ZERO;
+        // The stash is only ever set just before returning, so it can only be full on entry.
+        let mut pending = self.cpu.stash.take();
         loop {
-            let op = match self.cpu.stash.take() {
+            let op = match pending.take() {
                 Some(op) => op,
                 None => {
                     if self.cpu.irqs_enabled && self.interrupt_pending() {
@@ -516,7 +520,10 @@ impl Machine {
                         self.take_interrupt();
                     }
                     let cpu = &mut self.cpu;
-                    let frame = cpu.stack.last_mut().expect("the idle frame is never popped");
+                    let frame = cpu
+                        .stack
+                        .last_mut()
+                        .expect("the idle frame is never popped");
                     let mut cx = StepCtx {
                         kernel: &mut self.kernel,
                         value: cpu.value,

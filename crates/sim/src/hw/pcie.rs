@@ -39,7 +39,13 @@ impl LinkGen {
     /// Time one lane takes to send one byte, in attoseconds: exact for every generation
     /// (Gen1 4 ns; Gen3 8.125 bits at 8 GT/s = 1.015625 ns; Gen5 0.25390625 ns).
     pub fn attoseconds_per_byte(self) -> u64 {
-        [4_000_000_000, 2_000_000_000, 1_015_625_000, 507_812_500, 253_906_250][usize::from(self.0 - 1)]
+        [
+            4_000_000_000,
+            2_000_000_000,
+            1_015_625_000,
+            507_812_500,
+            253_906_250,
+        ][usize::from(self.0 - 1)]
     }
     /// Line bits sent per payload byte: 10 for 8b/10b, 8 * 130/128 for 128b/130b.
     pub fn line_bits_per_byte(self) -> f64 {
@@ -85,7 +91,9 @@ impl LinkConfig {
     /// symbol per lane per symbol time.
     pub fn serialization(&self, bytes: u32) -> SimDuration {
         let per_lane_bytes = u64::from(bytes.div_ceil(self.width.lanes()));
-        SimDuration::from_ps((per_lane_bytes * self.gen.attoseconds_per_byte() + 500_000) / 1_000_000)
+        SimDuration::from_ps(
+            (per_lane_bytes * self.gen.attoseconds_per_byte() + 500_000) / 1_000_000,
+        )
     }
 }
 
