@@ -11,7 +11,7 @@ use crate::devices::exerciser::{Exerciser, ExerciserConfig, Generator};
 use crate::engine::{RngStreams, SimDuration};
 use crate::hw::cpu::CpuTiming;
 use crate::hw::fabric::{Fabric, Fsb, FsbTiming};
-use crate::hw::ich::{Ich, IchTiming, PIRQA_IOAPIC_PIN, PIRQ_ROUT_DISABLE};
+use crate::hw::ich::{Ich, IchTiming, PIRQ_ROUT_DISABLE};
 use crate::hw::ioapic::RedirectionEntry;
 use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
@@ -88,6 +88,8 @@ pub struct IchSection {
     pub ioapic_delivery_clocks: u32,
     /// PIRQA..H routing as the BIOS left it: an 8259 IRQ number 0-15, or -1 for not routed.
     pub pirq_pic_irq: Vec<i32>,
+    /// The IO-APIC input each of PIRQA..H drives (0-23).
+    pub pirq_ioapic_pin: Vec<u32>,
 }
 
 /// `kernels/*.toml`.
@@ -408,6 +410,27 @@ impl Scenario {
                 ));
             }
         }
+        if p.ich.pirq_ioapic_pin.len() != 8 {
+            return Err(self.invalid(
+                "platform.ich.pirq_ioapic_pin",
+                format!(
+                    "give the IO-APIC pin of each of PIRQA..H: 8 values, not {}",
+                    p.ich.pirq_ioapic_pin.len()
+                ),
+            ));
+        }
+        for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
+            if pin >= u32::from(crate::hw::ioapic::PINS) {
+                return Err(self.invalid(
+                    "platform.ich.pirq_ioapic_pin",
+                    format!(
+                        "PIRQ{} is wired to IO-APIC pin {pin}, but an IO-APIC has pins 0-23 \
+                         (82093AA: 24 redirection entries); use 0-23",
+                        (b'A' + i as u8) as char
+                    ),
+                ));
+            }
+        }
         for (name, hz) in [
             ("platform.cpu.clock_hz", p.cpu.clock_hz),
             ("platform.fsb.bus_clock_hz", p.fsb.bus_clock_hz),
@@ -534,6 +557,10 @@ impl Scenario {
                 elcr |= 1 << irq; // the BIOS makes PCI lines level-sensitive
             }
         }
+        let mut pirq_pins = [0u8; 8];
+        for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
+            pirq_pins[i] = pin as u8;
+        }
         let mut ich = Ich::new(
             IchTiming {
                 internal_clock_hz: p.ich.internal_clock_hz,
@@ -543,6 +570,7 @@ impl Scenario {
                 ioapic_delivery_clocks: p.ich.ioapic_delivery_clocks,
             },
             pirq_rout,
+            pirq_pins,
         );
         ich.pics.linux_init(elcr);
         let lapic_on = delivery != Delivery::Xtpic;
@@ -607,8 +635,8 @@ impl Scenario {
                 kernel.cached_irq_mask &= !(1 << irq);
                 (u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq)
             } else {
-                // IO-APIC: PIRQx drives pin 16+x, level-triggered, active low (PCI).
-                let io_pin = PIRQA_IOAPIC_PIN + pirq;
+                // IO-APIC: PIRQx drives its pin, level-triggered, active low (PCI).
+                let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
                 let v = match ioapic_vectors[usize::from(pirq)] {
                     Some(v) => v,
                     None => {

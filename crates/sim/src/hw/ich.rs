@@ -40,17 +40,19 @@ pub struct Ich {
     pub pirq_rout: [u8; 8],
     pub timing: IchTiming,
     period: SimDuration,
+    /// The IO-APIC pin each PIRQ drives (16-23 on the ICH).
+    pub pirq_ioapic_pin: [u8; 8],
     /// Number of INTx sources asserting each PIRQ (PCI lines are wired-OR, active low).
     pirq_asserted: [u8; 8],
 }
 
 /// Bit 7 of PIRQx_ROUT: set = not routed to the 8259.
 pub const PIRQ_ROUT_DISABLE: u8 = 0x80;
-/// IO-APIC pin of PIRQA.
-pub const PIRQA_IOAPIC_PIN: u8 = 16;
+/// The ICH's fixed wiring of PIRQA..H to IO-APIC pins 16-23 (ICH9 datasheet 5.9).
+pub const ICH_PIRQ_IOAPIC_PINS: [u8; 8] = [16, 17, 18, 19, 20, 21, 22, 23];
 
 impl Ich {
-    pub fn new(timing: IchTiming, pirq_rout: [u8; 8]) -> Self {
+    pub fn new(timing: IchTiming, pirq_rout: [u8; 8], pirq_ioapic_pin: [u8; 8]) -> Self {
         let period = SimDuration::period_of(timing.internal_clock_hz);
         Ich {
             pics: PicPair::default(),
@@ -58,6 +60,7 @@ impl Ich {
             pirq_rout,
             timing,
             period,
+            pirq_ioapic_pin,
             pirq_asserted: [0; 8],
         }
     }
@@ -91,7 +94,9 @@ impl Ich {
             self.pics.set_irq(rout & 0x0F, level);
         }
         IntxEffect {
-            ioapic_message: self.ioapic.set_pin(PIRQA_IOAPIC_PIN + pirq, level),
+            ioapic_message: self
+                .ioapic
+                .set_pin(self.pirq_ioapic_pin[usize::from(pirq)], level),
         }
     }
 }
@@ -112,7 +117,7 @@ mod tests {
         let mut r = [PIRQ_ROUT_DISABLE; 8];
         r[0] = 11;
         r[1] = 10;
-        Ich::new(t, r)
+        Ich::new(t, r, ICH_PIRQ_IOAPIC_PINS)
     }
 
     #[test]
