@@ -22,11 +22,8 @@ pub use text::{run_text, validation_text};
 /// Errors writing results.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot write {path}: {reason}")]
+    Write { path: String, reason: String },
     #[error("cannot serialize the result: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -44,9 +41,13 @@ pub fn validation_json(r: &ValidationReport) -> Result<String, ReportError> {
 /// Write `contents` to `path` whole or not at all: into a temporary file beside it, then a
 /// rename, so a crash or a full disk never leaves half a result (DESIGN.md, output contracts).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
-    let err = |source| ReportError::Write {
+    // Report the OS's reason, not the temporary file's name that tempfile attaches.
+    let err = |e: std::io::Error| ReportError::Write {
         path: path.display().to_string(),
-        source,
+        reason: match e.raw_os_error() {
+            Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+            None => e.kind().to_string(),
+        },
     };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,

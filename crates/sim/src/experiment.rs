@@ -151,9 +151,10 @@ const TRACE_PACKETS: usize = 64;
 impl Experiment {
     pub fn load(path: impl AsRef<Path>) -> Result<Experiment, ScenarioError> {
         let path = path.as_ref().to_owned();
-        let text = std::fs::read_to_string(&path).map_err(|source| ScenarioError::Io {
+        let text = std::fs::read_to_string(&path).map_err(|cause| ScenarioError::Io {
             path: path.clone(),
-            source,
+            named_by: None,
+            cause,
         })?;
         let file: ExperimentFile = parse_file(&path, &text)?;
         for c in &file.check {
@@ -177,9 +178,10 @@ impl Experiment {
     /// All `*.toml` directly in `dir`, sorted by name.
     pub fn load_dir(dir: impl AsRef<Path>) -> Result<Vec<Experiment>, ScenarioError> {
         let dir = dir.as_ref();
-        let io = |source| ScenarioError::Io {
+        let io = |cause| ScenarioError::Io {
             path: dir.to_owned(),
-            source,
+            named_by: Some("--experiments".into()),
+            cause,
         };
         let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(io)?

@@ -96,6 +96,12 @@ pub struct Counters {
     pub overlapped_samples: u64,
     /// Triggers of the measured device that waited for the previous interrupt's service.
     pub held_triggers: u64,
+    /// Port I/O reads and writes the CPU made (each a non-posted round trip to the ICH).
+    pub port_ios: u64,
+    /// 8259 interrupt-acknowledge cycles.
+    pub interrupt_acknowledges: u64,
+    /// Memory reads the CPU made of device registers (non-posted round trips).
+    pub mmio_reads: u64,
     pub events: u64,
     pub packets_on_link: u64,
     pub simulated_ps: u64,
@@ -122,6 +128,9 @@ pub struct Machine {
     /// The interrupts the probed device raises before the run ends.
     pub target_samples: u64,
     events: u64,
+    port_ios: u64,
+    interrupt_acknowledges: u64,
+    mmio_reads: u64,
     /// Stop after this many events even if not drained (an interrupt storm, for instance).
     pub event_limit: u64,
 }
@@ -156,6 +165,9 @@ impl Machine {
             root_tag: 0,
             target_samples,
             events: 0,
+            port_ios: 0,
+            interrupt_acknowledges: 0,
+            mmio_reads: 0,
             event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
         }
     }
@@ -196,6 +208,9 @@ impl Machine {
             unhandled_interrupts: self.kernel.irqs.iter().map(|d| d.unhandled).sum(),
             overlapped_samples: self.probe.overlapped,
             held_triggers: self.devices[usize::from(self.probed_device)].held_triggers,
+            port_ios: self.port_ios,
+            interrupt_acknowledges: self.interrupt_acknowledges,
+            mmio_reads: self.mmio_reads,
             events: self.events,
             packets_on_link: self.analyzer.packets,
             simulated_ps: self.q.now().as_ps(),
@@ -629,7 +644,10 @@ impl Machine {
                 return Some(lapic_cost);
             }
             Access::MmioRead { addr } => (
-                self.root_request(TlpKind::MemRead, addr, 0),
+                {
+                    self.mmio_reads += 1;
+                    self.root_request(TlpKind::MemRead, addr, 0)
+                },
                 self.decode(addr),
                 false,
             ),
@@ -639,17 +657,26 @@ impl Machine {
                 true,
             ),
             Access::PortIn { port } => (
-                self.root_request(TlpKind::IoRead, u64::from(port), 0),
+                {
+                    self.port_ios += 1;
+                    self.root_request(TlpKind::IoRead, u64::from(port), 0)
+                },
                 Endpoint::Ich,
                 false,
             ),
             Access::PortOut { port, data } => (
-                self.root_request(TlpKind::IoWrite, u64::from(port), u32::from(data)),
+                {
+                    self.port_ios += 1;
+                    self.root_request(TlpKind::IoWrite, u64::from(port), u32::from(data))
+                },
                 Endpoint::Ich,
                 false,
             ),
             Access::IntAck => (
-                self.root_request(TlpKind::IntAck, 0, 0),
+                {
+                    self.interrupt_acknowledges += 1;
+                    self.root_request(TlpKind::IntAck, 0, 0)
+                },
                 Endpoint::Ich,
                 false,
             ),

@@ -126,9 +126,9 @@ pub struct DeviceSection {
     pub link_width: u32,
     pub intx_pin: String,
     pub msi_capable: bool,
-    /// Force an MSI vector instead of the kernel's allocation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub msi_vector: Option<u32>,
+    /// The MSI vector: 0 lets the kernel allocate one (`assign_irq_vector`); 32-255 forces it.
+    #[serde(default)]
+    pub msi_vector: u32,
     pub reg_bar: u64,
     pub reg_bar_size: u64,
     pub status_offset: u64,
@@ -172,10 +172,12 @@ impl std::fmt::Display for Origin {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    #[error("cannot read {}: {source}", path.display())]
+    /// A file could not be read. `named_by` says which file and key pointed at it.
+    #[error("cannot read {}{}: {cause}", path.display(), named_by.as_deref().map(|n| format!(" (named by {n})")).unwrap_or_default())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        named_by: Option<String>,
+        cause: std::io::Error,
     },
     #[error("{origin}: {message}")]
     Syntax { origin: Origin, message: String },
@@ -192,11 +194,27 @@ pub enum ScenarioError {
 
 // ---- loading ------------------------------------------------------------------------------
 
-fn read(path: &Path) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+fn read(path: &Path, named_by: Option<String>) -> Result<String, ScenarioError> {
+    std::fs::read_to_string(path).map_err(|cause| ScenarioError::Io {
         path: path.to_owned(),
-        source,
+        named_by,
+        cause,
     })
+}
+
+/// The toml crate speaks Rust types ("expected f64"); say it in the file's terms.
+fn plain_types(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, plain) in [
+        ("f64", "a number such as 3.0e9"),
+        ("u64", "a whole number"),
+        ("u32", "a whole number"),
+        ("u8", "a whole number"),
+        ("i32", "a whole number"),
+    ] {
+        m = m.replace(&format!("expected {rust}"), &format!("expected {plain}"));
+    }
+    m
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -219,7 +237,7 @@ pub fn parse_file<T: for<'de> Deserialize<'de>>(
                 line,
                 column,
             },
-            message: e.message().trim().to_string(),
+            message: plain_types(e.message().trim()),
         }
     })
 }
@@ -278,13 +296,17 @@ impl Scenario {
     /// Load `path` and apply `overrides` (`key=value` strings).
     pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref().to_owned();
-        let text = read(&path)?;
+        let text = read(&path, None)?;
         let file: ScenarioFile = parse_file(&path, &text)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let platform_path = dir.join(&file.platform);
         let kernel_path = dir.join(&file.kernel);
-        let ptext = read(&platform_path)?;
-        let ktext = read(&kernel_path)?;
+        let by = |key: &str| {
+            let (line, column) = locate(&text, key).unwrap_or((1, 1));
+            Some(format!("`{key}` at {}:{line}:{column}", path.display()))
+        };
+        let ptext = read(&platform_path, by("platform"))?;
+        let ktext = read(&kernel_path, by("kernel"))?;
         let platform: PlatformFile = parse_file(&platform_path, &ptext)?;
         let kernel: KernelFile = parse_file(&kernel_path, &ktext)?;
         let mut s = Scenario {
@@ -321,21 +343,34 @@ impl Scenario {
             "kernel".into(),
             toml::Value::try_from(&self.kernel).map_err(ser)?,
         );
+        // Apply one flag at a time and re-read after each, so an error names the flag that
+        // caused it.
         for flag in overrides {
             apply_override(&mut root, flag)?;
+            self.read_back(&root)
+                .map_err(|(what, e)| ScenarioError::Override {
+                    flag: flag.clone(),
+                    message: format!(
+                        "the {what} does not accept it: {}",
+                        plain_types(e.message())
+                    ),
+                })?;
         }
-        let table = root.as_table_mut().expect("table");
+        Ok(())
+    }
+
+    /// Replace the typed configuration with the (overridden) combined document.
+    fn read_back(&mut self, root: &toml::Value) -> Result<(), (&'static str, toml::de::Error)> {
+        let mut table = root.as_table().expect("table").clone();
         let platform = table.remove("platform").expect("present");
         let kernel = table.remove("kernel").expect("present");
         table.insert("platform".into(), self.file.platform.clone().into());
         table.insert("kernel".into(), self.file.kernel.clone().into());
-        let de = |what: &str, e: toml::de::Error| ScenarioError::Override {
-            flag: overrides.join(" "),
-            message: format!("the {what} no longer reads: {}", e.message()),
-        };
-        self.platform = platform.try_into().map_err(|e| de("platform", e))?;
-        self.kernel = kernel.try_into().map_err(|e| de("kernel", e))?;
-        self.file = root.try_into().map_err(|e| de("scenario", e))?;
+        self.platform = platform.try_into().map_err(|e| ("platform", e))?;
+        self.kernel = kernel.try_into().map_err(|e| ("kernel", e))?;
+        self.file = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e| ("scenario", e))?;
         Ok(())
     }
 
@@ -454,8 +489,14 @@ impl Scenario {
             LinkWidth::new(d.link_width).map_err(|m| self.invalid(&key("link_width"), m))?;
             IntxPin::parse(&d.intx_pin).map_err(|m| self.invalid(&key("intx_pin"), m))?;
             Bdf::parse(&d.bdf).map_err(|m| self.invalid(&key("bdf"), m))?;
-            if let Some(v) = d.msi_vector {
-                MsiMessage::new(0, v, false).map_err(|m| self.invalid(&key("msi_vector"), m))?;
+            if d.msi_vector != 0 {
+                let v = d.msi_vector;
+                MsiMessage::new(0, v, false).map_err(|m| {
+                    self.invalid(
+                        &key("msi_vector"),
+                        format!("{m} (or 0 to let the kernel choose)"),
+                    )
+                })?;
                 if let Some((_, other)) = msi_vectors.iter().find(|(w, _)| *w == v) {
                     return Err(self.invalid(
                         &key("msi_vector"),
@@ -609,7 +650,7 @@ impl Scenario {
                 irqs_disabled: true, // SA_INTERRUPT in Figure 3
             };
             let (irq, chip, flow, vector) = if msi_mode {
-                let v = alloc_vector(d.msi_vector);
+                let v = alloc_vector((d.msi_vector != 0).then_some(d.msi_vector));
                 let m = MsiMessage::new(p.cpu.apic_id, v, false)
                     .map_err(|m| self.invalid(&key("msi_vector"), m))?;
                 dev.msi.program(m);
@@ -735,17 +776,18 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
             }
             toml::Value::Array(a) => {
                 let n = a.len();
+                let valid = match n {
+                    0 => "it is empty".to_string(),
+                    1 => "it has 1 element, index 0".to_string(),
+                    _ => format!("it has {n} elements, indices 0 to {}", n - 1),
+                };
                 let i: usize = part.parse().map_err(|_| {
                     err(format!(
-                        "{here} is a list; address an element by index 0..{}",
-                        n - 1
+                        "{here} is a list: address an element by its index ({valid})"
                     ))
                 })?;
-                a.get_mut(i).ok_or_else(|| {
-                    err(format!(
-                        "{here} has {n} elements; index {i} is past the end"
-                    ))
-                })?
+                a.get_mut(i)
+                    .ok_or_else(|| err(format!("index {i} is past the end of {here}: {valid}")))?
             }
             _ => return Err(err(format!("{here} is a value, not a table"))),
         };
@@ -774,8 +816,8 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
 fn type_name(v: &toml::Value) -> &'static str {
     match v {
         toml::Value::String(_) => "a string",
-        toml::Value::Integer(_) => "an integer",
-        toml::Value::Float(_) => "a number",
+        toml::Value::Integer(_) => "a whole number",
+        toml::Value::Float(_) => "a decimal number",
         toml::Value::Boolean(_) => "a boolean (true or false)",
         toml::Value::Datetime(_) => "a date",
         toml::Value::Array(_) => "a list",

@@ -72,6 +72,8 @@ pub struct Exerciser {
     pub held_trigger: bool,
     /// Triggers that had to wait.
     pub held_triggers: u64,
+    /// Register reads the card answered (its driver's "is it mine?" checks among them).
+    pub reads_answered: u64,
     rng: Stream,
 }
 
@@ -87,6 +89,7 @@ impl Exerciser {
             in_service: false,
             held_trigger: false,
             held_triggers: 0,
+            reads_answered: 0,
             rng,
         }
     }
@@ -167,6 +170,7 @@ impl Exerciser {
     pub fn receive(&mut self, tlp: &Tlp) -> Reaction {
         match tlp.kind {
             TlpKind::MemRead => {
+                self.reads_answered += 1;
                 let value = match self.in_reg_bar(tlp.addr) {
                     Some(off) if off == self.cfg.status_offset => self.status,
                     _ => 0,

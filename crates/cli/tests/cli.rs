@@ -1,0 +1,415 @@
+//! End-to-end tests of the `irqlab` binary: golden analyzer traces (insta snapshots), the
+//! structure of the XT-PIC trace (seed 000, Figure 7), JSON output, `validate`, bad input and help.
+//!
+//! Every command runs with the repository root as its working directory so the relative paths
+//! in scenarios and in `experiments/` resolve as they do for a user.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::PathBuf;
+
+const WS: &str = "experiments/seed000/ws.toml";
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn irqlab() -> Command {
+    let mut cmd = Command::cargo_bin("irqlab").expect("the irqlab binary is built");
+    cmd.current_dir(repo_root());
+    cmd
+}
+
+/// Runs `irqlab` with `args`, asserts it exits 0, and returns its stdout.
+fn stdout_of(args: &[&str]) -> String {
+    let out = irqlab().args(args).output().expect("irqlab runs");
+    assert!(
+        out.status.success(),
+        "irqlab {args:?} exited with {:?}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// The seed-000 workstation scenario with `delivery`, 2 samples, seed `seed`, 16 trace packets.
+fn trace_run(delivery: &str, seed: &str) -> String {
+    let set = format!("delivery={delivery}");
+    stdout_of(&[
+        "sim",
+        WS,
+        "--set",
+        &set,
+        "--samples",
+        "2",
+        "--seed",
+        seed,
+        "--trace",
+        "16",
+    ])
+}
+
+/// The latency table of a run: from its `metric` header line to the next blank line.
+fn latency_table(out: &str) -> String {
+    out.lines()
+        .skip_while(|l| !l.starts_with("metric"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One row of the analyzer trace as printed by `sim --trace`.
+#[derive(Debug)]
+struct Packet {
+    number: u64,
+    time_ns: f64,
+    dir: String,
+    /// The TLP column, e.g. `Msg Assert_INTA`, `MRd(32)`, `CplD`.
+    tlp: String,
+    tag: u64,
+    /// The address column, `None` for `-`.
+    address: Option<String>,
+}
+
+impl Packet {
+    /// The label seed 000's validation uses: TLP, then the address if there is one.
+    fn label(&self) -> String {
+        match &self.address {
+            Some(a) => format!("{} {a}", self.tlp),
+            None => self.tlp.clone(),
+        }
+    }
+}
+
+/// Parses the analyzer trace at the end of `sim --trace N` output.
+fn parse_trace(out: &str) -> Vec<Packet> {
+    let mut lines = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Analyzer trace on the device's link"));
+    assert!(lines.next().is_some(), "no analyzer trace in:\n{out}");
+    let header = lines.next().expect("trace header");
+    assert!(header.starts_with("packet"), "unexpected header {header:?}");
+    let rule = lines.next().expect("trace rule");
+    assert!(rule.starts_with("------"), "unexpected rule {rule:?}");
+    lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            // packet, time, dir, TLP (one or two words), requester, tag, address, payload.
+            let t: Vec<&str> = l.split_whitespace().collect();
+            assert!(t.len() >= 8, "short trace row {l:?}");
+            let n = t.len();
+            Packet {
+                number: t[0].parse().expect("packet number"),
+                time_ns: t[1].parse().expect("packet time"),
+                dir: t[2].to_string(),
+                tlp: t[3..n - 4].join(" "),
+                tag: t[n - 3].parse().expect("tag"),
+                address: (t[n - 2] != "-").then(|| t[n - 2].to_string()),
+            }
+        })
+        .collect()
+}
+
+// ---- 1. golden analyzer traces --------------------------------------------------------------
+
+#[test]
+fn golden_trace_xtpic() {
+    insta::assert_snapshot!("trace_xtpic", trace_run("xtpic", "1"));
+}
+
+#[test]
+fn golden_trace_msi() {
+    insta::assert_snapshot!("trace_msi", trace_run("msi", "1"));
+}
+
+#[test]
+fn golden_trace_ioapic() {
+    insta::assert_snapshot!("trace_ioapic", trace_run("ioapic", "1"));
+}
+
+#[test]
+fn same_seed_gives_byte_identical_output() {
+    for delivery in ["xtpic", "ioapic", "msi"] {
+        let a = trace_run(delivery, "1");
+        let b = trace_run(delivery, "1");
+        assert_eq!(a, b, "two runs of delivery={delivery} --seed 1 differ");
+    }
+}
+
+#[test]
+fn another_seed_changes_the_ioapic_latency_table() {
+    let one = trace_run("ioapic", "1");
+    let two = trace_run("ioapic", "2");
+    let (t1, t2) = (latency_table(&one), latency_table(&two));
+    assert!(t1.contains("isr_latency"), "no latency table in:\n{one}");
+    assert!(t2.contains("isr_latency"), "no latency table in:\n{two}");
+    assert_ne!(
+        t1, t2,
+        "--seed 1 and --seed 2 give the same ioapic latency table (the Poisson arrival phase \
+         should differ)"
+    );
+}
+
+// ---- 2. structure of the XT-PIC trace (seed 000, Figure 7) ----------------------------------
+
+#[test]
+fn xtpic_trace_follows_figure_7() {
+    let out = trace_run("xtpic", "1");
+    let trace = parse_trace(&out);
+    assert!(!trace.is_empty(), "empty trace in:\n{out}");
+
+    // Numbered from 1, in time order.
+    for (i, p) in trace.iter().enumerate() {
+        assert_eq!(p.number, i as u64 + 1, "packet numbering: {p:?}");
+    }
+    for w in trace.windows(2) {
+        assert!(
+            w[0].time_ns <= w[1].time_ns,
+            "trace out of time order: {:?} then {:?}",
+            w[0],
+            w[1]
+        );
+    }
+
+    // The first interrupt: everything before the second Assert_INTA.
+    assert_eq!(
+        trace[0].tlp, "Msg Assert_INTA",
+        "trace starts with {:?}",
+        trace[0]
+    );
+    let end = trace
+        .iter()
+        .skip(1)
+        .position(|p| p.tlp == "Msg Assert_INTA")
+        .map_or(trace.len(), |i| i + 1);
+    let first = &trace[..end];
+    let labels: Vec<String> = first.iter().map(Packet::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "Msg Assert_INTA",
+            "MRd(32) FAFF2004",
+            "CplD",
+            "MWr(32) FAFF3174",
+            "MWr(32) F9000040",
+            "Msg Deassert_INTA",
+            "MWr(32) F9000080",
+        ],
+        "first interrupt's packets in:\n{out}"
+    );
+
+    // Directions as on the exerciser's link: its messages and completion go up, the CPU's
+    // requests come down.
+    let dirs: Vec<&str> = first.iter().map(|p| p.dir.as_str()).collect();
+    assert_eq!(dirs, ["up", "down", "up", "down", "down", "up", "down"]);
+    // The completion answers the status read.
+    assert_eq!(
+        first[1].tag, first[2].tag,
+        "CplD tag differs from its MRd's"
+    );
+}
+
+// ---- 3. sim --json ---------------------------------------------------------------------------
+
+#[test]
+fn sim_json_is_valid_and_written_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    irqlab()
+        .args([
+            "sim",
+            WS,
+            "--set",
+            "delivery=msi",
+            "--samples",
+            "3",
+            "--json",
+        ])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("isr_latency"));
+
+    let text = std::fs::read_to_string(&path).expect("the JSON file exists");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["schema_version"], 1, "{text}");
+    let metrics = v["metrics"].as_array().expect("metrics is an array");
+    let mut names: Vec<&str> = metrics
+        .iter()
+        .map(|m| m["name"].as_str().expect("metric name"))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["isr_latency", "tasklet_latency"], "{text}");
+    for m in metrics {
+        assert_eq!(m["summary"]["count"], 3, "{}: {text}", m["name"]);
+    }
+
+    // Nothing but the result itself is left behind (no temporary files).
+    let left: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(left, [path]);
+}
+
+// ---- 4. validate -----------------------------------------------------------------------------
+
+#[test]
+fn validate_only_msi_trace_passes() {
+    let out = stdout_of(&["validate", "--only", "msi-trace"]);
+    let row = out
+        .lines()
+        .find(|l| l.contains("msi-trace"))
+        .unwrap_or_else(|| panic!("no msi-trace row in:\n{out}"));
+    assert!(row.trim_end().ends_with("pass"), "row {row:?}");
+    assert!(out.contains("1 of 1 rows pass"), "{out}");
+}
+
+#[test]
+fn validate_only_unknown_pattern_is_bad_input() {
+    irqlab()
+        .args(["validate", "--only", "nosuchrow"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("nosuchrow"));
+}
+
+#[test]
+fn validate_json_rows_and_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("validation.json");
+    let out = irqlab()
+        .args(["validate", "--samples", "2000", "--json"])
+        .arg(&path)
+        .output()
+        .expect("irqlab runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no JSON written ({e}); stdout:\n{stdout}\nstderr:\n{stderr}"));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["schema_version"], 1, "{text}");
+    let rows = v["rows"].as_array().expect("rows is an array");
+
+    let mut ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["id"].as_str().expect("row id"))
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [
+            "msi-soc-ioapic",
+            "msi-soc-xtpic",
+            "msi-tasklet",
+            "msi-trace",
+            "msi-ws-ioapic",
+            "msi-ws-xtpic",
+        ],
+        "{text}"
+    );
+
+    let mut any_failed = false;
+    for r in rows {
+        for field in ["published", "simulated"] {
+            let s = r[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{}: {field} is not a string", r["id"]));
+            assert!(!s.trim().is_empty(), "{}: empty {field}", r["id"]);
+        }
+        match r["verdict"].as_str() {
+            Some("pass") => {}
+            Some("fail") => any_failed = true,
+            other => panic!("{}: unexpected verdict {other:?}", r["id"]),
+        }
+    }
+
+    let expected = if any_failed { 1 } else { 0 };
+    assert_eq!(
+        out.status.code(),
+        Some(expected),
+        "exit status vs verdicts in {text}\nstderr:\n{stderr}"
+    );
+    // The text table agrees with the JSON on how many rows pass.
+    let passed = rows.iter().filter(|r| r["verdict"] == "pass").count();
+    assert!(
+        stdout.contains(&format!("{passed} of {} rows pass", rows.len())),
+        "{stdout}"
+    );
+}
+
+// ---- 5. bad input ----------------------------------------------------------------------------
+
+#[test]
+fn missing_scenario_is_bad_input() {
+    irqlab()
+        .args(["sim", "nosuch.toml"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("nosuch.toml"));
+}
+
+#[test]
+fn missing_scenario_names_the_cause_once() {
+    let out = irqlab().args(["sim", "nosuch.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("os error 2").count(),
+        1,
+        "cause repeated in {stderr:?}"
+    );
+}
+
+#[test]
+fn unknown_set_key_is_bad_input() {
+    irqlab()
+        .args(["sim", WS, "--set", "nosuch=1"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("--set nosuch=1"));
+}
+
+#[test]
+fn zero_samples_is_rejected_by_the_parser() {
+    irqlab()
+        .args(["sim", WS, "--samples", "0"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("--samples").and(predicate::str::contains("'0'")));
+}
+
+#[test]
+fn unknown_delivery_is_bad_input() {
+    irqlab()
+        .args(["sim", WS, "--set", "delivery=carrier-pigeon"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("--set delivery=carrier-pigeon"));
+}
+
+// ---- 6. help ---------------------------------------------------------------------------------
+
+#[test]
+fn sim_help_mentions_its_flags() {
+    irqlab().args(["sim", "--help"]).assert().success().stdout(
+        predicate::str::contains("--trace")
+            .and(predicate::str::contains("--set"))
+            .and(predicate::str::contains("--json")),
+    );
+}
+
+#[test]
+fn top_level_help_lists_the_commands() {
+    irqlab().arg("--help").assert().success().stdout(
+        predicate::str::contains("sim")
+            .and(predicate::str::contains("validate"))
+            .and(predicate::str::contains("Usage: irqlab")),
+    );
+}

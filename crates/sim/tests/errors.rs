@@ -1,0 +1,576 @@
+//! Error reporting of `Scenario::load`: every refusal names the file, line and column (or the
+//! `--set` flag), what was expected, and how to fix it.
+//!
+//! Each test copies the real seed-000 workstation scenario, platform and kernel into a temporary
+//! directory, makes one textual change and loads the result. Expected positions are computed
+//! from the modified text, never hard-coded.
+
+use irqlab_sim::scenario::{Origin, Scenario, ScenarioError};
+use std::path::{Path, PathBuf};
+
+const SCENARIO: &str = "ws.toml";
+const PLATFORM: &str = "platform.toml";
+const KERNEL: &str = "kernel.toml";
+
+fn repo_file(rel: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Index of the one line that sets `key` (`key = ...`, ignoring indentation).
+fn key_line(text: &str, key: &str) -> usize {
+    let hits: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits.len(), 1, "key '{key}' must be set on exactly one line");
+    hits[0]
+}
+
+fn edit_lines(text: &str, edit: impl FnOnce(&mut Vec<String>)) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    edit(&mut lines);
+    lines.join("\n") + "\n"
+}
+
+/// Replace the line setting `key` with `key = value`.
+fn set(text: &str, key: &str, value: &str) -> String {
+    let i = key_line(text, key);
+    edit_lines(text, |l| l[i] = format!("{key} = {value}"))
+}
+
+/// Insert `line` after the line setting `key`.
+fn insert_after(text: &str, key: &str, line: &str) -> String {
+    let i = key_line(text, key);
+    edit_lines(text, |l| l.insert(i + 1, line.to_string()))
+}
+
+/// 1-based line and column of the `n`th (0-based) occurrence of `needle`.
+fn nth_pos(text: &str, needle: &str, n: usize) -> (usize, usize) {
+    let (offset, _) = text
+        .match_indices(needle)
+        .nth(n)
+        .unwrap_or_else(|| panic!("'{needle}' occurs fewer than {} times", n + 1));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = offset - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// 1-based line and column of the only occurrence of `needle`.
+fn pos(text: &str, needle: &str) -> (usize, usize) {
+    assert_eq!(text.matches(needle).count(), 1, "'{needle}' is not unique");
+    nth_pos(text, needle, 0)
+}
+
+/// The three real files, copied into a temporary directory.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let fixture = Fixture {
+            dir: tempfile::tempdir().expect("temporary directory"),
+        };
+        let scenario = repo_file("experiments/seed000/ws.toml");
+        let scenario = set(&scenario, "platform", &format!("\"{PLATFORM}\""));
+        let scenario = set(&scenario, "kernel", &format!("\"{KERNEL}\""));
+        fixture.put(SCENARIO, &scenario);
+        fixture.put(PLATFORM, &repo_file("platforms/ws-2008-core2-ich9.toml"));
+        fixture.put(KERNEL, &repo_file("kernels/linux-2.6.18-i386-up.toml"));
+        fixture
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    fn put(&self, file: &str, text: &str) {
+        std::fs::write(self.path(file), text).expect("write fixture file");
+    }
+
+    /// Rewrite `file` with `modify` and return its new text.
+    fn write(&self, file: &str, modify: impl Fn(&str) -> String) -> String {
+        let old = std::fs::read_to_string(self.path(file)).expect("read fixture file");
+        let new = modify(&old);
+        assert_ne!(old, new, "the modification of {file} changed nothing");
+        self.put(file, &new);
+        new
+    }
+
+    fn load(&self, overrides: &[&str]) -> Result<Scenario, ScenarioError> {
+        let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        Scenario::load(self.path(SCENARIO), &overrides)
+    }
+
+    fn fail(&self, overrides: &[&str]) -> ScenarioError {
+        match self.load(overrides) {
+            Ok(_) => panic!("loading with {overrides:?} succeeded, but should have failed"),
+            Err(e) => e,
+        }
+    }
+}
+
+fn assert_file_origin(origin: &Origin, path: &Path, at: (usize, usize)) {
+    let expected = Origin::File {
+        path: path.to_owned(),
+        line: at.0,
+        column: at.1,
+    };
+    assert_eq!(*origin, expected);
+}
+
+fn assert_contains(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "'{text}' does not mention '{part}'");
+    }
+}
+
+/// A `Syntax` error at `path:line:column`; returns the message.
+fn syntax(err: ScenarioError, path: &Path, at: (usize, usize)) -> String {
+    let shown = err.to_string();
+    let ScenarioError::Syntax { origin, message } = err else {
+        panic!("expected a syntax error, got {err:?}");
+    };
+    assert_file_origin(&origin, path, at);
+    assert_eq!(
+        shown,
+        format!("{}:{}:{}: {message}", path.display(), at.0, at.1)
+    );
+    message
+}
+
+/// An `Override` error for `flag`; returns the message.
+fn override_error(err: ScenarioError, expected_flag: &str) -> String {
+    let shown = err.to_string();
+    let ScenarioError::Override { flag, message } = err else {
+        panic!("expected an override error, got {err:?}");
+    };
+    assert_eq!(flag, expected_flag);
+    assert_eq!(shown, format!("--set {flag}: {message}"));
+    message
+}
+
+/// An `Invalid` error for `key` from `path:line:column`; returns the message.
+fn invalid_in_file(
+    err: ScenarioError,
+    expected_key: &str,
+    path: &Path,
+    at: (usize, usize),
+) -> String {
+    let shown = err.to_string();
+    let ScenarioError::Invalid {
+        origin,
+        key,
+        message,
+    } = err
+    else {
+        panic!("expected an invalid-configuration error, got {err:?}");
+    };
+    assert_eq!(key, expected_key);
+    assert_file_origin(&origin, path, at);
+    assert_eq!(
+        shown,
+        format!(
+            "{}:{}:{}: {expected_key}: {message}",
+            path.display(),
+            at.0,
+            at.1
+        )
+    );
+    message
+}
+
+/// An `Invalid` error for `key` that came from `--set flag`; returns the message.
+fn invalid_from_flag(err: ScenarioError, expected_key: &str, flag: &str) -> String {
+    let shown = err.to_string();
+    let ScenarioError::Invalid {
+        origin,
+        key,
+        message,
+    } = err
+    else {
+        panic!("expected an invalid-configuration error, got {err:?}");
+    };
+    assert_eq!(key, expected_key);
+    assert_eq!(origin, Origin::Flag(flag.to_string()));
+    assert_eq!(shown, format!("--set {flag}: {expected_key}: {message}"));
+    message
+}
+
+// ---- sanity -------------------------------------------------------------------------------
+
+#[test]
+fn unmodified_copy_loads_and_runs() {
+    let f = Fixture::new();
+    let scenario = f.load(&[]).expect("the copied scenario loads");
+    assert_eq!(scenario.platform_path, f.path(PLATFORM));
+    assert_eq!(scenario.kernel_path, f.path(KERNEL));
+    let result = scenario.run(1, 5, 0).expect("the copied scenario runs");
+    assert_eq!(result.tasklet.count(), 5);
+}
+
+// ---- syntax errors in the files -----------------------------------------------------------
+
+#[test]
+fn unknown_key_in_scenario_file() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| insert_after(t, "samples", "sampels = 3"));
+    let message = syntax(f.fail(&[]), &f.path(SCENARIO), pos(&text, "sampels"));
+    assert_contains(
+        &message,
+        &["unknown field", "sampels", "expected", "samples"],
+    );
+}
+
+#[test]
+fn wrong_type_in_platform_file() {
+    let f = Fixture::new();
+    let text = f.write(PLATFORM, |t| set(t, "clock_hz", "\"fast\""));
+    let message = syntax(f.fail(&[]), &f.path(PLATFORM), pos(&text, "\"fast\""));
+    assert_contains(&message, &["fast", "a number such as 3.0e9"]);
+}
+
+#[test]
+fn unknown_key_in_kernel_instructions() {
+    let f = Fixture::new();
+    let text = f.write(KERNEL, |t| insert_after(t, "do_irq", "do_irqq = 5"));
+    let message = syntax(f.fail(&[]), &f.path(KERNEL), pos(&text, "do_irqq"));
+    assert_contains(
+        &message,
+        &[
+            "unknown field",
+            "do_irqq",
+            "expected",
+            "do_irq",
+            "entry_stub",
+        ],
+    );
+}
+
+// ---- --set errors -------------------------------------------------------------------------
+
+#[test]
+fn override_unknown_key_lists_the_keys_at_that_level() {
+    let f = Fixture::new();
+    let flag = "platform.cpu.clok_hz=1";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(
+        &message,
+        &["clok_hz", "platform.cpu", "clock_hz", "halt_exit_ns"],
+    );
+}
+
+#[test]
+fn override_string_into_number() {
+    let f = Fixture::new();
+    let flag = "platform.cpu.clock_hz=fast";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(
+        &message,
+        &["platform.cpu.clock_hz", "a decimal number", "a string"],
+    );
+}
+
+#[test]
+fn override_float_into_integer() {
+    let f = Fixture::new();
+    let flag = "samples=1.5";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(&message, &["samples", "a whole number", "1.5"]);
+}
+
+#[test]
+fn override_without_equals() {
+    let f = Fixture::new();
+    let flag = "platform.cpu.clock_hz";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(&message, &["key=value", "platform.cpu.clock_hz=2.0e9"]);
+}
+
+#[test]
+fn override_device_index_past_the_end() {
+    let f = Fixture::new();
+    let flag = "device.5.link_width=1";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(
+        &message,
+        &["device", "1 element, index 0", "5", "past the end"],
+    );
+}
+
+#[test]
+fn override_device_index_not_a_number() {
+    let f = Fixture::new();
+    let flag = "device.x.link_width=1";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(&message, &["device", "list", "index"]);
+}
+
+#[test]
+fn override_into_empty_device_list_does_not_panic() {
+    let f = Fixture::new();
+    f.write(SCENARIO, |t| {
+        let head = &t[..t.find("[[device]]").expect("a device table")];
+        format!("{head}device = []\n")
+    });
+    let flag = "device.x.link_width=1";
+    let result = std::panic::catch_unwind(|| f.load(&[flag]));
+    let err = result.expect("load must not panic").unwrap_err();
+    override_error(err, flag);
+}
+
+#[test]
+fn override_unknown_delivery_names_the_choices() {
+    let f = Fixture::new();
+    let flag = "delivery=sometimes";
+    let message = override_error(f.fail(&[flag]), flag);
+    assert_contains(&message, &["sometimes", "xtpic", "ioapic", "msi"]);
+}
+
+#[test]
+fn override_error_names_only_the_bad_flag() {
+    let f = Fixture::new();
+    let bad = "delivery=sometimes";
+    let message = override_error(f.fail(&["platform.cpu.clock_hz=2000000000", bad]), bad);
+    assert_contains(&message, &["sometimes", "xtpic"]);
+}
+
+// ---- hardware refusals --------------------------------------------------------------------
+
+#[test]
+fn msi_vector_below_32_in_file() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "msi_vector", "20"));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.msi_vector",
+        &f.path(SCENARIO),
+        pos(&text, "msi_vector"),
+    );
+    assert_contains(&message, &["20", "32..255", "between 32 and 255"]);
+}
+
+#[test]
+fn msi_vector_above_255_from_flag() {
+    // The file names a vector, so the flag has a value to replace.
+    let f = Fixture::new();
+    f.write(SCENARIO, |t| set(t, "msi_vector", "65"));
+    let flag = "device.0.msi_vector=256";
+    let message = invalid_from_flag(f.fail(&[flag]), "device.0.msi_vector", flag);
+    assert_contains(&message, &["256", "32..255", "between 32 and 255"]);
+}
+
+#[test]
+fn msi_vector_from_flag_over_the_kernels_choice() {
+    let f = Fixture::new();
+    let flag = "device.0.msi_vector=256";
+    let message = invalid_from_flag(f.fail(&[flag]), "device.0.msi_vector", flag);
+    assert_contains(&message, &["256", "32..255"]);
+}
+
+#[test]
+fn two_devices_on_one_msi_vector() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| {
+        let t = set(t, "msi_vector", "65");
+        let start = t.find("[[device]]").expect("a device table");
+        let second = t[start..]
+            .replace("name = \"exerciser\"", "name = \"second\"")
+            .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
+            .replace("reg_bar = 0xFAFF0000", "reg_bar = 0xFAFE0000")
+            .replace("signature_bar = 0xF9000000", "signature_bar = 0xF9100000")
+            .replace("interrupts = \"poisson\"", "interrupts = \"none\"");
+        format!("{t}\n{second}")
+    });
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.1.msi_vector",
+        &f.path(SCENARIO),
+        nth_pos(&text, "msi_vector = 65", 1),
+    );
+    assert_contains(
+        &message,
+        &["exerciser", "second", "65", "give each its own vector"],
+    );
+}
+
+#[test]
+fn intx_pin_other_than_a_to_d() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "intx_pin", "\"E\""));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.intx_pin",
+        &f.path(SCENARIO),
+        pos(&text, "intx_pin"),
+    );
+    assert_contains(&message, &["'E'", "INTA", "INTD", "\"A\"..\"D\""]);
+}
+
+#[test]
+fn pic_line_above_15() {
+    let f = Fixture::new();
+    let text = f.write(PLATFORM, |t| {
+        set(t, "pirq_pic_irq", "[11, 10, 16, 10, 11, 10, 11, 10]")
+    });
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "platform.ich.pirq_pic_irq",
+        &f.path(PLATFORM),
+        pos(&text, "pirq_pic_irq ="),
+    );
+    assert_contains(&message, &["PIRQC", "16", "0-15", "-1 for not routed"]);
+}
+
+#[test]
+fn ioapic_pin_above_23() {
+    let f = Fixture::new();
+    let text = f.write(PLATFORM, |t| {
+        set(t, "pirq_ioapic_pin", "[16, 17, 18, 19, 20, 21, 22, 24]")
+    });
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "platform.ich.pirq_ioapic_pin",
+        &f.path(PLATFORM),
+        pos(&text, "pirq_ioapic_pin ="),
+    );
+    assert_contains(&message, &["PIRQH", "24", "0-23"]);
+}
+
+#[test]
+fn device_link_width_not_in_pcie() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "link_width", "3"));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.link_width",
+        &f.path(SCENARIO),
+        pos(&text, "link_width"),
+    );
+    assert_contains(&message, &["x3", "x1", "x16"]);
+}
+
+#[test]
+fn dmi_width_not_in_pcie_from_flag() {
+    let f = Fixture::new();
+    let flag = "platform.dmi.width=5";
+    let message = invalid_from_flag(f.fail(&[flag]), "platform.dmi.width", flag);
+    assert_contains(&message, &["x5", "x1", "x4", "x16"]);
+}
+
+#[test]
+fn pcie_generation_6() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "link_generation", "6"));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.link_generation",
+        &f.path(SCENARIO),
+        pos(&text, "link_generation"),
+    );
+    assert_contains(&message, &["generation 6", "use 1", "5 (32)"]);
+}
+
+#[test]
+fn unknown_interrupt_generator() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "interrupts", "\"sometimes\""));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.interrupts",
+        &f.path(SCENARIO),
+        pos(&text, "interrupts ="),
+    );
+    assert_contains(&message, &["sometimes", "\"poisson\"", "\"periodic\""]);
+}
+
+#[test]
+fn negative_interval() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "interval_us", "-1"));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.interval_us",
+        &f.path(SCENARIO),
+        pos(&text, "interval_us"),
+    );
+    assert_contains(&message, &["positive", "-1"]);
+}
+
+#[test]
+fn zero_samples() {
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "samples", "0"));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "samples",
+        &f.path(SCENARIO),
+        pos(&text, "samples ="),
+    );
+    assert_contains(&message, &["at least 1"]);
+}
+
+// ---- files --------------------------------------------------------------------------------
+
+#[test]
+fn missing_platform_file() {
+    let f = Fixture::new();
+    f.write(SCENARIO, |t| set(t, "platform", "\"missing.toml\""));
+    let err = f.fail(&[]);
+    let shown = err.to_string();
+    let ScenarioError::Io {
+        path,
+        named_by,
+        cause,
+    } = err
+    else {
+        panic!("expected an I/O error, got {err:?}");
+    };
+    assert_eq!(path, f.path("missing.toml"));
+    assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
+    // Which line of which file asked for it, so the user knows what to fix.
+    let by = format!("`platform` at {}:", f.path(SCENARIO).display());
+    assert!(
+        named_by.as_deref().is_some_and(|n| n.starts_with(&by)),
+        "{named_by:?}"
+    );
+    assert!(
+        shown.starts_with(&format!(
+            "cannot read {} (named by {by}",
+            f.path("missing.toml").display()
+        )),
+        "{shown}"
+    );
+    assert_eq!(
+        shown.matches("os error 2").count(),
+        1,
+        "the cause once: {shown}"
+    );
+}
+
+// ---- valid overrides ----------------------------------------------------------------------
+
+#[test]
+fn valid_overrides_are_applied() {
+    use irqlab_sim::kernel::Delivery;
+    let f = Fixture::new();
+    let scenario = f
+        .load(&["delivery=xtpic", "platform.cpu.clock_hz=2000000000"])
+        .expect("valid overrides load");
+    assert_eq!(scenario.file.delivery, Delivery::Xtpic);
+    assert_eq!(scenario.platform.cpu.clock_hz, 2.0e9);
+    // Everything not overridden is as the files say.
+    assert_eq!(scenario.file.samples, 20000);
+    assert_eq!(scenario.file.platform, PLATFORM);
+    assert_eq!(scenario.kernel.instructions.do_irq, 60);
+}
