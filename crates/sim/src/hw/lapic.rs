@@ -76,6 +76,9 @@ impl LocalApic {
 
     /// The vector the core would take now, if its interrupt flag allows.
     pub fn deliverable(&self) -> Option<u8> {
+        if self.irr.0 == [0; 4] {
+            return None; // the common case, checked at every step with interrupts on
+        }
         let v = self.irr.highest()?;
         (v >> 4 > self.ppr_class()).then_some(v)
     }

@@ -319,36 +319,35 @@ impl Frame {
                 handled,
             } => {
                 let d = &mut k.irqs[usize::from(*desc)];
+                if *pc == 0 {
+                    *pc = 1;
+                    if !d.actions[0].irqs_disabled {
+                        *cx.irqs_enabled = true; // local_irq_enable() for !IRQF_DISABLED
+                    }
+                    return Op::Run(c.handle_irq_event);
+                }
+                if *pc == 3 {
+                    // Back from an ISR: note its irqreturn_t, go on down the chain.
+                    *handled |= cx.value == IRQ_HANDLED;
+                    *next += 1;
+                    *pc = 1;
+                }
                 match *pc {
-                    0 => {
-                        *pc = 1;
-                        if !d.actions[0].irqs_disabled {
-                            *cx.irqs_enabled = true; // local_irq_enable() for !IRQF_DISABLED
-                        }
-                        Op::Run(c.handle_irq_event)
+                    1 if usize::from(*next) < d.actions.len() => {
+                        *pc = 2;
+                        Op::Run(c.per_action)
                     }
                     1 => {
-                        if usize::from(*next) < d.actions.len() {
-                            *pc = 2;
-                            Op::Run(c.per_action)
-                        } else {
-                            *cx.irqs_enabled = false;
-                            if !*handled {
-                                d.unhandled += 1;
-                            }
-                            Op::Return(u32::from(*handled))
+                        *cx.irqs_enabled = false;
+                        if !*handled {
+                            d.unhandled += 1;
                         }
+                        Op::Return(u32::from(*handled))
                     }
-                    2 => {
+                    _ => {
                         *pc = 3;
                         let driver = d.actions[usize::from(*next)].driver;
                         Op::Call(Frame::ExerciserIsr { pc: 0, driver })
-                    }
-                    _ => {
-                        *handled |= cx.value == IRQ_HANDLED;
-                        *next += 1;
-                        *pc = 1;
-                        Op::Run(0)
                     }
                 }
             }
@@ -403,58 +402,58 @@ impl Frame {
                 }
             }
 
-            Frame::DoSoftirq { pc, restarts } => match *pc {
-                0 => {
+            Frame::DoSoftirq { pc, restarts } => {
+                if *pc == 0 {
                     *pc = 1;
                     cx.preempt.softirq += 1;
-                    Op::Run(c.do_softirq)
+                    return Op::Run(c.do_softirq);
                 }
-                1 => {
-                    // Take the pending mask and run with interrupts on.
-                    let pending = std::mem::take(&mut k.softirq.pending);
-                    *cx.irqs_enabled = true;
-                    *pc = 2;
-                    if pending & (1 << TASKLET_SOFTIRQ) != 0 {
-                        Op::Call(Frame::TaskletAction { pc: 0, current: 0 })
-                    } else {
-                        Op::Run(0)
+                loop {
+                    if *pc == 1 {
+                        // Take the pending mask and run the handlers with interrupts on.
+                        let pending = std::mem::take(&mut k.softirq.pending);
+                        *cx.irqs_enabled = true;
+                        *pc = 2;
+                        if pending & (1 << TASKLET_SOFTIRQ) != 0 {
+                            return Op::Call(Frame::TaskletAction { pc: 0, current: 0 });
+                        }
                     }
-                }
-                _ => {
                     *cx.irqs_enabled = false;
                     if k.softirq.pending != 0 && *restarts < MAX_SOFTIRQ_RESTART {
                         *restarts += 1;
                         *pc = 1;
-                        return Op::Run(0);
+                        continue;
                     }
                     // Anything still pending would wake ksoftirqd (not modelled yet).
                     cx.preempt.softirq -= 1;
-                    Op::Return(0)
+                    return Op::Return(0);
                 }
-            },
+            }
 
-            Frame::TaskletAction { pc, current } => match *pc {
-                0 => {
-                    // Splice the per-CPU list with interrupts off; new ones go to the next round.
+            Frame::TaskletAction { pc, current } => {
+                if *pc == 0 {
+                    // Splice the per-CPU list; tasklets scheduled from now on wait for the next
+                    // round.
                     k.softirq.pending &= !(1 << TASKLET_SOFTIRQ);
                     *pc = 1;
-                    Op::Run(0)
                 }
-                1 => match k.softirq.tasklet_vec.pop_front() {
-                    Some(t) => {
-                        *current = t;
-                        *pc = 2;
-                        k.tasklets[usize::from(t)].scheduled = false;
-                        Op::Run(c.tasklet_action)
+                match *pc {
+                    1 => match k.softirq.tasklet_vec.pop_front() {
+                        Some(t) => {
+                            *current = t;
+                            *pc = 2;
+                            k.tasklets[usize::from(t)].scheduled = false;
+                            Op::Run(c.tasklet_action)
+                        }
+                        None => Op::Return(0),
+                    },
+                    _ => {
+                        *pc = 1;
+                        let driver = k.tasklets[usize::from(*current)].owner;
+                        Op::Call(Frame::ExerciserTasklet { pc: 0, driver })
                     }
-                    None => Op::Return(0),
-                },
-                _ => {
-                    *pc = 1;
-                    let driver = k.tasklets[usize::from(*current)].owner;
-                    Op::Call(Frame::ExerciserTasklet { pc: 0, driver })
                 }
-            },
+            }
 
             Frame::ExerciserTasklet { pc, driver } => {
                 let drv = &k.drivers[usize::from(*driver)];
