@@ -276,38 +276,48 @@ impl Machine {
     }
 
     fn on_hop(&mut self, p: u32) {
-        let now = self.q.now();
-        let pkt = &mut self.packets[p as usize];
+        let mut t = self.q.now();
+        let pkt = &self.packets[p as usize];
         debug_assert!(pkt.live);
-        let Some(hop) = pkt.route.hop(pkt.hop) else {
+        if pkt.route.hop(pkt.hop).is_none() {
             self.deliver(p);
             return;
-        };
-        pkt.hop += 1;
-        let tlp = pkt.tlp;
-        let releases_cpu = pkt.releases_cpu && hop == Hop::Fsb;
-        let crossing = self.fabric.cross(hop, now, tlp.wire_bytes());
-        if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
-            if k == self.analyzed_link {
-                self.analyzer.observe(start, dir, &tlp);
-                self.probe.observe(start, dir, &tlp);
+        }
+        // Cross hops until the packet must wait for the clock: a stateful hop (bus, link) may be
+        // crossed ahead of time only if nothing else is scheduled before the packet reaches it,
+        // so nothing else can take that bus first (exact, like the CPU's run-ahead).
+        loop {
+            let pkt = &mut self.packets[p as usize];
+            let hop = pkt.route.hop(pkt.hop).expect("checked");
+            pkt.hop += 1;
+            let (tlp, releases_cpu) = (pkt.tlp, pkt.releases_cpu && hop == Hop::Fsb);
+            let crossing = self.fabric.cross(hop, t, tlp.wire_bytes());
+            if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
+                if k == self.analyzed_link {
+                    self.analyzer.observe(start, dir, &tlp);
+                    self.probe.observe(start, dir, &tlp);
+                }
+            }
+            if releases_cpu {
+                self.q.schedule_at(crossing.arrival, Ev::CpuResume);
+            }
+            // Hub crossings are pure delays: fold them in.
+            t = crossing.arrival;
+            let pkt = &mut self.packets[p as usize];
+            while let Some(d) = pkt
+                .route
+                .hop(pkt.hop)
+                .and_then(|h| self.fabric.pure_delay(h))
+            {
+                t += d;
+                pkt.hop += 1;
+            }
+            let more = pkt.route.hop(pkt.hop).is_some();
+            if !(more && self.q.peek_time().is_none_or(|next| next > t)) {
+                break;
             }
         }
-        if releases_cpu {
-            self.q.schedule_at(crossing.arrival, Ev::CpuResume);
-        }
-        // Hub crossings that follow are pure delays: fold them in rather than spend an event.
-        let mut arrival = crossing.arrival;
-        let pkt = &mut self.packets[p as usize];
-        while let Some(d) = pkt
-            .route
-            .hop(pkt.hop)
-            .and_then(|h| self.fabric.pure_delay(h))
-        {
-            arrival += d;
-            pkt.hop += 1;
-        }
-        self.q.schedule_at(arrival, Ev::Hop(p));
+        self.q.schedule_at(t, Ev::Hop(p));
     }
 
     fn deliver(&mut self, p: u32) {
