@@ -407,6 +407,17 @@ impl Scenario {
         }
     }
 
+    /// The ICH has eight PIRQ lines, A..H: a per-PIRQ list needs one value for each.
+    fn one_per_pirq(&self, key: &str, len: usize) -> Result<(), ScenarioError> {
+        if len == 8 {
+            return Ok(());
+        }
+        Err(self.invalid(
+            key,
+            format!("the ICH has 8 PIRQ lines (PIRQA..H); give 8 values, one each, not {len}"),
+        ))
+    }
+
     /// Refuse configurations the hardware or the kernel cannot have.
     fn check(&self) -> Result<(), ScenarioError> {
         let p = &self.platform;
@@ -414,15 +425,8 @@ impl Scenario {
         LinkWidth::new(p.dmi.width).map_err(|m| self.invalid("platform.dmi.width", m))?;
         Bdf::parse(&p.mch.requester_id)
             .map_err(|m| self.invalid("platform.mch.requester_id", m))?;
-        if p.ich.pirq_pic_irq.len() != 8 {
-            return Err(self.invalid(
-                "platform.ich.pirq_pic_irq",
-                format!(
-                    "the ICH has 8 PIRQ routing registers (PIRQA..H); give 8 values, not {}",
-                    p.ich.pirq_pic_irq.len()
-                ),
-            ));
-        }
+        self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
+        self.one_per_pirq("platform.ich.pirq_ioapic_pin", p.ich.pirq_ioapic_pin.len())?;
         for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
             if irq != -1 && !(0..=15).contains(&irq) {
                 return Err(self.invalid(
@@ -430,7 +434,7 @@ impl Scenario {
                     format!(
                         "PIRQ{} is routed to 8259 line {irq}, but the 8259A pair has lines 0-15; \
                          use 0-15, or -1 for not routed",
-                        (b'A' + i as u8) as char
+                        pirq_letter(i)
                     ),
                 ));
             }
@@ -440,19 +444,10 @@ impl Scenario {
                     format!(
                         "PIRQ{} is routed to IRQ{irq}, which the PC reserves (0 timer, 2 cascade, \
                          8 RTC, 13 FPU; seed 000 Table 1); pick a free line such as 10 or 11",
-                        (b'A' + i as u8) as char
+                        pirq_letter(i)
                     ),
                 ));
             }
-        }
-        if p.ich.pirq_ioapic_pin.len() != 8 {
-            return Err(self.invalid(
-                "platform.ich.pirq_ioapic_pin",
-                format!(
-                    "give the IO-APIC pin of each of PIRQA..H: 8 values, not {}",
-                    p.ich.pirq_ioapic_pin.len()
-                ),
-            ));
         }
         for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
             if pin >= u32::from(crate::hw::ioapic::PINS) {
@@ -461,7 +456,7 @@ impl Scenario {
                     format!(
                         "PIRQ{} is wired to IO-APIC pin {pin}, but an IO-APIC has pins 0-23 \
                          (82093AA: 24 redirection entries); use 0-23",
-                        (b'A' + i as u8) as char
+                        pirq_letter(i)
                     ),
                 ));
             }
@@ -664,7 +659,7 @@ impl Scenario {
                             "device '{}' signals on PIRQ{}, which the BIOS did not route to the \
                              8259: XT-PIC delivery needs it routed",
                             d.name,
-                            (b'A' + pirq) as char
+                            pirq_letter(usize::from(pirq))
                         ),
                     ));
                 }
@@ -811,6 +806,10 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
     };
     *node = new;
     Ok(())
+}
+
+fn pirq_letter(i: usize) -> char {
+    (b'A' + i as u8) as char
 }
 
 fn type_name(v: &toml::Value) -> &'static str {

@@ -347,17 +347,81 @@ fn override_error_names_only_the_bad_flag() {
 
 // ---- hardware refusals --------------------------------------------------------------------
 
+/// Values hardware or the kernel cannot have, each refused with the file, line and column of
+/// the key, what was expected and how to fix it.
 #[test]
-fn msi_vector_below_32_in_file() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "msi_vector", "20"));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "device.0.msi_vector",
-        &f.path(SCENARIO),
-        pos(&text, "msi_vector"),
-    );
-    assert_contains(&message, &["20", "32..255", "between 32 and 255"]);
+fn hardware_refusals_name_the_line() {
+    // (file, key as written, new value, key the error names, what the message must say)
+    let cases: &[(&str, &str, &str, &str, &[&str])] = &[
+        (
+            SCENARIO,
+            "msi_vector",
+            "20",
+            "device.0.msi_vector",
+            &["20", "32..255", "between 32 and 255"],
+        ),
+        (
+            SCENARIO,
+            "intx_pin",
+            "\"E\"",
+            "device.0.intx_pin",
+            &["'E'", "INTA", "INTD", "\"A\"..\"D\""],
+        ),
+        (
+            PLATFORM,
+            "pirq_pic_irq",
+            "[11, 10, 16, 10, 11, 10, 11, 10]",
+            "platform.ich.pirq_pic_irq",
+            &["PIRQC", "16", "0-15", "-1 for not routed"],
+        ),
+        (
+            PLATFORM,
+            "pirq_ioapic_pin",
+            "[16, 17, 18, 19, 20, 21, 22, 24]",
+            "platform.ich.pirq_ioapic_pin",
+            &["PIRQH", "24", "0-23"],
+        ),
+        (
+            SCENARIO,
+            "link_width",
+            "3",
+            "device.0.link_width",
+            &["x3", "x1", "x16"],
+        ),
+        (
+            SCENARIO,
+            "link_generation",
+            "6",
+            "device.0.link_generation",
+            &["generation 6", "use 1", "5 (32)"],
+        ),
+        (
+            SCENARIO,
+            "interrupts",
+            "\"sometimes\"",
+            "device.0.interrupts",
+            &["sometimes", "\"poisson\"", "\"periodic\""],
+        ),
+        (
+            SCENARIO,
+            "interval_us",
+            "-1",
+            "device.0.interval_us",
+            &["positive", "-1"],
+        ),
+        (SCENARIO, "samples", "0", "samples", &["at least 1"]),
+    ];
+    for (file, key, value, error_key, says) in cases {
+        let f = Fixture::new();
+        let text = f.write(file, |t| set(t, key, value));
+        let message = invalid_in_file(
+            f.fail(&[]),
+            error_key,
+            &f.path(file),
+            pos(&text, &format!("{key} =")),
+        );
+        assert_contains(&message, says);
+    }
 }
 
 #[test]
@@ -405,119 +469,11 @@ fn two_devices_on_one_msi_vector() {
 }
 
 #[test]
-fn intx_pin_other_than_a_to_d() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "intx_pin", "\"E\""));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "device.0.intx_pin",
-        &f.path(SCENARIO),
-        pos(&text, "intx_pin"),
-    );
-    assert_contains(&message, &["'E'", "INTA", "INTD", "\"A\"..\"D\""]);
-}
-
-#[test]
-fn pic_line_above_15() {
-    let f = Fixture::new();
-    let text = f.write(PLATFORM, |t| {
-        set(t, "pirq_pic_irq", "[11, 10, 16, 10, 11, 10, 11, 10]")
-    });
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "platform.ich.pirq_pic_irq",
-        &f.path(PLATFORM),
-        pos(&text, "pirq_pic_irq ="),
-    );
-    assert_contains(&message, &["PIRQC", "16", "0-15", "-1 for not routed"]);
-}
-
-#[test]
-fn ioapic_pin_above_23() {
-    let f = Fixture::new();
-    let text = f.write(PLATFORM, |t| {
-        set(t, "pirq_ioapic_pin", "[16, 17, 18, 19, 20, 21, 22, 24]")
-    });
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "platform.ich.pirq_ioapic_pin",
-        &f.path(PLATFORM),
-        pos(&text, "pirq_ioapic_pin ="),
-    );
-    assert_contains(&message, &["PIRQH", "24", "0-23"]);
-}
-
-#[test]
-fn device_link_width_not_in_pcie() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "link_width", "3"));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "device.0.link_width",
-        &f.path(SCENARIO),
-        pos(&text, "link_width"),
-    );
-    assert_contains(&message, &["x3", "x1", "x16"]);
-}
-
-#[test]
 fn dmi_width_not_in_pcie_from_flag() {
     let f = Fixture::new();
     let flag = "platform.dmi.width=5";
     let message = invalid_from_flag(f.fail(&[flag]), "platform.dmi.width", flag);
     assert_contains(&message, &["x5", "x1", "x4", "x16"]);
-}
-
-#[test]
-fn pcie_generation_6() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "link_generation", "6"));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "device.0.link_generation",
-        &f.path(SCENARIO),
-        pos(&text, "link_generation"),
-    );
-    assert_contains(&message, &["generation 6", "use 1", "5 (32)"]);
-}
-
-#[test]
-fn unknown_interrupt_generator() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "interrupts", "\"sometimes\""));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "device.0.interrupts",
-        &f.path(SCENARIO),
-        pos(&text, "interrupts ="),
-    );
-    assert_contains(&message, &["sometimes", "\"poisson\"", "\"periodic\""]);
-}
-
-#[test]
-fn negative_interval() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "interval_us", "-1"));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "device.0.interval_us",
-        &f.path(SCENARIO),
-        pos(&text, "interval_us"),
-    );
-    assert_contains(&message, &["positive", "-1"]);
-}
-
-#[test]
-fn zero_samples() {
-    let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| set(t, "samples", "0"));
-    let message = invalid_in_file(
-        f.fail(&[]),
-        "samples",
-        &f.path(SCENARIO),
-        pos(&text, "samples ="),
-    );
-    assert_contains(&message, &["at least 1"]);
 }
 
 // ---- files --------------------------------------------------------------------------------
