@@ -554,7 +554,6 @@ impl Machine {
                         value: cpu.value,
                         irqs_enabled: &mut cpu.irqs_enabled,
                         preempt: &mut cpu.preempt,
-                        lapic_enabled: cpu.lapic.enabled,
                     };
                     frame.step(&mut cx)
                 }

@@ -548,13 +548,15 @@ impl Scenario {
         let mut links = Vec::new();
         let mut devices = Vec::new();
         for (i, d) in self.file.device.iter().enumerate() {
-            let cfg_link = link(d.link_generation, d.link_width, p.mch.root_port_pipeline_ns);
-            links.push(Link::new(cfg_link));
+            links.push(Link::new(link(
+                d.link_generation,
+                d.link_width,
+                p.mch.root_port_pipeline_ns,
+            )));
             let interval = SimDuration::from_ns_f64(d.interval_us * 1e3);
             let cfg = ExerciserConfig {
                 name: d.name.clone(),
                 bdf: Bdf::parse(&d.bdf).expect("checked"),
-                link: cfg_link,
                 intx_pin: IntxPin::parse(&d.intx_pin).expect("checked"),
                 reg_bar: d.reg_bar,
                 reg_bar_size: d.reg_bar_size,

@@ -8,7 +8,7 @@
 
 use crate::engine::{SimDuration, Stream};
 use crate::hw::msi::MsiCapability;
-use crate::hw::pcie::{Bdf, IntxPin, LinkConfig, MsgCode, Tlp, TlpKind};
+use crate::hw::pcie::{Bdf, IntxPin, MsgCode, Tlp, TlpKind};
 use rand::Rng;
 
 /// How the exerciser spaces its interrupts.
@@ -24,7 +24,6 @@ pub enum Generator {
 pub struct ExerciserConfig {
     pub name: String,
     pub bdf: Bdf,
-    pub link: LinkConfig,
     pub intx_pin: IntxPin,
     /// The register region (BAR0) and the signature region (BAR1).
     pub reg_bar: u64,

@@ -65,7 +65,6 @@ pub struct StepCtx<'a> {
     pub value: u32,
     pub irqs_enabled: &'a mut bool,
     pub preempt: &'a mut PreemptCount,
-    pub lapic_enabled: bool,
 }
 
 /// One function activation. `pc` is the resume point within the function.
