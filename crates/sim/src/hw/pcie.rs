@@ -109,7 +109,13 @@ pub enum Dir {
 pub struct Link {
     pub cfg: LinkConfig,
     busy_until: [SimTime; 2],
+    /// Serialization time of every TLP size up to `SMALL_TLP_BYTES`, computed once: interrupt
+    /// traffic is all small TLPs, and this saves two divisions per crossing.
+    small: Vec<SimDuration>,
 }
+
+/// Largest TLP (framing included) whose serialization time is tabulated.
+const SMALL_TLP_BYTES: u32 = 64;
 
 /// When a TLP occupied a link: first symbol out, last symbol out, handed up at the far end.
 #[derive(Copy, Clone, Debug)]
@@ -124,6 +130,7 @@ impl Link {
         Link {
             cfg,
             busy_until: [SimTime::ZERO; 2],
+            small: (0..=SMALL_TLP_BYTES).map(|b| cfg.serialization(b)).collect(),
         }
     }
 
@@ -131,7 +138,11 @@ impl Link {
     pub fn transmit(&mut self, now: SimTime, dir: Dir, bytes: u32) -> Transmission {
         let slot = &mut self.busy_until[dir as usize];
         let start = now.max(*slot);
-        let end = start + self.cfg.serialization(bytes);
+        let ser = match self.small.get(bytes as usize) {
+            Some(d) => *d,
+            None => self.cfg.serialization(bytes),
+        };
+        let end = start + ser;
         *slot = end;
         Transmission {
             start,
