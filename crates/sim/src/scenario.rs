@@ -17,7 +17,7 @@ use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, IntxPin, Link, LinkConfig, LinkGen, LinkWidth};
 use crate::kernel::costs::KernelInstructions;
-use crate::kernel::{Action, Chip, Delivery, ExerciserDriver, Flow, Kernel};
+use crate::kernel::{Action, Chip, Delivery, ExerciserDriver, Flow, Isr, Kernel};
 use crate::machine::{Counters, Cpu, Machine};
 use crate::probes::analyzer::{Analyzer, LatencyProbe, TraceRecord};
 use irqlab_stats::LatencyHistogram;
@@ -90,6 +90,39 @@ pub struct IchSection {
     pub pirq_pic_irq: Vec<i32>,
     /// The IO-APIC input each of PIRQA..H drives (0-23).
     pub pirq_ioapic_pin: Vec<u32>,
+    /// On-board functions whose interrupt shares a PIRQ line. Their drivers register at boot,
+    /// before any module, so their handlers run first on the shared line.
+    #[serde(default)]
+    pub functions: Vec<IchFunction>,
+}
+
+/// An on-board ICH function on a shared interrupt line (a USB UHCI controller, say).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IchFunction {
+    pub name: String,
+    /// The PIRQ line its INTx is routed to, "A".."H".
+    pub pirq: String,
+    /// The I/O port its driver reads to see whether an interrupt is its own.
+    pub status_port: u16,
+    /// Its ISR's instructions besides that read.
+    pub isr_instructions: u16,
+}
+
+/// `assign_irq_vector`: hands out vectors a step apart.
+struct VectorAllocator {
+    next: u32,
+    step: u32,
+}
+
+impl VectorAllocator {
+    fn alloc(&mut self, forced: Option<u32>) -> u32 {
+        forced.unwrap_or_else(|| {
+            let v = self.next;
+            self.next += self.step;
+            v
+        })
+    }
 }
 
 /// `kernels/*.toml`.
@@ -461,6 +494,17 @@ impl Scenario {
                 ));
             }
         }
+        for (i, f) in p.ich.functions.iter().enumerate() {
+            if pirq_index(&f.pirq).is_none() {
+                return Err(self.invalid(
+                    &format!("platform.ich.functions.{i}.pirq"),
+                    format!(
+                        "'{}' is not a PIRQ line: the ICH has PIRQA..PIRQH (pirq = \"A\"..\"H\")",
+                        f.pirq
+                    ),
+                ));
+            }
+        }
         for (name, hz) in [
             ("platform.cpu.clock_hz", p.cpu.clock_hz),
             ("platform.fsb.bus_clock_hz", p.fsb.bus_clock_hz),
@@ -624,17 +668,35 @@ impl Scenario {
             LocalApic::new(p.cpu.apic_id, lapic_on),
         );
 
-        // The kernel boots: drivers probe and request their interrupts (Figure 3).
+        // The kernel boots: on-board drivers register first; then seed 000's module probes and
+        // requests its interrupt (Figure 3).
         let mut kernel = Kernel::new(delivery, self.kernel.instructions.clone());
-        let mut next_vector = self.kernel.first_device_vector;
-        let mut alloc_vector = |forced: Option<u32>| -> u32 {
-            forced.unwrap_or_else(|| {
-                let v = next_vector;
-                next_vector += self.kernel.vector_step;
-                v
-            })
+        let mut vectors = VectorAllocator {
+            next: self.kernel.first_device_vector,
+            step: self.kernel.vector_step,
         };
         let mut ioapic_vectors: [Option<u8>; 8] = [None; 8];
+        for (j, f) in p.ich.functions.iter().enumerate() {
+            let pirq = pirq_index(&f.pirq).expect("checked");
+            let line = self.legacy_line(
+                pirq,
+                &f.name,
+                &mut ich,
+                &mut kernel,
+                &mut vectors,
+                &mut ioapic_vectors,
+            )?;
+            let action = Action {
+                isr: Isr::PortStatusCheck {
+                    port: f.status_port,
+                    instructions: f.isr_instructions,
+                },
+                irqs_disabled: false, // on-board drivers request shared, not SA_INTERRUPT
+            };
+            kernel
+                .request_irq(line.0, line.1, line.2, line.3, action)
+                .map_err(|m| self.invalid(&format!("platform.ich.functions.{j}"), m))?;
+        }
         for (i, dev) in devices.iter_mut().enumerate() {
             let d = &self.file.device[i];
             let key = |f: &str| format!("device.{i}.{f}");
@@ -643,51 +705,24 @@ impl Scenario {
             let pirq = pin.index();
             let tasklet = kernel.tasklet_init(i as u16);
             let action = Action {
-                driver: i as u16,
+                isr: Isr::Exerciser(i as u16),
                 irqs_disabled: true, // SA_INTERRUPT in Figure 3
             };
             let (irq, chip, flow, vector) = if msi_mode {
-                let v = alloc_vector((d.msi_vector != 0).then_some(d.msi_vector));
+                let v = vectors.alloc((d.msi_vector != 0).then_some(d.msi_vector));
                 let m = MsiMessage::new(p.cpu.apic_id, v, false)
                     .map_err(|m| self.invalid(&key("msi_vector"), m))?;
                 dev.msi.program(m);
                 (1000 + i as u16, Chip::Msi, Flow::Edge, m.vector)
-            } else if delivery == Delivery::Xtpic {
-                let irq = p.ich.pirq_pic_irq[usize::from(pirq)];
-                if irq < 0 {
-                    return Err(self.invalid(
-                        "platform.ich.pirq_pic_irq",
-                        format!(
-                            "device '{}' signals on PIRQ{}, which the BIOS did not route to the \
-                             8259: XT-PIC delivery needs it routed",
-                            d.name,
-                            pirq_letter(usize::from(pirq))
-                        ),
-                    ));
-                }
-                let irq = irq as u8;
-                // request_irq -> startup_8259A_irq -> enable_8259A_irq: unmask the line.
-                let imr_port = if irq >= 8 { 0xA1 } else { 0x21 };
-                let imr = ich.pics.port_read(imr_port).expect("PIC port");
-                ich.pics.port_write(imr_port, imr & !(1 << (irq & 7)));
-                kernel.cached_irq_mask &= !(1 << irq);
-                (u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq)
             } else {
-                // IO-APIC: PIRQx drives its pin, level-triggered, active low (PCI).
-                let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
-                let v = match ioapic_vectors[usize::from(pirq)] {
-                    Some(v) => v,
-                    None => {
-                        let v = alloc_vector(None);
-                        let m = MsiMessage::new(p.cpu.apic_id, v, true)
-                            .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
-                        ich.ioapic.entries[usize::from(io_pin)] =
-                            RedirectionEntry::new(m.vector, p.cpu.apic_id, true, true, false);
-                        ioapic_vectors[usize::from(pirq)] = Some(m.vector);
-                        m.vector
-                    }
-                };
-                (u16::from(io_pin), Chip::IoApic, Flow::FastEoi, v)
+                self.legacy_line(
+                    pirq,
+                    &d.name,
+                    &mut ich,
+                    &mut kernel,
+                    &mut vectors,
+                    &mut ioapic_vectors,
+                )?
             };
             kernel
                 .request_irq(irq, chip, flow, vector, action)
@@ -724,6 +759,54 @@ impl Scenario {
             root,
             samples,
         ))
+    }
+
+    /// Set up the INTx line of `pirq` as this kernel does and say how it registers it: with
+    /// XT-PIC, the 8259 line the BIOS routed it to, unmasked; otherwise the IO-APIC pin it
+    /// drives, programmed once (level-triggered, active low: PCI) with a vector of its own.
+    fn legacy_line(
+        &self,
+        pirq: u8,
+        who: &str,
+        ich: &mut Ich,
+        kernel: &mut Kernel,
+        vectors: &mut VectorAllocator,
+        ioapic_vectors: &mut [Option<u8>; 8],
+    ) -> Result<(u16, Chip, Flow, u8), ScenarioError> {
+        let p = &self.platform;
+        if self.file.delivery == Delivery::Xtpic {
+            let irq = p.ich.pirq_pic_irq[usize::from(pirq)];
+            if irq < 0 {
+                return Err(self.invalid(
+                    "platform.ich.pirq_pic_irq",
+                    format!(
+                        "'{who}' signals on PIRQ{}, which the BIOS did not route to the 8259: \
+                         XT-PIC delivery needs it routed",
+                        pirq_letter(usize::from(pirq))
+                    ),
+                ));
+            }
+            let irq = irq as u8;
+            // request_irq -> startup_8259A_irq -> enable_8259A_irq: unmask the line.
+            let imr_port = if irq >= 8 { 0xA1 } else { 0x21 };
+            let imr = ich.pics.port_read(imr_port).expect("PIC port");
+            ich.pics.port_write(imr_port, imr & !(1 << (irq & 7)));
+            kernel.cached_irq_mask &= !(1 << irq);
+            return Ok((u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq));
+        }
+        let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
+        let vector = match ioapic_vectors[usize::from(pirq)] {
+            Some(v) => v,
+            None => {
+                let m = MsiMessage::new(p.cpu.apic_id, vectors.alloc(None), true)
+                    .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
+                ich.ioapic.entries[usize::from(io_pin)] =
+                    RedirectionEntry::new(m.vector, p.cpu.apic_id, true, true, false);
+                ioapic_vectors[usize::from(pirq)] = Some(m.vector);
+                m.vector
+            }
+        };
+        Ok((u16::from(io_pin), Chip::IoApic, Flow::FastEoi, vector))
     }
 
     /// Build and run: `samples` interrupts from the measured device, the first `trace` TLPs on
@@ -808,6 +891,14 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
     };
     *node = new;
     Ok(())
+}
+
+fn pirq_index(s: &str) -> Option<u8> {
+    match s.as_bytes() {
+        [c @ b'A'..=b'H'] => Some(c - b'A'),
+        [c @ b'a'..=b'h'] => Some(c - b'a'),
+        _ => None,
+    }
 }
 
 fn pirq_letter(i: usize) -> char {

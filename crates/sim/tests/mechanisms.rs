@@ -198,3 +198,25 @@ fn a_shared_line_runs_every_handler_and_each_reads_its_own_device() {
     m.run();
     assert_eq!(m.devices[1].reads_answered, 0);
 }
+
+#[test]
+fn an_onboard_sharer_runs_first_and_costs_one_port_read() {
+    // A UHCI-like function on the exerciser's PIRQ: its driver registered at boot, so on a shared
+    // line its handler runs before the exerciser's and reads USBSTS with one port I/O. That adds
+    // one ICH round trip (~1 us) to the legacy ISR latency, and nothing to MSI, whose vector is
+    // the exerciser's alone.
+    let sharer = "platform.ich.functions=[{name=\"uhci_hcd\", pirq=\"A\", status_port=0xE000, \
+                  isr_instructions=40}]";
+    let n = 200;
+    for (d, base_ios) in [("ioapic", 0), ("xtpic", 5)] {
+        let alone = run(WS, &[&format!("delivery={d}")], n);
+        let shared = run(WS, &[&format!("delivery={d}"), sharer], n);
+        assert!(shared.counters.port_ios >= (base_ios + 1) * n, "{d}");
+        let added = mean_isr(&shared) - mean_isr(&alone);
+        assert!((900.0..1200.0).contains(&added), "{d}: +{added} ns");
+    }
+    let msi_alone = run(WS, &["delivery=msi"], n);
+    let msi_shared = run(WS, &["delivery=msi", sharer], n);
+    assert_eq!(msi_alone.isr.summary(), msi_shared.isr.summary());
+    assert_eq!(msi_shared.counters.port_ios, 0);
+}

@@ -130,7 +130,9 @@ impl Link {
         Link {
             cfg,
             busy_until: [SimTime::ZERO; 2],
-            small: (0..=SMALL_TLP_BYTES).map(|b| cfg.serialization(b)).collect(),
+            small: (0..=SMALL_TLP_BYTES)
+                .map(|b| cfg.serialization(b))
+                .collect(),
         }
     }
 

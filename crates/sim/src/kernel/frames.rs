@@ -18,7 +18,7 @@
 
 use super::context::PreemptCount;
 use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ};
-use super::{Flow, Kernel};
+use super::{Flow, Isr, Kernel};
 use crate::hw::lapic;
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
 
@@ -110,6 +110,12 @@ pub enum Frame {
     ExerciserIsr {
         pc: u8,
         driver: u16,
+    },
+    /// Another driver on a shared line: a status read by port I/O, then IRQ_NONE.
+    PortStatusIsr {
+        pc: u8,
+        port: u16,
+        instructions: u16,
     },
     IrqExit {
         pc: u8,
@@ -345,8 +351,14 @@ impl Frame {
                     }
                     _ => {
                         *pc = 3;
-                        let driver = d.actions[usize::from(*next)].driver;
-                        Op::Call(Frame::ExerciserIsr { pc: 0, driver })
+                        Op::Call(match d.actions[usize::from(*next)].isr {
+                            Isr::Exerciser(driver) => Frame::ExerciserIsr { pc: 0, driver },
+                            Isr::PortStatusCheck { port, instructions } => Frame::PortStatusIsr {
+                                pc: 0,
+                                port,
+                                instructions,
+                            },
+                        })
                     }
                 }
             }
@@ -384,6 +396,19 @@ impl Frame {
                         Op::Run(n)
                     }
                     _ => Op::Return(IRQ_HANDLED),
+                }
+            }
+
+            Frame::PortStatusIsr {
+                pc,
+                port,
+                instructions,
+            } => {
+                *pc += 1;
+                match *pc {
+                    1 => Op::Run(u32::from(*instructions)),
+                    2 => Op::Access(Access::PortIn { port: *port }),
+                    _ => Op::Return(IRQ_NONE),
                 }
             }
 

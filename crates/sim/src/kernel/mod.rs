@@ -50,11 +50,20 @@ pub enum Delivery {
     Msi,
 }
 
+/// Which interrupt service routine an action runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Isr {
+    /// Seed 000's exerciser driver (Figures 4 and 5): index into [`Kernel::drivers`].
+    Exerciser(u16),
+    /// An on-board function's driver that reads its status register with port I/O and finds
+    /// the interrupt is not its own, as uhci-hcd's `uhci_irq` does with `inw(USBSTS)`.
+    PortStatusCheck { port: u16, instructions: u16 },
+}
+
 /// A registered handler (`struct irqaction`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Action {
-    /// Index of the driver instance whose ISR this is.
-    pub driver: u16,
+    pub isr: Isr,
     /// SA_INTERRUPT / IRQF_DISABLED: run with interrupts off (the seed's driver sets it).
     pub irqs_disabled: bool,
 }
