@@ -263,32 +263,57 @@ impl Machine {
 
     /// Start `tlp` on its way from `from` to `to` after `delay`.
     fn send(&mut self, from: Endpoint, to: Endpoint, tlp: Tlp, delay: SimDuration) -> u32 {
+        self.send_packet(from, to, tlp, delay, false).0
+    }
+
+    /// Start a packet; `releases_cpu` marks a CPU store, which lets the core go on once the FSB
+    /// has taken it. Returns the packet and, if it already crossed the FSB, when that was.
+    fn send_packet(
+        &mut self,
+        from: Endpoint,
+        to: Endpoint,
+        tlp: Tlp,
+        delay: SimDuration,
+        releases_cpu: bool,
+    ) -> (u32, Option<SimTime>) {
         let p = self.alloc(Packet {
             tlp,
             route: Route::between(from, to),
             hop: 0,
             dest: to,
-            releases_cpu: false,
+            releases_cpu,
             live: true,
         });
-        self.q.schedule_in(delay, Ev::Hop(p));
-        p
+        let t = self.q.now() + delay;
+        // Cross right away only if nothing is scheduled up to the entry time (see `advance`).
+        if self.q.peek_time().is_none_or(|next| next > t) {
+            let released = self.advance(p, t, true);
+            (p, released)
+        } else {
+            self.q.schedule_at(t, Ev::Hop(p));
+            (p, None)
+        }
     }
 
     fn on_hop(&mut self, p: u32) {
-        let mut t = self.q.now();
         let pkt = &self.packets[p as usize];
         debug_assert!(pkt.live);
         if pkt.route.hop(pkt.hop).is_none() {
             self.deliver(p);
             return;
         }
-        // Cross hops until the packet must wait for the clock: a stateful hop (bus, link) may be
-        // crossed ahead of time only if nothing else is scheduled before the packet reaches it,
-        // so nothing else can take that bus first (exact, like the CPU's run-ahead).
+        self.advance(p, self.q.now(), false);
+    }
+
+    /// Cross hops from time `t` until the packet must wait for the clock: a stateful hop (bus,
+    /// link) may be crossed ahead of time only if nothing else is scheduled before the packet
+    /// reaches it, so nothing else can take that bus first (exact, like the CPU's run-ahead).
+    /// With `inline_release`, a CPU store's release time is returned instead of scheduled.
+    fn advance(&mut self, p: u32, mut t: SimTime, inline_release: bool) -> Option<SimTime> {
+        let mut released = None;
         loop {
             let pkt = &mut self.packets[p as usize];
-            let hop = pkt.route.hop(pkt.hop).expect("checked");
+            let hop = pkt.route.hop(pkt.hop).expect("a hop is left");
             pkt.hop += 1;
             let (tlp, releases_cpu) = (pkt.tlp, pkt.releases_cpu && hop == Hop::Fsb);
             let crossing = self.fabric.cross(hop, t, tlp.wire_bytes());
@@ -299,7 +324,11 @@ impl Machine {
                 }
             }
             if releases_cpu {
-                self.q.schedule_at(crossing.arrival, Ev::CpuResume);
+                if inline_release {
+                    released = Some(crossing.arrival);
+                } else {
+                    self.q.schedule_at(crossing.arrival, Ev::CpuResume);
+                }
             }
             // Hub crossings are pure delays: fold them in.
             t = crossing.arrival;
@@ -318,6 +347,7 @@ impl Machine {
             }
         }
         self.q.schedule_at(t, Ev::Hop(p));
+        released
     }
 
     fn deliver(&mut self, p: u32) {
@@ -690,9 +720,11 @@ impl Machine {
                 false,
             ),
         };
-        let p = self.send(Endpoint::Cpu, dest, tlp, at);
-        self.packets[p as usize].releases_cpu = posted;
-        None
+        match self.send_packet(Endpoint::Cpu, dest, tlp, at, posted) {
+            // A store the FSB took at once: the core goes on from then, no event needed.
+            (_, Some(released)) => Some(released.since(self.q.now() + at)),
+            _ => None,
+        }
     }
 
     pub fn now(&self) -> SimTime {
