@@ -440,6 +440,72 @@ impl Scenario {
         }
     }
 
+    /// Registers must lie inside their BAR, and no two BARs (nor the chipset's interrupt and
+    /// IO-APIC windows) may overlap, or the driver's accesses would reach the wrong device.
+    fn check_bars(&self) -> Result<(), ScenarioError> {
+        let mut windows: Vec<(u64, u64, String)> = vec![
+            (
+                0xFEC0_0000,
+                0x1000,
+                "the IO-APIC window (0xFEC00000)".into(),
+            ),
+            (
+                0xFEE0_0000,
+                0x10_0000,
+                "the interrupt window (0xFEExxxxx)".into(),
+            ),
+        ];
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            for (field, offset, bar, size) in [
+                ("status_offset", d.status_offset, "reg_bar", d.reg_bar_size),
+                ("clear_offset", d.clear_offset, "reg_bar", d.reg_bar_size),
+                (
+                    "isr_signature_offset",
+                    d.isr_signature_offset,
+                    "signature_bar",
+                    d.signature_bar_size,
+                ),
+                (
+                    "tasklet_signature_offset",
+                    d.tasklet_signature_offset,
+                    "signature_bar",
+                    d.signature_bar_size,
+                ),
+            ] {
+                if offset.checked_add(4).is_none_or(|end| end > size) {
+                    return Err(self.invalid(
+                        &key(field),
+                        format!(
+                            "offset 0x{offset:x} is outside {bar} (size 0x{size:x}); a register must \
+                             lie within its BAR: use an offset below 0x{size:x} or a larger {bar}_size"
+                        ),
+                    ));
+                }
+            }
+            for (bar, base, size) in [
+                ("reg_bar", d.reg_bar, d.reg_bar_size),
+                ("signature_bar", d.signature_bar, d.signature_bar_size),
+            ] {
+                let end = base.checked_add(size).unwrap_or(u64::MAX);
+                if let Some((_, _, other)) = windows
+                    .iter()
+                    .find(|(b, s, _)| base < b.saturating_add(*s) && *b < end)
+                {
+                    return Err(self.invalid(
+                        &key(bar),
+                        format!(
+                            "{bar} 0x{base:x} (size 0x{size:x}) overlaps {other}; give each BAR its \
+                             own address range"
+                        ),
+                    ));
+                }
+                windows.push((base, size, format!("{} of device '{}'", bar, d.name)));
+            }
+        }
+        Ok(())
+    }
+
     /// The ICH has eight PIRQ lines, A..H: a per-PIRQ list needs one value for each.
     fn one_per_pirq(&self, key: &str, len: usize) -> Result<(), ScenarioError> {
         if len == 8 {
@@ -570,6 +636,7 @@ impl Scenario {
                 }
             }
         }
+        self.check_bars()?;
         if self.file.samples == 0 {
             return Err(self.invalid("samples", "samples must be at least 1"));
         }

@@ -410,6 +410,31 @@ fn hardware_refusals_name_the_line() {
             &["positive", "-1"],
         ),
         (SCENARIO, "samples", "0", "samples", &["at least 1"]),
+        (
+            SCENARIO,
+            "status_offset",
+            "0x20000",
+            "device.0.status_offset",
+            &["0x20000", "outside reg_bar", "within its BAR"],
+        ),
+        (
+            SCENARIO,
+            "signature_bar",
+            "0xFAFF8000",
+            "device.0.signature_bar",
+            &[
+                "overlaps",
+                "reg_bar of device 'exerciser'",
+                "own address range",
+            ],
+        ),
+        (
+            SCENARIO,
+            "reg_bar",
+            "0xFEE00000",
+            "device.0.reg_bar",
+            &["overlaps", "interrupt window"],
+        ),
     ];
     for (file, key, value, error_key, says) in cases {
         let f = Fixture::new();
