@@ -487,7 +487,7 @@ impl Scenario {
                 ("reg_bar", d.reg_bar, d.reg_bar_size),
                 ("signature_bar", d.signature_bar, d.signature_bar_size),
             ] {
-                let end = base.checked_add(size).unwrap_or(u64::MAX);
+                let end = base.saturating_add(size);
                 if let Some((_, _, other)) = windows
                     .iter()
                     .find(|(b, s, _)| base < b.saturating_add(*s) && *b < end)
