@@ -66,8 +66,10 @@ pub struct Cpu {
     preempt: PreemptCount,
     /// Last read value or callee return value.
     value: u32,
-    /// An op that must happen after the compute time accumulated before it.
-    stash: Option<Op>,
+    /// Ops that must happen after the compute time accumulated before them, each with the stack
+    /// depth of the frame that produced it. An interrupt taken in between runs first; the op
+    /// waits until its frame is on top again (a stack, since interrupts nest).
+    parked: Vec<(usize, Op)>,
 }
 
 impl Cpu {
@@ -82,7 +84,7 @@ impl Cpu {
             stack: vec![Frame::Idle { pc: 0 }],
             preempt: PreemptCount::default(),
             value: 0,
-            stash: None,
+            parked: Vec::new(),
         }
     }
 }
@@ -103,6 +105,8 @@ pub struct Counters {
     /// Memory reads the CPU made of device registers (non-posted round trips).
     pub mmio_reads: u64,
     pub events: u64,
+    /// The run hit its event limit before settling.
+    pub truncated: bool,
     pub packets_on_link: u64,
     pub simulated_ps: u64,
 }
@@ -133,6 +137,9 @@ pub struct Machine {
     mmio_reads: u64,
     /// Stop after this many events even if not drained (an interrupt storm, for instance).
     pub event_limit: u64,
+    /// Reference mode: no run-ahead and no early hop crossing; every step that takes time ends
+    /// at an event. Slower, and by construction ordered; tests check the fast paths against it.
+    pub strict: bool,
 }
 
 impl Machine {
@@ -169,6 +176,7 @@ impl Machine {
             interrupt_acknowledges: 0,
             mmio_reads: 0,
             event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
+            strict: false,
         }
     }
 
@@ -181,9 +189,11 @@ impl Machine {
                 self.q.schedule_in(gap, Ev::Generate(k as u8));
             }
         }
+        let mut truncated = false;
         while let Some((_, ev)) = self.q.pop() {
             self.events += 1;
             if self.events > self.event_limit {
+                truncated = true;
                 break;
             }
             match ev {
@@ -212,6 +222,7 @@ impl Machine {
             interrupt_acknowledges: self.interrupt_acknowledges,
             mmio_reads: self.mmio_reads,
             events: self.events,
+            truncated,
             packets_on_link: self.analyzer.packets,
             simulated_ps: self.q.now().as_ps(),
         }
@@ -286,7 +297,7 @@ impl Machine {
         });
         let t = self.q.now() + delay;
         // Cross right away only if nothing is scheduled up to the entry time (see `advance`).
-        if self.q.peek_time().is_none_or(|next| next > t) {
+        if !self.strict && self.q.peek_time().is_none_or(|next| next > t) {
             let released = self.advance(p, t, true);
             (p, released)
         } else {
@@ -342,7 +353,7 @@ impl Machine {
                 pkt.hop += 1;
             }
             let more = pkt.route.hop(pkt.hop).is_some();
-            if !(more && self.q.peek_time().is_none_or(|next| next > t)) {
+            if self.strict || !(more && self.q.peek_time().is_none_or(|next| next > t)) {
                 break;
             }
         }
@@ -553,27 +564,36 @@ impl Machine {
     /// before then: no interrupt, completion or device action can happen in between, so
     /// continuing is exact, not an approximation.
     fn may_run_ahead(&self, acc: SimDuration) -> bool {
-        self.q.peek_time().is_none_or(|t| t > self.q.now() + acc)
+        !self.strict && self.q.peek_time().is_none_or(|t| t > self.q.now() + acc)
     }
 
     /// Run the core from now until it stalls, halts or must let time pass. `acc` is compute time
     /// already spent ahead of the queue's clock; the core runs ahead only while nothing else is
-    /// scheduled in that window (`may_run_ahead`), and otherwise parks the pending op in `stash`
-    /// and resumes at the right moment.
+    /// scheduled in that window (`may_run_ahead`), and otherwise parks the pending op in
+    /// `parked` and resumes at the right moment.
     fn cpu_run(&mut self) {
         let mut acc = SimDuration::ZERO;
-        // The stash is only ever set just before returning, so it can only be full on entry.
-        let mut pending = self.cpu.stash.take();
         loop {
-            let op = match pending.take() {
-                Some(op) => op,
-                None => {
-                    if self.cpu.irqs_enabled && self.interrupt_pending() {
-                        if acc > SimDuration::ZERO {
-                            return self.resume_after(acc);
-                        }
-                        self.take_interrupt();
+            if self.strict && acc > SimDuration::ZERO {
+                return self.resume_after(acc);
+            }
+            if self.cpu.irqs_enabled {
+                // An interrupt taken at this instruction boundary may have arrived while the core
+                // ran ahead with interrupts off: catch up with the clock before deciding.
+                if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
+                    return self.resume_after(acc);
+                }
+                if self.interrupt_pending() {
+                    if acc > SimDuration::ZERO {
+                        return self.resume_after(acc);
                     }
+                    self.take_interrupt();
+                }
+            }
+            let depth = self.cpu.stack.len();
+            let op = match self.cpu.parked.last() {
+                Some((d, _)) if *d == depth => self.cpu.parked.pop().expect("present").1,
+                _ => {
                     let cpu = &mut self.cpu;
                     let frame = cpu
                         .stack
@@ -602,7 +622,7 @@ impl Machine {
                 Op::Vectoring => acc += self.cpu.timing.vectoring(),
                 Op::Access(a) => {
                     if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
-                        self.cpu.stash = Some(op);
+                        self.cpu.parked.push((self.cpu.stack.len(), op));
                         return self.resume_after(acc);
                     }
                     match self.issue(a, acc) {
@@ -625,7 +645,7 @@ impl Machine {
                 }
                 Op::Halt => {
                     if acc > SimDuration::ZERO {
-                        self.cpu.stash = Some(op);
+                        self.cpu.parked.push((self.cpu.stack.len(), op));
                         return self.resume_after(acc);
                     }
                     self.cpu.irqs_enabled = true; // sti; hlt

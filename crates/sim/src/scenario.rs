@@ -216,6 +216,18 @@ pub enum ScenarioError {
     Syntax { origin: Origin, message: String },
     #[error("--set {flag}: {message}")]
     Override { flag: String, message: String },
+    /// The run did not settle: the event limit was reached before the samples completed.
+    #[error(
+        "{}: the run stopped after {events} events with {completed} of {requested} samples: the \
+         system never settles (an interrupt storm, or a line that stays asserted?)",
+        path.display()
+    )]
+    Runaway {
+        path: PathBuf,
+        events: u64,
+        completed: u64,
+        requested: u64,
+    },
     /// A configuration that hardware or the kernel cannot have.
     #[error("{origin}: {key}: {message}")]
     Invalid {
@@ -571,13 +583,171 @@ impl Scenario {
                 ));
             }
         }
-        for (name, hz) in [
-            ("platform.cpu.clock_hz", p.cpu.clock_hz),
-            ("platform.fsb.bus_clock_hz", p.fsb.bus_clock_hz),
-            ("platform.ich.internal_clock_hz", p.ich.internal_clock_hz),
-        ] {
-            if !(hz.is_finite() && hz > 0.0) {
-                return Err(self.invalid(name, "a clock must be a positive frequency in Hz"));
+        // Physical quantities in their plausible ranges: beyond them the picosecond clock would
+        // overflow or round to nothing, and the model would mean nothing.
+        let c = &p.cpu;
+        let mut ranges: Vec<(String, f64, f64, f64, &str)> = vec![
+            ("platform.cpu.clock_hz".into(), c.clock_hz, 1e6, 1e11, "Hz"),
+            (
+                "platform.cpu.cycles_per_instruction".into(),
+                c.cycles_per_instruction,
+                0.05,
+                100.0,
+                "cycles",
+            ),
+            (
+                "platform.cpu.interrupt_vectoring_cycles".into(),
+                c.interrupt_vectoring_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.iret_cycles".into(),
+                c.iret_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.lapic_access_cycles".into(),
+                c.lapic_access_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.halt_exit_ns".into(),
+                c.halt_exit_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.fsb.bus_clock_hz".into(),
+                p.fsb.bus_clock_hz,
+                1e6,
+                1e11,
+                "Hz",
+            ),
+            (
+                "platform.fsb.request_phase_clocks".into(),
+                f64::from(p.fsb.request_phase_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.fsb.transaction_clocks".into(),
+                f64::from(p.fsb.transaction_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.mch.crossing_ns".into(),
+                p.mch.crossing_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.mch.root_port_pipeline_ns".into(),
+                p.mch.root_port_pipeline_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.dmi.pipeline_ns".into(),
+                p.dmi.pipeline_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.ich.crossing_ns".into(),
+                p.ich.crossing_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.ich.internal_clock_hz".into(),
+                p.ich.internal_clock_hz,
+                1e5,
+                1e11,
+                "Hz",
+            ),
+            (
+                "platform.ich.legacy_io_clocks".into(),
+                f64::from(p.ich.legacy_io_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.ich.intack_clocks".into(),
+                f64::from(p.ich.intack_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.ich.ioapic_access_clocks".into(),
+                f64::from(p.ich.ioapic_access_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.ich.ioapic_delivery_clocks".into(),
+                f64::from(p.ich.ioapic_delivery_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "kernel.vector_step".into(),
+                f64::from(self.kernel.vector_step),
+                1.0,
+                32.0,
+                "vectors",
+            ),
+        ];
+        for (i, d) in self.file.device.iter().enumerate() {
+            ranges.push((
+                format!("device.{i}.read_turnaround_ns"),
+                d.read_turnaround_ns,
+                0.0,
+                1e9,
+                "ns",
+            ));
+            ranges.push((
+                format!("device.{i}.deassert_delay_ns"),
+                d.deassert_delay_ns,
+                0.0,
+                1e9,
+                "ns",
+            ));
+            if d.interrupts != "none" {
+                ranges.push((
+                    format!("device.{i}.interval_us"),
+                    d.interval_us,
+                    0.001,
+                    1e9,
+                    "us",
+                ));
+            }
+        }
+        for (key, v, lo, hi, unit) in &ranges {
+            if !(v.is_finite() && *v >= *lo && *v <= *hi) {
+                return Err(self.invalid(
+                    key,
+                    format!(
+                        "{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"
+                    ),
+                ));
             }
         }
         if self.file.device.is_empty() {
@@ -616,13 +786,7 @@ impl Scenario {
                 msi_vectors.push((v, &d.name));
             }
             match d.interrupts.as_str() {
-                "poisson" | "periodic" if d.interval_us > 0.0 && d.interval_us.is_finite() => {}
-                "poisson" | "periodic" => {
-                    return Err(self.invalid(
-                        &key("interval_us"),
-                        format!("interval_us must be positive, not {}", d.interval_us),
-                    ))
-                }
+                "poisson" | "periodic" => {} // interval range-checked below
                 "none" if i > 0 => {}
                 other => {
                     return Err(self.invalid(
@@ -742,7 +906,8 @@ impl Scenario {
             next: self.kernel.first_device_vector,
             step: self.kernel.vector_step,
         };
-        let mut ioapic_vectors: [Option<u8>; 8] = [None; 8];
+        // One vector per IO-APIC pin: PIRQs wired to the same pin share it.
+        let mut ioapic_vectors: [Option<u8>; 24] = [None; 24];
         for (j, f) in p.ich.functions.iter().enumerate() {
             let pirq = pirq_index(&f.pirq).expect("checked");
             let line = self.legacy_line(
@@ -838,7 +1003,7 @@ impl Scenario {
         ich: &mut Ich,
         kernel: &mut Kernel,
         vectors: &mut VectorAllocator,
-        ioapic_vectors: &mut [Option<u8>; 8],
+        ioapic_vectors: &mut [Option<u8>; 24],
     ) -> Result<(u16, Chip, Flow, u8), ScenarioError> {
         let p = &self.platform;
         if self.file.delivery == Delivery::Xtpic {
@@ -862,14 +1027,14 @@ impl Scenario {
             return Ok((u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq));
         }
         let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
-        let vector = match ioapic_vectors[usize::from(pirq)] {
+        let vector = match ioapic_vectors[usize::from(io_pin)] {
             Some(v) => v,
             None => {
                 let m = MsiMessage::new(p.cpu.apic_id, vectors.alloc(None), true)
                     .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
                 ich.ioapic.entries[usize::from(io_pin)] =
                     RedirectionEntry::new(m.vector, p.cpu.apic_id, true, true, false);
-                ioapic_vectors[usize::from(pirq)] = Some(m.vector);
+                ioapic_vectors[usize::from(io_pin)] = Some(m.vector);
                 m.vector
             }
         };
@@ -879,8 +1044,28 @@ impl Scenario {
     /// Build and run: `samples` interrupts from the measured device, the first `trace` TLPs on
     /// its link kept.
     pub fn run(&self, seed: u64, samples: u64, trace: usize) -> Result<RunResult, ScenarioError> {
+        self.run_with(seed, samples, trace, false)
+    }
+
+    /// [`Scenario::run`], optionally in the machine's step-by-step reference mode.
+    pub fn run_with(
+        &self,
+        seed: u64,
+        samples: u64,
+        trace: usize,
+        strict: bool,
+    ) -> Result<RunResult, ScenarioError> {
         let mut m = self.build(seed, samples, trace)?;
+        m.strict = strict;
         let counters = m.run();
+        if counters.truncated {
+            return Err(ScenarioError::Runaway {
+                path: self.path.clone(),
+                events: counters.events,
+                completed: m.probe.completed(),
+                requested: samples,
+            });
+        }
         let mut trace = std::mem::take(&mut m.analyzer.records);
         trace.sort_by_key(|r| (r.time_ps, r.packet));
         Ok(RunResult {

@@ -407,7 +407,7 @@ fn hardware_refusals_name_the_line() {
             "interval_us",
             "-1",
             "device.0.interval_us",
-            &["positive", "-1"],
+            &["-1 us", "0.001 to"],
         ),
         (SCENARIO, "samples", "0", "samples", &["at least 1"]),
         (

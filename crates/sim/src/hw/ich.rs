@@ -85,18 +85,26 @@ impl Ich {
         } else {
             *n = n.saturating_sub(1);
         }
-        let level = *n > 0;
-        if level == was {
+        if (*n > 0) == was {
             return IntxEffect::default();
         }
+        // PCI interrupt lines are wired-OR: an 8259 input or IO-APIC pin is asserted while any
+        // PIRQ routed to it is.
+        let asserted = |j: usize, on: &dyn Fn(usize) -> bool| on(j) && self.pirq_asserted[j] > 0;
         let rout = self.pirq_rout[usize::from(pirq)];
         if rout & PIRQ_ROUT_DISABLE == 0 {
-            self.pics.set_irq(rout & 0x0F, level);
+            let irq = rout & 0x0F;
+            let routed = |j: usize| {
+                self.pirq_rout[j] & PIRQ_ROUT_DISABLE == 0 && self.pirq_rout[j] & 0x0F == irq
+            };
+            let level = (0..8).any(|j| asserted(j, &routed));
+            self.pics.set_irq(irq, level);
         }
+        let pin = self.pirq_ioapic_pin[usize::from(pirq)];
+        let wired = |j: usize| self.pirq_ioapic_pin[j] == pin;
+        let level = (0..8).any(|j| asserted(j, &wired));
         IntxEffect {
-            ioapic_message: self
-                .ioapic
-                .set_pin(self.pirq_ioapic_pin[usize::from(pirq)], level),
+            ioapic_message: self.ioapic.set_pin(pin, level),
         }
     }
 }
@@ -147,6 +155,24 @@ mod tests {
             "still asserted by one source"
         );
         h.intx(0, false);
+        assert_eq!(h.pics.slave.irr & (1 << 3), 0);
+    }
+
+    #[test]
+    fn pirqs_sharing_an_8259_line_or_an_ioapic_pin_are_wired_or() {
+        let mut h = ich();
+        h.pirq_rout[2] = 11; // PIRQC joins PIRQA on IRQ11
+        h.pirq_ioapic_pin[2] = 16; // and on IO-APIC pin 16
+        h.pics.linux_init(1 << 11);
+        h.intx(0, true);
+        h.intx(2, true);
+        h.intx(0, false);
+        assert_eq!(
+            h.pics.slave.irr & (1 << 3),
+            1 << 3,
+            "PIRQC still holds IRQ11"
+        );
+        h.intx(2, false);
         assert_eq!(h.pics.slave.irr & (1 << 3), 0);
     }
 

@@ -183,7 +183,16 @@ impl Frame {
                             Op::Run(c.do_irq)
                         }
                     },
-                    6 => Op::Run(c.exit_path),
+                    // ack_bad_irq acknowledges the Local APIC, or its in-service bit (and a
+                    // level line's remote IRR) would never clear.
+                    6 if !*from_pic && k.vector_irq[usize::from(*vector)].is_none() => {
+                        Op::Access(Access::LapicWrite {
+                            reg: lapic::REG_EOI,
+                            data: 0,
+                        })
+                    }
+                    6 => Op::Run(0),
+                    7 => Op::Run(c.exit_path),
                     _ => Op::Iret,
                 }
             }
@@ -443,7 +452,8 @@ impl Frame {
                         }
                     }
                     *cx.irqs_enabled = false;
-                    if k.softirq.pending != 0 && *restarts < MAX_SOFTIRQ_RESTART {
+                    // `if (pending && --max_restart) goto restart;`: 10 rounds in all.
+                    if k.softirq.pending != 0 && *restarts + 1 < MAX_SOFTIRQ_RESTART {
                         *restarts += 1;
                         *pc = 1;
                         continue;
@@ -456,13 +466,15 @@ impl Frame {
 
             Frame::TaskletAction { pc, current } => {
                 if *pc == 0 {
-                    // Splice the per-CPU list; tasklets scheduled from now on wait for the next
-                    // round.
-                    k.softirq.pending &= !(1 << TASKLET_SOFTIRQ);
+                    // Splice the per-CPU list away (with interrupts off in Linux): tasklets
+                    // scheduled from now on, by a nested interrupt say, go on the emptied list,
+                    // raise TASKLET_SOFTIRQ again and run in the next round.
+                    let list = std::mem::take(&mut k.softirq.tasklet_vec);
+                    k.softirq.tasklet_running = list;
                     *pc = 1;
                 }
                 match *pc {
-                    1 => match k.softirq.tasklet_vec.pop_front() {
+                    1 => match k.softirq.tasklet_running.pop_front() {
                         Some(t) => {
                             *current = t;
                             *pc = 2;

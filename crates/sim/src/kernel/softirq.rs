@@ -31,6 +31,8 @@ pub struct SoftirqState {
     pub pending: u32,
     /// `tasklet_vec`: tasklets scheduled on this CPU, in order.
     pub tasklet_vec: VecDeque<TaskletId>,
+    /// The list `tasklet_action` spliced off and is running.
+    pub tasklet_running: VecDeque<TaskletId>,
 }
 
 impl SoftirqState {
