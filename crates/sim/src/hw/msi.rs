@@ -47,11 +47,13 @@ impl MsiMessage {
     pub fn address(&self) -> u32 {
         MSI_ADDRESS_BASE | (u32::from(self.dest_apic_id) << 12)
     }
-    /// Message data register value (fixed delivery mode).
+    /// Message data register value (fixed delivery mode). Bit 14 (level: assert) is set as
+    /// Linux's `msi_compose_msg` always sets it (MSI_DATA_LEVEL_ASSERT); bit 15 marks
+    /// level-triggered messages (the IO-APIC's).
     pub fn data(&self) -> u32 {
-        let mut d = u32::from(self.vector);
+        let mut d = u32::from(self.vector) | (1 << 14);
         if self.level_triggered {
-            d |= (1 << 15) | (1 << 14);
+            d |= 1 << 15;
         }
         d
     }
@@ -97,8 +99,8 @@ mod tests {
     fn encodes_per_the_sdm() {
         let m = MsiMessage::new(1, 0x41, false).unwrap();
         assert_eq!(m.address(), 0xFEE0_1000);
-        assert_eq!(m.data(), 0x41);
-        assert_eq!(MsiMessage::decode(0xFEE0_1000, 0x41), Some(m));
+        assert_eq!(m.data(), 0x4041);
+        assert_eq!(MsiMessage::decode(0xFEE0_1000, 0x4041), Some(m));
         let l = MsiMessage::new(0, 0x59, true).unwrap();
         assert_eq!(l.data(), 0xC059);
         assert!(MsiMessage::decode(0xF900_0040, 0).is_none());

@@ -96,10 +96,11 @@ impl Pic8259 {
                 self.irr |= bit;
             }
         } else {
+            // Level mode: the request follows the line. Edge mode too, until acknowledged: the
+            // 8259A datasheet requires IR to stay high until the first INTA, else the CPU gets
+            // the default IR7 (a spurious interrupt).
             self.lines &= !bit;
-            if self.elcr & bit != 0 {
-                self.irr &= !bit;
-            }
+            self.irr &= !bit;
         }
     }
 
@@ -373,14 +374,23 @@ mod tests {
         p.set_irq(4, true);
         assert!(!p.intr(), "IRQ4 is masked after init");
         p.port_write(MASTER_DATA, !(1 << 2 | 1 << 4));
-        assert!(p.intr(), "edge latched in IRR while masked fires on unmask");
-        p.set_irq(4, false);
-        assert!(
-            p.intr(),
-            "an edge request stays latched after the line drops"
-        );
+        assert!(p.intr(), "an edge latched while masked fires on unmask");
         assert_eq!(p.interrupt_acknowledge(), (0x24, Some(4)));
         assert_eq!(p.master.irr & (1 << 4), 0);
+        p.port_write(MASTER_CMD, 0x64); // specific EOI for IR4
+        assert!(
+            !p.intr(),
+            "the line is still high: no new edge, no new request"
+        );
+        p.set_irq(4, false);
+        p.set_irq(4, true);
+        assert!(p.intr(), "a new rising edge is a new request");
+        p.set_irq(4, false);
+        assert!(
+            !p.intr(),
+            "8259A datasheet: an edge request that drops before INTA is not kept"
+        );
+        assert_eq!(p.interrupt_acknowledge(), (0x27, None), "default IR7");
     }
 
     #[test]
