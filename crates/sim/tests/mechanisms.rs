@@ -18,6 +18,22 @@ fn run(scenario: &str, set: &[&str], samples: u64) -> RunResult {
 }
 
 const WS: &str = "experiments/seed000/ws.toml";
+
+/// The workstation scenario's text with its platform and kernel paths made absolute, to be
+/// extended and written to a temporary directory.
+fn ws_text_with_absolute_paths() -> String {
+    let abs = |rel: &str| format!("{:?}", repo().join("experiments/seed000").join(rel));
+    std::fs::read_to_string(repo().join(WS))
+        .unwrap()
+        .replace(
+            "\"../../platforms/ws-2008-core2-ich9.toml\"",
+            &abs("../../platforms/ws-2008-core2-ich9.toml"),
+        )
+        .replace(
+            "\"../../kernels/linux-2.6.18-i386-up.toml\"",
+            &abs("../../kernels/linux-2.6.18-i386-up.toml"),
+        )
+}
 const SOC: &str = "experiments/seed000/soc.toml";
 
 fn mean_isr(r: &RunResult) -> f64 {
@@ -147,17 +163,7 @@ fn a_shared_line_runs_every_handler_and_each_reads_its_own_device() {
     // still runs on every interrupt (registered second, it runs after the measured device's) and
     // reads its own status register, then says IRQ_NONE.
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(repo().join(WS)).unwrap();
-    let abs = |rel: &str| repo().join("experiments/seed000").join(rel);
-    let mut text = text
-        .replace(
-            "\"../../platforms/ws-2008-core2-ich9.toml\"",
-            &format!("{:?}", abs("../../platforms/ws-2008-core2-ich9.toml")),
-        )
-        .replace(
-            "\"../../kernels/linux-2.6.18-i386-up.toml\"",
-            &format!("{:?}", abs("../../kernels/linux-2.6.18-i386-up.toml")),
-        );
+    let mut text = ws_text_with_absolute_paths();
     let second = text[text.find("[[device]]").unwrap()..]
         .replace("name = \"exerciser\"", "name = \"sharer\"")
         .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
@@ -272,18 +278,8 @@ mod properties {
 /// microseconds on INTB and INTC (PIRQC shares 8259 line 11 with PIRQA: wired-OR), written to a
 /// temporary scenario file.
 fn busy_scenario(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(repo().join(WS)).unwrap();
-    let abs = |rel: &str| repo().join("experiments/seed000").join(rel);
-    let mut text = text
-        .replace(
-            "\"../../platforms/ws-2008-core2-ich9.toml\"",
-            &format!("{:?}", abs("../../platforms/ws-2008-core2-ich9.toml")),
-        )
-        .replace(
-            "\"../../kernels/linux-2.6.18-i386-up.toml\"",
-            &format!("{:?}", abs("../../kernels/linux-2.6.18-i386-up.toml")),
-        )
-        .replace("interval_us = 100.0", "interval_us = 5.0");
+    let mut text =
+        ws_text_with_absolute_paths().replace("interval_us = 100.0", "interval_us = 5.0");
     let first = text[text.find("[[device]]").unwrap()..].to_string();
     for (n, (pin, mean)) in [("B", "3.0"), ("C", "7.0")].iter().enumerate() {
         let k = n + 4;
