@@ -351,3 +351,21 @@ fn two_pirqs_on_one_ioapic_pin_share_its_vector() {
     assert_eq!(r.tasklet.count(), 200);
     assert_eq!(r.counters.spurious_interrupts, 0);
 }
+
+#[test]
+fn a_request_gone_before_inta_is_a_spurious_irq7_that_linux_checks() {
+    // A slow Deassert_INTx: the unmask after the handler sees the level line still high, the
+    // 8259 raises INTR, but the line drops before the CPU's INTA, so the 8259 answers IR7
+    // (datasheet). Linux's mask_and_ack_8259A finds IRQ7 masked and runs i8259A_irq_real: OCW3,
+    // inb ISR, OCW3, three more port I/Os.
+    let n = 100;
+    let r = run(WS, &["delivery=xtpic", "device.0.deassert_delay_ns=700"], n);
+    assert_eq!(r.counters.spurious_interrupts, n);
+    assert_eq!(r.counters.interrupt_acknowledges, 2 * n);
+    assert_eq!(r.counters.port_ios, (5 + 3) * n);
+    // The default deassert time beats the unmask: no spurious interrupts.
+    assert_eq!(
+        run(WS, &["delivery=xtpic"], n).counters.spurious_interrupts,
+        0
+    );
+}

@@ -99,6 +99,11 @@ pub enum Frame {
         pc: u8,
         irq: u8,
     },
+    /// `i8259A_irq_real`: read the ISR through OCW3 to tell a spurious IRQ7/15 from a real one.
+    I8259IrqReal {
+        pc: u8,
+        irq: u8,
+    },
     /// `handle_IRQ_event`: walk the action chain.
     HandleIrqEvent {
         pc: u8,
@@ -189,6 +194,14 @@ impl Frame {
                         Op::Access(Access::LapicWrite {
                             reg: lapic::REG_EOI,
                             data: 0,
+                        })
+                    }
+                    // An 8259 IR7/IR15 with no handler is masked, so mask_and_ack_8259A takes
+                    // its spurious_8259A_irq path and asks the chip whether it is real.
+                    6 if *from_pic && k.vector_irq[usize::from(*vector)].is_none() => {
+                        Op::Call(Frame::I8259IrqReal {
+                            pc: 0,
+                            irq: vector.wrapping_sub(0x20) & 0x0F,
                         })
                     }
                     6 => Op::Run(0),
@@ -299,6 +312,25 @@ impl Frame {
                     5 if slave => Op::Access(Access::PortOut {
                         port: MASTER_CMD,
                         data: 0x60 + CASCADE_IR,
+                    }),
+                    _ => Op::Return(0),
+                }
+            }
+
+            Frame::I8259IrqReal { pc, irq } => {
+                *pc += 1;
+                let cmd = if *irq & 8 != 0 { SLAVE_CMD } else { MASTER_CMD };
+                match *pc {
+                    1 => Op::Run(c.i8259_chip_op),
+                    // outb(0x0B): OCW3, read ISR; inb: the ISR; outb(0x0A): back to IRR.
+                    2 => Op::Access(Access::PortOut {
+                        port: cmd,
+                        data: 0x0B,
+                    }),
+                    3 => Op::Access(Access::PortIn { port: cmd }),
+                    4 => Op::Access(Access::PortOut {
+                        port: cmd,
+                        data: 0x0A,
                     }),
                     _ => Op::Return(0),
                 }
