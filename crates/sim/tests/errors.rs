@@ -259,61 +259,35 @@ fn unknown_key_in_kernel_instructions() {
 
 // ---- --set errors -------------------------------------------------------------------------
 
+/// Bad `--set` flags: each error names the flag, what was expected and how to fix it.
 #[test]
-fn override_unknown_key_lists_the_keys_at_that_level() {
-    let f = Fixture::new();
-    let flag = "platform.cpu.clok_hz=1";
-    let message = override_error(f.fail(&[flag]), flag);
-    assert_contains(
-        &message,
-        &["clok_hz", "platform.cpu", "clock_hz", "halt_exit_ns"],
-    );
-}
-
-#[test]
-fn override_string_into_number() {
-    let f = Fixture::new();
-    let flag = "platform.cpu.clock_hz=fast";
-    let message = override_error(f.fail(&[flag]), flag);
-    assert_contains(
-        &message,
-        &["platform.cpu.clock_hz", "a decimal number", "a string"],
-    );
-}
-
-#[test]
-fn override_float_into_integer() {
-    let f = Fixture::new();
-    let flag = "samples=1.5";
-    let message = override_error(f.fail(&[flag]), flag);
-    assert_contains(&message, &["samples", "a whole number", "1.5"]);
-}
-
-#[test]
-fn override_without_equals() {
-    let f = Fixture::new();
-    let flag = "platform.cpu.clock_hz";
-    let message = override_error(f.fail(&[flag]), flag);
-    assert_contains(&message, &["key=value", "platform.cpu.clock_hz=2.0e9"]);
-}
-
-#[test]
-fn override_device_index_past_the_end() {
-    let f = Fixture::new();
-    let flag = "device.5.link_width=1";
-    let message = override_error(f.fail(&[flag]), flag);
-    assert_contains(
-        &message,
-        &["device", "1 element, index 0", "5", "past the end"],
-    );
-}
-
-#[test]
-fn override_device_index_not_a_number() {
-    let f = Fixture::new();
-    let flag = "device.x.link_width=1";
-    let message = override_error(f.fail(&[flag]), flag);
-    assert_contains(&message, &["device", "list", "index"]);
+fn override_errors_name_the_flag() {
+    let cases: &[(&str, &[&str])] = &[
+        // An unknown key lists the keys at that level.
+        (
+            "platform.cpu.clok_hz=1",
+            &["clok_hz", "platform.cpu", "clock_hz", "halt_exit_ns"],
+        ),
+        (
+            "platform.cpu.clock_hz=fast",
+            &["platform.cpu.clock_hz", "a decimal number", "a string"],
+        ),
+        ("samples=1.5", &["samples", "a whole number", "1.5"]),
+        (
+            "platform.cpu.clock_hz",
+            &["key=value", "platform.cpu.clock_hz=2.0e9"],
+        ),
+        (
+            "device.5.link_width=1",
+            &["device", "1 element, index 0", "5", "past the end"],
+        ),
+        ("device.x.link_width=1", &["device", "list", "index"]),
+    ];
+    for (flag, says) in cases {
+        let f = Fixture::new();
+        let message = override_error(f.fail(&[flag]), flag);
+        assert_contains(&message, says);
+    }
 }
 
 #[test]
