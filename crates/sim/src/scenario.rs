@@ -901,7 +901,7 @@ impl Scenario {
 
         // The kernel boots: on-board drivers register first; then seed 000's module probes and
         // requests its interrupt (Figure 3).
-        let mut kernel = Kernel::new(delivery, self.kernel.instructions.clone());
+        let mut kernel = Kernel::new(self.kernel.instructions.clone());
         let mut vectors = VectorAllocator {
             next: self.kernel.first_device_vector,
             step: self.kernel.vector_step,
@@ -960,7 +960,6 @@ impl Scenario {
                 .request_irq(irq, chip, flow, vector, action)
                 .map_err(|m| self.invalid(&key("msi_vector"), m))?;
             kernel.drivers.push(ExerciserDriver {
-                device: i as u8,
                 msi_mode,
                 status_addr: d.reg_bar + d.status_offset,
                 clear_addr: d.reg_bar + d.clear_offset,
@@ -970,7 +969,6 @@ impl Scenario {
                 tasklet_signature_addr: d.signature_bar + d.tasklet_signature_offset,
                 tasklet,
                 int_count: 0,
-                intx_pin: dev.cfg.intx_pin,
             });
         }
 

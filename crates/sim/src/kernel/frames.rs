@@ -241,22 +241,12 @@ impl Frame {
                     }
                     // handle_level_irq: mask_ack, chain, unmask.
                     (Flow::Level, 2) => Op::Call(Frame::I8259MaskAck { pc: 0, irq }),
-                    (Flow::Level, 3) => {
-                        d.in_progress = true;
-                        Op::Call(chain)
-                    }
-                    (Flow::Level, 4) => {
-                        d.in_progress = false;
-                        Op::Run(c.note_interrupt + c.flow_handler - half)
-                    }
+                    (Flow::Level, 3) => Op::Call(chain),
+                    (Flow::Level, 4) => Op::Run(c.note_interrupt + c.flow_handler - half),
                     (Flow::Level, 5) => Op::Call(Frame::I8259Unmask { pc: 0, irq }),
                     // handle_fasteoi_irq: chain, then chip->eoi (TMR read + EOI write).
-                    (Flow::FastEoi, 2) => {
-                        d.in_progress = true;
-                        Op::Call(chain)
-                    }
+                    (Flow::FastEoi, 2) => Op::Call(chain),
                     (Flow::FastEoi, 3) => {
-                        d.in_progress = false;
                         Op::Run(c.note_interrupt + c.flow_handler - half + c.apic_chip_op)
                     }
                     (Flow::FastEoi, 4) => Op::Access(Access::LapicRead {
@@ -272,14 +262,8 @@ impl Frame {
                         reg: lapic::REG_EOI,
                         data: 0,
                     }),
-                    (Flow::Edge, 4) => {
-                        d.in_progress = true;
-                        Op::Call(chain)
-                    }
-                    (Flow::Edge, 5) => {
-                        d.in_progress = false;
-                        Op::Run(c.note_interrupt + c.flow_handler - half)
-                    }
+                    (Flow::Edge, 4) => Op::Call(chain),
+                    (Flow::Edge, 5) => Op::Run(c.note_interrupt + c.flow_handler - half),
                     _ => Op::Return(0),
                 }
             }

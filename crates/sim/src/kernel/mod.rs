@@ -11,7 +11,6 @@ pub mod costs;
 pub mod frames;
 pub mod softirq;
 
-use crate::hw::pcie::IntxPin;
 use costs::KernelInstructions;
 use serde::Serialize;
 use softirq::{SoftirqState, Tasklet, TaskletId};
@@ -76,8 +75,6 @@ pub struct IrqDesc {
     pub flow: Flow,
     pub vector: u8,
     pub actions: Vec<Action>,
-    /// IRQ_INPROGRESS.
-    pub in_progress: bool,
     pub count: u64,
     pub unhandled: u64,
 }
@@ -85,8 +82,6 @@ pub struct IrqDesc {
 /// What a driver's ISR and tasklet do. The exerciser driver is seed 000's Figures 3-5.
 #[derive(Clone, Debug, Serialize)]
 pub struct ExerciserDriver {
-    /// Index of the device it drives.
-    pub device: u8,
     /// MSI mode (`msi_mode=1`): Figure 5's ISR; otherwise Figure 4's.
     pub msi_mode: bool,
     /// BAR0 addresses of the status and interrupt-clear registers (Figure 7: 0xFAFF2004 and
@@ -103,13 +98,11 @@ pub struct ExerciserDriver {
     pub tasklet: TaskletId,
     /// `int_count`, written as the signature payload.
     pub int_count: u32,
-    pub intx_pin: IntxPin,
 }
 
 /// Kernel state shared by its CPUs (uniprocessor in seed 000).
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    pub delivery: Delivery,
     pub cost: KernelInstructions,
     pub irqs: Vec<IrqDesc>,
     /// Vector -> index into `irqs`.
@@ -123,9 +116,8 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    pub fn new(delivery: Delivery, cost: KernelInstructions) -> Self {
+    pub fn new(cost: KernelInstructions) -> Self {
         Kernel {
-            delivery,
             cost,
             irqs: Vec::new(),
             vector_irq: [None; 256],
@@ -172,7 +164,6 @@ impl Kernel {
             flow,
             vector,
             actions: vec![action],
-            in_progress: false,
             count: 0,
             unhandled: 0,
         });
