@@ -485,8 +485,9 @@ impl Frame {
                     // Splice the per-CPU list away (with interrupts off in Linux): tasklets
                     // scheduled from now on, by a nested interrupt say, go on the emptied list,
                     // raise TASKLET_SOFTIRQ again and run in the next round.
-                    let list = std::mem::take(&mut k.softirq.tasklet_vec);
-                    k.softirq.tasklet_running = list;
+                    // Swapping the two lists keeps both buffers: no allocation per run.
+                    debug_assert!(k.softirq.tasklet_running.is_empty());
+                    std::mem::swap(&mut k.softirq.tasklet_vec, &mut k.softirq.tasklet_running);
                     *pc = 1;
                 }
                 match *pc {
