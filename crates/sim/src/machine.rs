@@ -34,6 +34,8 @@ enum Ev {
 
 struct Packet {
     tlp: Tlp,
+    /// `tlp.wire_bytes()`, computed once: every stateful hop needs it.
+    wire_bytes: u32,
     route: Route,
     hop: u8,
     dest: Endpoint,
@@ -289,6 +291,7 @@ impl Machine {
     ) -> (u32, Option<SimTime>) {
         let p = self.alloc(Packet {
             tlp,
+            wire_bytes: tlp.wire_bytes(),
             route: Route::between(from, to),
             hop: 0,
             dest: to,
@@ -326,12 +329,13 @@ impl Machine {
             let pkt = &mut self.packets[p as usize];
             let hop = pkt.route.hop(pkt.hop).expect("a hop is left");
             pkt.hop += 1;
-            let (tlp, releases_cpu) = (pkt.tlp, pkt.releases_cpu && hop == Hop::Fsb);
-            let crossing = self.fabric.cross(hop, t, tlp.wire_bytes());
+            let releases_cpu = pkt.releases_cpu && hop == Hop::Fsb;
+            let crossing = self.fabric.cross(hop, t, pkt.wire_bytes);
             if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
                 if k == self.analyzed_link {
-                    self.analyzer.observe(start, dir, &tlp);
-                    self.probe.observe(start, dir, &tlp);
+                    let tlp = &self.packets[p as usize].tlp;
+                    self.analyzer.observe(start, dir, tlp);
+                    self.probe.observe(start, dir, tlp);
                 }
             }
             if releases_cpu {
@@ -605,7 +609,21 @@ impl Machine {
                         irqs_enabled: &mut cpu.irqs_enabled,
                         preempt: &mut cpu.preempt,
                     };
-                    frame.step(&mut cx)
+                    let mut op = frame.step(&mut cx);
+                    // Instructions run with interrupts off cannot be interrupted, and the frame
+                    // stays on top with nothing parked at its depth: add their time and step it
+                    // again without going round the loop (the strict mode ends every step at an
+                    // event, so it goes round).
+                    if !self.strict {
+                        while let Op::Run(n) = op {
+                            if *cx.irqs_enabled {
+                                break;
+                            }
+                            acc += cpu.timing.instructions(n);
+                            op = frame.step(&mut cx);
+                        }
+                    }
+                    op
                 }
             };
             match op {
