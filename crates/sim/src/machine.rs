@@ -605,24 +605,15 @@ impl Machine {
                         .expect("the idle frame is never popped");
                     let mut cx = StepCtx {
                         kernel: &mut self.kernel,
+                        costs: &cpu.timing,
+                        fold: !self.strict,
+                        charged: SimDuration::ZERO,
                         value: cpu.value,
                         irqs_enabled: &mut cpu.irqs_enabled,
                         preempt: &mut cpu.preempt,
                     };
-                    let mut op = frame.step(&mut cx);
-                    // Instructions run with interrupts off cannot be interrupted, and the frame
-                    // stays on top with nothing parked at its depth: add their time and step it
-                    // again without going round the loop (the strict mode ends every step at an
-                    // event, so it goes round).
-                    if !self.strict {
-                        while let Op::Run(n) = op {
-                            if *cx.irqs_enabled {
-                                break;
-                            }
-                            acc += cpu.timing.instructions(n);
-                            op = frame.step(&mut cx);
-                        }
-                    }
+                    let op = frame.step(&mut cx);
+                    acc += cx.charged;
                     op
                 }
             };

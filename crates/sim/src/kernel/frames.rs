@@ -19,6 +19,8 @@
 use super::context::PreemptCount;
 use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ};
 use super::{Flow, Isr, Kernel};
+use crate::engine::SimDuration;
+use crate::hw::cpu::CpuCosts;
 use crate::hw::lapic;
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
 
@@ -61,6 +63,13 @@ pub enum Op {
 /// The per-CPU state a frame may look at or change while it steps.
 pub struct StepCtx<'a> {
     pub kernel: &'a mut Kernel,
+    /// The core's instruction timing, for instructions a frame runs within its step.
+    pub costs: &'a CpuCosts,
+    /// May instructions run with interrupts off be folded into the step (`run!`)? Not in the
+    /// reference mode, which ends every timed step at an event.
+    pub fold: bool,
+    /// Time of the instructions folded into this step; it passes before the returned op.
+    pub charged: SimDuration,
     /// The value of the last completed read, or the last callee's return value.
     pub value: u32,
     pub irqs_enabled: &'a mut bool,
@@ -144,8 +153,23 @@ pub enum Frame {
 const IRQ_NONE: u32 = 0;
 const IRQ_HANDLED: u32 = 1;
 
+/// Run `n` instructions before the frame's next action. With interrupts off nothing can come
+/// between them and that action, so (outside the reference mode) their time is charged to the
+/// step and the frame goes straight on: one step instead of two, the same time. With interrupts
+/// on they are an [`Op::Run`] of their own, after which the CPU checks for an interrupt.
+macro_rules! run {
+    ($cx:ident, $n:expr) => {{
+        let n: u32 = $n;
+        if $cx.fold && !*$cx.irqs_enabled {
+            $cx.charged += $cx.costs.instructions(n);
+        } else {
+            return Op::Run(n);
+        }
+    }};
+}
+
 impl Frame {
-    /// Advance to the next action. Inlined into the CPU's loop: it runs ~40 times per
+    /// Advance to the next action. Inlined into the CPU's loop: it runs ~25 times per
     /// interrupt, and the call and context setup cost more than many of the steps.
     #[inline(always)]
     pub fn step(&mut self, cx: &mut StepCtx<'_>) -> Op {
@@ -165,33 +189,33 @@ impl Frame {
                 pc,
                 vector,
                 from_pic,
-            } => {
+            } => loop {
                 *pc += 1;
                 // With the Local APIC disabled the CPU must first ask the 8259 for the vector
                 // (step 2); with it, the vector is known and the path starts at vectoring.
                 let step = *pc + if *from_pic { 1 } else { 2 };
                 match step {
-                    2 => Op::Access(Access::IntAck),
+                    2 => return Op::Access(Access::IntAck),
                     3 => {
                         if *from_pic {
                             *vector = cx.value as u8;
                         }
-                        Op::Vectoring
+                        return Op::Vectoring;
                     }
-                    4 => Op::Run(c.entry_stub),
+                    4 => run!(cx, c.entry_stub),
                     5 => match k.vector_irq[usize::from(*vector)] {
-                        Some(desc) => Op::Call(Frame::DoIrq { pc: 0, desc }),
+                        Some(desc) => return Op::Call(Frame::DoIrq { pc: 0, desc }),
                         None => {
                             // A vector nobody registered (a spurious 8259 IRQ7 among them):
                             // do_IRQ's `ack_bad_irq` path.
                             k.spurious_8259 += 1;
-                            Op::Run(c.do_irq)
+                            run!(cx, c.do_irq)
                         }
                     },
                     // ack_bad_irq acknowledges the Local APIC, or its in-service bit (and a
                     // level line's remote IRR) would never clear.
                     6 if !*from_pic && k.vector_irq[usize::from(*vector)].is_none() => {
-                        Op::Access(Access::LapicWrite {
+                        return Op::Access(Access::LapicWrite {
                             reg: lapic::REG_EOI,
                             data: 0,
                         })
@@ -199,31 +223,31 @@ impl Frame {
                     // An 8259 IR7/IR15 with no handler is masked, so mask_and_ack_8259A takes
                     // its spurious_8259A_irq path and asks the chip whether it is real.
                     6 if *from_pic && k.vector_irq[usize::from(*vector)].is_none() => {
-                        Op::Call(Frame::I8259IrqReal {
+                        return Op::Call(Frame::I8259IrqReal {
                             pc: 0,
                             irq: vector.wrapping_sub(0x20) & 0x0F,
                         })
                     }
-                    6 => Op::Run(0),
-                    7 => Op::Run(c.exit_path),
-                    _ => Op::Iret,
+                    6 => {}
+                    7 => run!(cx, c.exit_path),
+                    _ => return Op::Iret,
                 }
-            }
+            },
 
-            Frame::DoIrq { pc, desc } => {
+            Frame::DoIrq { pc, desc } => loop {
                 *pc += 1;
                 match *pc {
                     1 => {
                         cx.preempt.hardirq += 1; // irq_enter
-                        Op::Run(c.do_irq)
+                        run!(cx, c.do_irq)
                     }
-                    2 => Op::Call(Frame::Flow { pc: 0, desc: *desc }),
-                    3 => Op::Call(Frame::IrqExit { pc: 0 }),
-                    _ => Op::Return(0),
+                    2 => return Op::Call(Frame::Flow { pc: 0, desc: *desc }),
+                    3 => return Op::Call(Frame::IrqExit { pc: 0 }),
+                    _ => return Op::Return(0),
                 }
-            }
+            },
 
-            Frame::Flow { pc, desc } => {
+            Frame::Flow { pc, desc } => loop {
                 let d = &mut k.irqs[usize::from(*desc)];
                 let half = c.flow_handler / 2;
                 *pc += 1;
@@ -237,38 +261,47 @@ impl Frame {
                 match (d.flow, *pc) {
                     (_, 1) => {
                         d.count += 1;
-                        Op::Run(half)
+                        run!(cx, half)
                     }
                     // handle_level_irq: mask_ack, chain, unmask.
-                    (Flow::Level, 2) => Op::Call(Frame::I8259MaskAck { pc: 0, irq }),
-                    (Flow::Level, 3) => Op::Call(chain),
-                    (Flow::Level, 4) => Op::Run(c.note_interrupt + c.flow_handler - half),
-                    (Flow::Level, 5) => Op::Call(Frame::I8259Unmask { pc: 0, irq }),
+                    (Flow::Level, 2) => return Op::Call(Frame::I8259MaskAck { pc: 0, irq }),
+                    (Flow::Level, 3) => return Op::Call(chain),
+                    (Flow::Level, 4) => run!(cx, c.note_interrupt + c.flow_handler - half),
+                    (Flow::Level, 5) => return Op::Call(Frame::I8259Unmask { pc: 0, irq }),
                     // handle_fasteoi_irq: chain, then chip->eoi (TMR read + EOI write).
-                    (Flow::FastEoi, 2) => Op::Call(chain),
+                    (Flow::FastEoi, 2) => return Op::Call(chain),
                     (Flow::FastEoi, 3) => {
-                        Op::Run(c.note_interrupt + c.flow_handler - half + c.apic_chip_op)
+                        run!(
+                            cx,
+                            c.note_interrupt + c.flow_handler - half + c.apic_chip_op
+                        )
                     }
-                    (Flow::FastEoi, 4) => Op::Access(Access::LapicRead {
-                        reg: lapic::REG_TMR_BASE + u32::from(d.vector >> 5) * 0x10,
-                    }),
-                    (Flow::FastEoi, 5) => Op::Access(Access::LapicWrite {
-                        reg: lapic::REG_EOI,
-                        data: 0,
-                    }),
+                    (Flow::FastEoi, 4) => {
+                        return Op::Access(Access::LapicRead {
+                            reg: lapic::REG_TMR_BASE + u32::from(d.vector >> 5) * 0x10,
+                        })
+                    }
+                    (Flow::FastEoi, 5) => {
+                        return Op::Access(Access::LapicWrite {
+                            reg: lapic::REG_EOI,
+                            data: 0,
+                        })
+                    }
                     // handle_edge_irq: chip->ack (EOI) first, then the chain.
-                    (Flow::Edge, 2) => Op::Run(c.apic_chip_op),
-                    (Flow::Edge, 3) => Op::Access(Access::LapicWrite {
-                        reg: lapic::REG_EOI,
-                        data: 0,
-                    }),
-                    (Flow::Edge, 4) => Op::Call(chain),
-                    (Flow::Edge, 5) => Op::Run(c.note_interrupt + c.flow_handler - half),
-                    _ => Op::Return(0),
+                    (Flow::Edge, 2) => run!(cx, c.apic_chip_op),
+                    (Flow::Edge, 3) => {
+                        return Op::Access(Access::LapicWrite {
+                            reg: lapic::REG_EOI,
+                            data: 0,
+                        })
+                    }
+                    (Flow::Edge, 4) => return Op::Call(chain),
+                    (Flow::Edge, 5) => run!(cx, c.note_interrupt + c.flow_handler - half),
+                    _ => return Op::Return(0),
                 }
-            }
+            },
 
-            Frame::I8259MaskAck { pc, irq } => {
+            Frame::I8259MaskAck { pc, irq } => loop {
                 *pc += 1;
                 let slave = *irq & 8 != 0;
                 let (imr_port, cmd_port) = if slave {
@@ -276,10 +309,11 @@ impl Frame {
                 } else {
                     (MASTER_DATA, MASTER_CMD)
                 };
-                match *pc {
+                return match *pc {
                     1 => {
                         k.cached_irq_mask |= 1 << *irq;
-                        Op::Run(c.i8259_chip_op)
+                        run!(cx, c.i8259_chip_op);
+                        continue;
                     }
                     // inb(IMR): "DUMMY - (do we need this?)"
                     2 => Op::Access(Access::PortIn { port: imr_port }),
@@ -298,14 +332,17 @@ impl Frame {
                         data: 0x60 + CASCADE_IR,
                     }),
                     _ => Op::Return(0),
-                }
-            }
+                };
+            },
 
-            Frame::I8259IrqReal { pc, irq } => {
+            Frame::I8259IrqReal { pc, irq } => loop {
                 *pc += 1;
                 let cmd = if *irq & 8 != 0 { SLAVE_CMD } else { MASTER_CMD };
-                match *pc {
-                    1 => Op::Run(c.i8259_chip_op),
+                return match *pc {
+                    1 => {
+                        run!(cx, c.i8259_chip_op);
+                        continue;
+                    }
                     // outb(0x0B): OCW3, read ISR; inb: the ISR; outb(0x0A): back to IRR.
                     2 => Op::Access(Access::PortOut {
                         port: cmd,
@@ -317,15 +354,16 @@ impl Frame {
                         data: 0x0A,
                     }),
                     _ => Op::Return(0),
-                }
-            }
+                };
+            },
 
-            Frame::I8259Unmask { pc, irq } => {
+            Frame::I8259Unmask { pc, irq } => loop {
                 *pc += 1;
-                match *pc {
+                return match *pc {
                     1 => {
                         k.cached_irq_mask &= !(1 << *irq);
-                        Op::Run(c.i8259_chip_op)
+                        run!(cx, c.i8259_chip_op);
+                        continue;
                     }
                     2 => {
                         let (port, shift) = if *irq & 8 != 0 {
@@ -339,22 +377,23 @@ impl Frame {
                         })
                     }
                     _ => Op::Return(0),
-                }
-            }
+                };
+            },
 
             Frame::HandleIrqEvent {
                 pc,
                 desc,
                 next,
                 handled,
-            } => {
+            } => loop {
                 let d = &mut k.irqs[usize::from(*desc)];
                 if *pc == 0 {
                     *pc = 1;
                     if !d.actions[0].irqs_disabled {
                         *cx.irqs_enabled = true; // local_irq_enable() for !IRQF_DISABLED
                     }
-                    return Op::Run(c.handle_irq_event);
+                    run!(cx, c.handle_irq_event);
+                    continue;
                 }
                 if *pc == 3 {
                     // Back from an ISR: note its irqreturn_t, go on down the chain.
@@ -365,97 +404,99 @@ impl Frame {
                 match *pc {
                     1 if usize::from(*next) < d.actions.len() => {
                         *pc = 2;
-                        Op::Run(c.per_action)
+                        run!(cx, c.per_action)
                     }
                     1 => {
                         *cx.irqs_enabled = false;
                         if !*handled {
                             d.unhandled += 1;
                         }
-                        Op::Return(u32::from(*handled))
+                        return Op::Return(u32::from(*handled));
                     }
                     _ => {
                         *pc = 3;
-                        Op::Call(match d.actions[usize::from(*next)].isr {
+                        return Op::Call(match d.actions[usize::from(*next)].isr {
                             Isr::Exerciser(driver) => Frame::ExerciserIsr { pc: 0, driver },
                             Isr::PortStatusCheck { port, instructions } => Frame::PortStatusIsr {
                                 pc: 0,
                                 port,
                                 instructions,
                             },
-                        })
+                        });
                     }
                 }
-            }
+            },
 
-            Frame::ExerciserIsr { pc, driver } => {
+            Frame::ExerciserIsr { pc, driver } => loop {
                 let drv = &mut k.drivers[usize::from(*driver)];
                 *pc += 1;
                 match (drv.msi_mode, *pc) {
-                    (_, 1) => Op::Run(c.driver_isr),
+                    (_, 1) => run!(cx, c.driver_isr),
                     // Figure 4: "Incase of a shared IRQ Check if the interrupt is ours".
-                    (false, 2) => Op::Access(Access::MmioRead {
-                        addr: drv.status_addr,
-                    }),
+                    (false, 2) => {
+                        return Op::Access(Access::MmioRead {
+                            addr: drv.status_addr,
+                        })
+                    }
                     (false, 3) => {
                         if cx.value & drv.pending_flag == 0 {
                             *pc = 9;
                             return Op::Return(IRQ_NONE);
                         }
-                        Op::Access(Access::MmioWrite {
+                        return Op::Access(Access::MmioWrite {
                             addr: drv.clear_addr,
                             data: drv.clear_mask,
-                        })
+                        });
                     }
                     // Figure 4 and 5: the ISR-entry signature, then tasklet_schedule.
                     (false, 4) | (true, 2) => {
                         drv.int_count = drv.int_count.wrapping_add(1);
-                        Op::Access(Access::MmioWrite {
+                        return Op::Access(Access::MmioWrite {
                             addr: drv.isr_signature_addr,
                             data: drv.int_count,
-                        })
+                        });
                     }
                     (false, 5) | (true, 3) => {
-                        let (t, n) = (drv.tasklet, c.tasklet_schedule);
-                        k.tasklet_schedule(t);
-                        Op::Run(n)
+                        let t = drv.tasklet;
+                        super::tasklet_schedule(&mut k.tasklets, &mut k.softirq, t);
+                        run!(cx, c.tasklet_schedule)
                     }
-                    _ => Op::Return(IRQ_HANDLED),
+                    _ => return Op::Return(IRQ_HANDLED),
                 }
-            }
+            },
 
             Frame::PortStatusIsr {
                 pc,
                 port,
                 instructions,
-            } => {
+            } => loop {
                 *pc += 1;
                 match *pc {
-                    1 => Op::Run(u32::from(*instructions)),
-                    2 => Op::Access(Access::PortIn { port: *port }),
-                    _ => Op::Return(IRQ_NONE),
+                    1 => run!(cx, u32::from(*instructions)),
+                    2 => return Op::Access(Access::PortIn { port: *port }),
+                    _ => return Op::Return(IRQ_NONE),
                 }
-            }
+            },
 
-            Frame::IrqExit { pc } => {
+            Frame::IrqExit { pc } => loop {
                 *pc += 1;
                 match *pc {
                     1 => {
                         cx.preempt.hardirq -= 1;
-                        Op::Run(c.irq_exit)
+                        run!(cx, c.irq_exit)
                     }
                     2 if !cx.preempt.in_interrupt() && k.softirq.pending != 0 => {
-                        Op::Call(Frame::DoSoftirq { pc: 0, restarts: 0 })
+                        return Op::Call(Frame::DoSoftirq { pc: 0, restarts: 0 })
                     }
-                    _ => Op::Return(0),
+                    _ => return Op::Return(0),
                 }
-            }
+            },
 
             Frame::DoSoftirq { pc, restarts } => {
                 if *pc == 0 {
                     *pc = 1;
                     cx.preempt.softirq += 1;
-                    return Op::Run(c.do_softirq);
+                    run!(cx, c.do_softirq);
                 }
                 loop {
                     if *pc == 1 {

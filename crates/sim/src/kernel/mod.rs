@@ -181,11 +181,17 @@ impl Kernel {
 
     /// `tasklet_schedule`: queue once, raise TASKLET_SOFTIRQ.
     pub fn tasklet_schedule(&mut self, t: TaskletId) {
-        let tl = &mut self.tasklets[usize::from(t)];
-        if !tl.scheduled {
-            tl.scheduled = true;
-            self.softirq.tasklet_vec.push_back(t);
-            self.softirq.raise(softirq::TASKLET_SOFTIRQ);
-        }
+        tasklet_schedule(&mut self.tasklets, &mut self.softirq, t);
+    }
+}
+
+/// `tasklet_schedule` on the two fields it touches, so a frame can call it while it holds the
+/// kernel's instruction costs.
+pub(crate) fn tasklet_schedule(tasklets: &mut [Tasklet], softirq: &mut SoftirqState, t: TaskletId) {
+    let tl = &mut tasklets[usize::from(t)];
+    if !tl.scheduled {
+        tl.scheduled = true;
+        softirq.tasklet_vec.push_back(t);
+        softirq.raise(softirq::TASKLET_SOFTIRQ);
     }
 }
