@@ -21,7 +21,7 @@ const EXIT_BAD_INPUT: u8 = 2;
 #[command(
     name = "irqlab",
     version,
-    about = "Interrupt-latency laboratory: simulate the interrupt path, validate against published experiments"
+    about = "Interrupt-latency laboratory: simulate the interrupt path, validate against published experiments, inventory and measure the host"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -66,6 +66,31 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+    /// Inventory this host's interrupts: delivery, trigger, device and driver, rates per CPU,
+    /// affinity, and findings (legacy INTx on MSI-capable devices, shared lines, load on one
+    /// CPU, irqbalance).
+    Host {
+        /// Take two snapshots this far apart and show rates per CPU (e.g. `2s`, `500ms`).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        interval: Option<std::time::Duration>,
+        /// Also write the inventory as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Read a captured tree (proc/, sys/) instead of the live system; see
+        /// crates/host/tests/fixtures/capture-host.sh.
+        #[arg(long, value_name = "DIR", default_value = "/")]
+        root: PathBuf,
+    },
+}
+
+/// `2s`, `500ms`, `1m`: a positive duration.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))?;
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(d)
 }
 
 fn main() -> ExitCode {
@@ -139,6 +164,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Host {
+            interval,
+            json,
+            root,
+        } => {
+            let inv = irqlab_host::inventory::collect(&root, interval)?;
+            if let Some(path) = &json {
+                report::write_atomic(path, report::inventory_json(&inv)?.as_bytes())
+                    .with_context(|| "--json")?;
+            }
+            print(&report::inventory_text(&inv))?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

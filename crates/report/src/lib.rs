@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod inventory;
 pub mod table;
 pub mod text;
 
@@ -17,6 +18,7 @@ use irqlab_stats::results::{RunReport, ValidationReport};
 use std::io::Write;
 use std::path::Path;
 
+pub use inventory::{inventory_json, inventory_text};
 pub use text::{run_text, validation_text};
 
 /// Errors writing results.

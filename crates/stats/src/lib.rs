@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 mod histogram;
+pub mod inventory;
 pub mod results;
 mod summary;
 

@@ -1,0 +1,440 @@
+//! `/proc/interrupts`, as every kernel generation since 2.6 prints it.
+//!
+//! The row layout changed three times (`kernel/irq/proc.c` `show_interrupts` and, before
+//! genirq, `arch/*/kernel/irq.c`):
+//!
+//! - up to 2.6.17: one type name per line, `%14s` of `hw_interrupt_type.typename`:
+//!   `XT-PIC`, `IO-APIC-edge`, `IO-APIC-level`, `PCI-MSI`;
+//! - 2.6.18 to 4.x without IRQ domains: chip name and flow name joined by a dash,
+//!   ` %8s-%-8s`: `IO-APIC-fasteoi`, `PCI-MSI-edge`, `XT-PIC-XT`, `IR-IO-APIC-fasteoi`;
+//! - with IRQ domains (x86 from 4.4): chip, hwirq, then `-flow`: `IO-APIC   2-edge`,
+//!   `IR-PCI-MSI 512000-edge`, `PCI-MSIX-0000:00:02.0   1-edge` (per-device MSI domains, 6.x),
+//!   and, where `GENERIC_IRQ_SHOW_LEVEL` is set (ARM), `GICv3  27 Level`.
+//!
+//! After the chip come the handler names, joined by `", "` (a shared line has several). Rows
+//! with a name instead of a number (`NMI`, `LOC`, `RES`, ...) are per-CPU classes with a
+//! description; `ERR` and `MIS` have a single total.
+
+use crate::HostError;
+use irqlab_stats::inventory::{Delivery, Trigger};
+use std::path::Path;
+
+/// One parsed row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The number or the name before the colon.
+    pub id: String,
+    /// Counts, one per CPU column; a named row with a single total (`ERR`) has one.
+    pub counts: Vec<u64>,
+    /// The chip (`IO-APIC`, `PCI-MSI`, `XT-PIC`), with any `IR-` prefix kept.
+    pub chip: Option<String>,
+    pub hwirq: Option<String>,
+    /// The flow handler or the old type's suffix (`edge`, `fasteoi`, `level`, `XT`).
+    pub flow: Option<String>,
+    /// `Level` or `Edge` where the kernel prints the trigger itself.
+    pub shown_trigger: Option<Trigger>,
+    pub actions: Vec<String>,
+    /// A named row's description (`Local timer interrupts`).
+    pub description: Option<String>,
+}
+
+impl Row {
+    /// True for the numbered rows (device and platform lines).
+    pub fn is_numbered(&self) -> bool {
+        self.id.bytes().all(|b| b.is_ascii_digit())
+    }
+
+    /// The chip name without the interrupt-remapping prefix.
+    fn base_chip(&self) -> Option<&str> {
+        self.chip
+            .as_deref()
+            .map(|c| c.strip_prefix("IR-").unwrap_or(c))
+    }
+
+    /// Interrupt remapping is in force (`IR-IO-APIC`, `IR-PCI-MSI`).
+    pub fn remapped(&self) -> bool {
+        self.chip.as_deref().is_some_and(|c| c.starts_with("IR-"))
+    }
+
+    /// How the line is delivered, from the chip name alone. MSI and MSI-X print the same chip
+    /// name on most kernels; the inventory tells them apart with sysfs (`msi_irqs/N`).
+    pub fn delivery(&self) -> Delivery {
+        if !self.is_numbered() {
+            return Delivery::PerCpu;
+        }
+        let Some(chip) = self.base_chip() else {
+            return Delivery::Other;
+        };
+        let upper = chip.to_ascii_uppercase();
+        if upper.starts_with("XT-PIC") {
+            Delivery::XtPic
+        } else if upper.starts_with("IO-APIC") || upper.starts_with("IOAPIC") {
+            Delivery::IoApic
+        } else if upper.starts_with("PCI-MSIX") || upper.starts_with("PCI-MSI-X") {
+            Delivery::MsiX
+        } else if upper.starts_with("PCI-MSI") {
+            Delivery::Msi
+        } else if upper.contains("MSI") {
+            // HPET-MSI, DMAR-MSI, platform MSI domains
+            Delivery::PlatformMsi
+        } else if self.flow.as_deref() == Some("percpu") || upper == "LAPIC" {
+            Delivery::PerCpu
+        } else {
+            Delivery::Other
+        }
+    }
+
+    /// The trigger mode as far as `/proc/interrupts` tells it: printed by the kernel, or
+    /// implied by the flow (an IO-APIC `fasteoi` line is level-triggered, `edge` is edge). The
+    /// 8259's `XT` flow is `handle_level_irq` for every line, whatever the ELCR says, so it is
+    /// left open (sysfs `type` answers it on new kernels).
+    pub fn trigger(&self) -> Option<Trigger> {
+        if let Some(t) = self.shown_trigger {
+            return Some(t);
+        }
+        match self.flow.as_deref()? {
+            "edge" => Some(Trigger::Edge),
+            "level" => Some(Trigger::Level),
+            "fasteoi" if self.delivery() == Delivery::IoApic => Some(Trigger::Level),
+            _ => None,
+        }
+    }
+}
+
+/// A whole `/proc/interrupts`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    /// CPU numbers of the count columns (`CPU0 CPU2` on a machine with CPU1 offline).
+    pub cpus: Vec<u32>,
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    /// Read and parse `/proc/interrupts` (or a copy of it).
+    pub fn read(path: &Path) -> Result<Table, HostError> {
+        let text = std::fs::read_to_string(path).map_err(|e| HostError::io(path, e))?;
+        Table::parse(&text).map_err(|(line, message)| HostError::Parse {
+            path: path.to_path_buf(),
+            line,
+            message,
+        })
+    }
+
+    /// Parse the text. Errors carry the 1-based line number.
+    pub fn parse(text: &str) -> Result<Table, (usize, String)> {
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .skip_while(|(_, l)| l.trim().is_empty());
+        let (_, header) = lines.next().ok_or((
+            1,
+            "empty file: expected a header line such as 'CPU0 CPU1'".to_string(),
+        ))?;
+        let cpus = header
+            .split_whitespace()
+            .map(|t| {
+                t.strip_prefix("CPU")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .ok_or_else(|| (1, format!("header token '{t}' is not CPUn")))
+            })
+            .collect::<Result<Vec<u32>, _>>()?;
+        if cpus.is_empty() {
+            return Err((1, "header names no CPU column ('CPU0 CPU1 ...')".into()));
+        }
+        let mut rows = Vec::new();
+        for (i, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            rows.push(parse_row(line, cpus.len()).map_err(|m| (i + 1, m))?);
+        }
+        Ok(Table { cpus, rows })
+    }
+
+    /// The row of a numbered IRQ.
+    pub fn irq(&self, irq: u32) -> Option<&Row> {
+        let id = irq.to_string();
+        self.rows.iter().find(|r| r.id == id)
+    }
+}
+
+/// Split one row. `ncpu` is the number of count columns.
+fn parse_row(line: &str, ncpu: usize) -> Result<Row, String> {
+    let (id, rest) = line
+        .split_once(':')
+        .ok_or_else(|| format!("expected 'IRQ: counts ...', found '{}'", line.trim()))?;
+    let id = id.trim().to_string();
+    if id.is_empty() || id.contains(char::is_whitespace) {
+        return Err(format!("'{}' is not an IRQ number or name", id));
+    }
+    // Up to ncpu counts; a named row such as ERR has one total.
+    let mut counts = Vec::with_capacity(ncpu);
+    let mut pos = 0;
+    while counts.len() < ncpu {
+        let start = pos + rest[pos..].len() - rest[pos..].trim_start().len();
+        let end = rest[start..]
+            .find(char::is_whitespace)
+            .map_or(rest.len(), |e| start + e);
+        let token = &rest[start..end];
+        if token.is_empty() || !token.bytes().all(|b| b.is_ascii_digit()) {
+            break;
+        }
+        counts.push(
+            token
+                .parse::<u64>()
+                .map_err(|e| format!("count '{token}': {e}"))?,
+        );
+        pos = end;
+    }
+    if counts.is_empty() {
+        return Err(format!("IRQ {id}: no counts after the colon"));
+    }
+    let tail = rest[pos..].trim();
+    let mut row = Row {
+        id,
+        counts,
+        chip: None,
+        hwirq: None,
+        flow: None,
+        shown_trigger: None,
+        actions: Vec::new(),
+        description: None,
+    };
+    if !row.is_numbered() {
+        row.description = (!tail.is_empty()).then(|| tail.to_string());
+        return Ok(row);
+    }
+    if tail.is_empty() {
+        return Ok(row); // a line with no chip and no action (seen on some arches)
+    }
+    split_chip(tail, &mut row);
+    Ok(row)
+}
+
+/// Known flow names at the end of an old-style joined `chip-flow` token.
+const FLOWS: &[&str] = &[
+    "fasteoi", "edge", "level", "simple", "percpu", "XT-PIC", "XT", "bad", "none",
+];
+
+/// Fill chip, hwirq, flow and actions from the text after the counts.
+fn split_chip(tail: &str, row: &mut Row) {
+    let mut tokens = Tokens::new(tail);
+    let Some(first) = tokens.next() else { return };
+    let mut actions_from = tokens.pos;
+    let mut peek = tokens.clone();
+    match peek.next() {
+        // Domain era: `CHIP hwirq-flow` (`IO-APIC 2-edge`, `PCI-MSIX-0000:00:02.0 1-edge`).
+        Some(t) if is_hwirq_flow(t) => {
+            let (hw, flow) = t.split_once('-').expect("checked");
+            row.chip = Some(first.to_string());
+            row.hwirq = Some(hw.to_string());
+            row.flow = Some(flow.to_string());
+            actions_from = peek.pos;
+        }
+        // No domain: `CHIP -flow` (the hwirq column is blank).
+        Some(t) if t.starts_with('-') && t.len() > 1 => {
+            row.chip = Some(first.to_string());
+            row.flow = Some(t[1..].to_string());
+            actions_from = peek.pos;
+        }
+        // ARM with GENERIC_IRQ_SHOW_LEVEL: `GICv3 27 Level [-flow]`.
+        Some(t) if t.bytes().all(|b| b.is_ascii_digit()) => {
+            row.chip = Some(first.to_string());
+            row.hwirq = Some(t.to_string());
+            actions_from = peek.pos;
+            let mut after = peek.clone();
+            match after.next() {
+                Some("Level") => {
+                    row.shown_trigger = Some(Trigger::Level);
+                    actions_from = after.pos;
+                }
+                Some("Edge") => {
+                    row.shown_trigger = Some(Trigger::Edge);
+                    actions_from = after.pos;
+                }
+                Some(f) if f.starts_with('-') && f.len() > 1 => {
+                    row.flow = Some(f[1..].to_string());
+                    actions_from = after.pos;
+                }
+                _ => {}
+            }
+            if row.shown_trigger.is_some() {
+                let mut more = after.clone();
+                if let Some(f) = more.next().filter(|f| f.starts_with('-') && f.len() > 1) {
+                    row.flow = Some(f[1..].to_string());
+                    actions_from = more.pos;
+                }
+            }
+        }
+        // Old eras: one token, `XT-PIC`, `IO-APIC-edge`, `PCI-MSI-edge`, `XT-PIC-XT`.
+        _ => {
+            let (chip, flow) = split_joined(first);
+            row.chip = Some(chip.to_string());
+            row.flow = flow.map(str::to_string);
+        }
+    }
+    let actions = tail[actions_from..].trim();
+    if !actions.is_empty() {
+        row.actions = actions.split(", ").map(|a| a.trim().to_string()).collect();
+    }
+}
+
+/// `2-edge`, `512000-edge`, `0-fasteoi`.
+fn is_hwirq_flow(t: &str) -> bool {
+    t.split_once('-').is_some_and(|(hw, flow)| {
+        !hw.is_empty() && hw.bytes().all(|b| b.is_ascii_digit()) && !flow.is_empty()
+    })
+}
+
+/// Split an old-style `chip-flow` token at a known flow suffix; `XT-PIC` and `PCI-MSI` alone
+/// are chips without a flow (2.6.17 and earlier).
+fn split_joined(token: &str) -> (&str, Option<&str>) {
+    for flow in FLOWS {
+        if let Some(chip) = token.strip_suffix(flow).and_then(|c| c.strip_suffix('-')) {
+            if !chip.is_empty() {
+                return (chip, Some(flow));
+            }
+        }
+    }
+    (token, None)
+}
+
+/// Whitespace-separated tokens with the byte position after the last one taken.
+#[derive(Clone)]
+struct Tokens<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(text: &'a str) -> Self {
+        Tokens { text, pos: 0 }
+    }
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a str;
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = &self.text[self.pos..];
+        let start = self.pos + (rest.len() - rest.trim_start().len());
+        if start >= self.text.len() {
+            self.pos = self.text.len();
+            return None;
+        }
+        let end = self.text[start..]
+            .find(char::is_whitespace)
+            .map_or(self.text.len(), |e| start + e);
+        self.pos = end;
+        Some(&self.text[start..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(line: &str, ncpu: usize) -> Row {
+        parse_row(line, ncpu).expect("parses")
+    }
+
+    #[test]
+    fn old_single_token_types() {
+        let r = row("  0:    1234567          XT-PIC  timer", 1);
+        assert_eq!(r.chip.as_deref(), Some("XT-PIC"));
+        assert_eq!(r.flow, None);
+        assert_eq!(r.delivery(), Delivery::XtPic);
+        assert_eq!(r.actions, ["timer"]);
+
+        let r = row(" 11:       4242    IO-APIC-level  uhci_hcd:usb1, eth0", 1);
+        assert_eq!(
+            (r.chip.as_deref(), r.flow.as_deref()),
+            (Some("IO-APIC"), Some("level"))
+        );
+        assert_eq!(r.trigger(), Some(Trigger::Level));
+        assert_eq!(r.actions, ["uhci_hcd:usb1", "eth0"]);
+    }
+
+    #[test]
+    fn genirq_joined_chip_and_flow() {
+        let r = row(
+            " 16:    100    200   IO-APIC-fasteoi   ehci_hcd:usb1, uhci_hcd:usb3",
+            2,
+        );
+        assert_eq!(r.counts, [100, 200]);
+        assert_eq!(r.delivery(), Delivery::IoApic);
+        assert_eq!(r.trigger(), Some(Trigger::Level));
+        assert_eq!(r.actions.len(), 2);
+
+        let r = row(" 0:    99   XT-PIC-XT        timer", 1);
+        assert_eq!(
+            (r.chip.as_deref(), r.flow.as_deref()),
+            (Some("XT-PIC"), Some("XT"))
+        );
+        assert_eq!(r.delivery(), Delivery::XtPic);
+
+        let r = row(" 45:   7 0  IR-PCI-MSI-edge      eth0-rx-0", 2);
+        assert!(r.remapped());
+        assert_eq!(r.delivery(), Delivery::Msi);
+        assert_eq!(r.trigger(), Some(Trigger::Edge));
+    }
+
+    #[test]
+    fn domain_era_hwirq_and_flow() {
+        let r = row(
+            " 122:  0  0  IR-PCI-MSI 512000-edge      ahci[0000:00:1f.2]",
+            2,
+        );
+        assert_eq!(r.chip.as_deref(), Some("IR-PCI-MSI"));
+        assert_eq!(r.hwirq.as_deref(), Some("512000"));
+        assert_eq!(r.flow.as_deref(), Some("edge"));
+        assert_eq!(r.actions, ["ahci[0000:00:1f.2]"]);
+
+        let r = row(
+            " 36:          0      54495 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0",
+            2,
+        );
+        assert_eq!(r.delivery(), Delivery::MsiX);
+        assert_eq!(r.hwirq.as_deref(), Some("1"));
+
+        let r = row("  9:   0   4   IR-IO-APIC    9-fasteoi   acpi", 2);
+        assert_eq!(r.delivery(), Delivery::IoApic);
+        assert!(r.remapped());
+        assert_eq!(r.trigger(), Some(Trigger::Level));
+    }
+
+    #[test]
+    fn arm_gic_shows_the_level() {
+        let r = row(" 11:  5001  4999     GICv3  27 Level     arch_timer", 2);
+        assert_eq!(r.hwirq.as_deref(), Some("27"));
+        assert_eq!(r.trigger(), Some(Trigger::Level));
+        assert_eq!(r.actions, ["arch_timer"]);
+        assert_eq!(r.delivery(), Delivery::Other);
+    }
+
+    #[test]
+    fn named_rows() {
+        let r = row("LOC:    1417661    1419321   Local timer interrupts", 2);
+        assert_eq!(r.delivery(), Delivery::PerCpu);
+        assert_eq!(r.description.as_deref(), Some("Local timer interrupts"));
+        let r = row("ERR:          0", 2);
+        assert_eq!(r.counts, [0]);
+        assert_eq!(r.description, None);
+    }
+
+    #[test]
+    fn a_line_without_an_action() {
+        let r = row("  2:          0          0    XT-PIC-XT        cascade", 2);
+        assert_eq!(r.actions, ["cascade"]);
+        let r = row(" 24:          1          0  IO-APIC   5-edge", 2);
+        assert!(r.actions.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = Table::parse("CPU0\n 0: 12 XT-PIC timer\nbogus line\n").unwrap_err();
+        assert_eq!(e.0, 3);
+        assert!(e.1.contains("expected 'IRQ: counts"), "{}", e.1);
+        let e = Table::parse("cpu zero\n").unwrap_err();
+        assert_eq!(e.0, 1);
+    }
+}
