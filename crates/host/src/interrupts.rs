@@ -74,10 +74,17 @@ impl Row {
             Delivery::MsiX
         } else if upper.starts_with("PCI-MSI") {
             Delivery::Msi
+        } else if upper.starts_with("ITS-MSI") {
+            // ARM's GICv3 ITS translates PCI MSI/MSI-X writes.
+            Delivery::Msi
         } else if upper.contains("MSI") {
             // HPET-MSI, DMAR-MSI, platform MSI domains
             Delivery::PlatformMsi
-        } else if self.flow.as_deref() == Some("percpu") || upper == "LAPIC" {
+        } else if self.flow.as_deref() == Some("percpu")
+            || upper == "LAPIC"
+            || upper == "LOCAL-APIC"
+        {
+            // 2.6 x86_64 showed the Local APIC timer as a numbered `local-APIC-edge` line.
             Delivery::PerCpu
         } else {
             Delivery::Other
