@@ -2,6 +2,9 @@
 //!
 //! - [`inventory`]: the host's interrupts from `/proc/interrupts`, `/proc/irq`,
 //!   `/sys/kernel/irq` and `/sys/bus/pci` (`irqlab host`).
+//! - [`tracefs`] and [`ringbuf`]: the kernel's trace events in a private tracing instance,
+//!   read from the binary per-CPU ring buffers; [`irqs`]: per-IRQ handler time and softirq
+//!   delay from them (`irqlab measure irqs`).
 //!
 //! Every reader takes a root directory, so tests run on captured fixture trees and on the live
 //! system alike. Results are the `irqlab-stats` data model, rendered by `irqlab-report`.
@@ -11,6 +14,9 @@
 pub mod interrupts;
 pub mod inventory;
 pub mod pci;
+pub mod ringbuf;
+pub mod signals;
+pub mod tracefs;
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +37,17 @@ pub enum HostError {
     },
     #[error("{0}")]
     Invalid(String),
+    #[error("not root: {0}")]
+    NotRoot(String),
+    #[error(
+        "tracefs is not available: {reason}. Mount it as root with: mount -t tracefs nodev /sys/kernel/tracing"
+    )]
+    NoTracefs { reason: String },
+    #[error("this kernel has no trace event {event} (its system offers: {available})")]
+    MissingEvent { event: String, available: String },
+    /// A host setting could not be put back; the message says how to do it by hand.
+    #[error("restoring the host: {0}")]
+    Restore(String),
 }
 
 impl HostError {

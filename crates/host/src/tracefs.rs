@@ -1,0 +1,301 @@
+//! The kernel's trace events, used without leaving a trace.
+//!
+//! irqlab never touches the global tracing state (the top-level `tracing_on`, `trace_clock`,
+//! `buffer_size_kb`, enabled events and filters that another tool or a person may be using).
+//! It creates its own tracing instance (`instances/irqlab-PID`, Linux 3.14+), which has its own
+//! ring buffer, clock and event switches, and removes it at the end. If tracefs is not mounted it
+//! mounts it and unmounts it afterwards. [`TraceInstance::close`] (and `Drop`) undo everything in
+//! reverse order, so a normal exit, an error and a Ctrl-C (the caller turns SIGINT and SIGTERM
+//! into a stop flag, see [`crate::signals`]) all leave the host as it was. This follows rtla,
+//! which also works in its own instance (`tools/tracing/rtla/src/trace.c`).
+
+use crate::HostError;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Where tracefs is mounted by convention since Linux 4.1.
+pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// One trace event, `system/name` (`irq/irq_handler_entry`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EventName {
+    pub system: &'static str,
+    pub name: &'static str,
+}
+
+impl std::fmt::Display for EventName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.system, self.name)
+    }
+}
+
+/// A private tracing instance with a set of events enabled.
+pub struct TraceInstance {
+    mount: PathBuf,
+    /// tracefs was not mounted and this instance mounted it.
+    mounted_here: bool,
+    dir: PathBuf,
+    closed: bool,
+}
+
+/// Where tracefs is mounted, from `/proc/mounts`.
+pub fn find_mount() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    let points: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "tracefs").then(|| f[1])
+        })
+        .collect();
+    points
+        .iter()
+        .find(|p| **p == DEFAULT_MOUNT)
+        .or_else(|| points.first())
+        .map(PathBuf::from)
+}
+
+/// Refuse early, with what to do, when not root.
+pub fn require_root(what: &str) -> Result<(), HostError> {
+    if nix::unistd::geteuid().is_root() {
+        Ok(())
+    } else {
+        Err(HostError::NotRoot(format!(
+            "{what} reads the kernel's trace events, which needs root: run it with sudo"
+        )))
+    }
+}
+
+impl TraceInstance {
+    /// Mount tracefs if needed, create the instance, set its clock to CLOCK_MONOTONIC (`mono`,
+    /// so event times compare with `clock_gettime`), size its buffer and enable `events`. Any
+    /// failure undoes what was done before it.
+    pub fn create(events: &[EventName], buffer_kb_per_cpu: u32) -> Result<Self, HostError> {
+        require_root("this measurement")?;
+        let (mount, mounted_here) = match find_mount() {
+            Some(m) => (m, false),
+            None => {
+                let target = Path::new(DEFAULT_MOUNT);
+                nix::mount::mount(
+                    Some("nodev"),
+                    target,
+                    Some("tracefs"),
+                    nix::mount::MsFlags::empty(),
+                    None::<&str>,
+                )
+                .map_err(|e| HostError::NoTracefs {
+                    reason: format!(
+                        "it is not mounted, and mounting it at {DEFAULT_MOUNT} failed: {e}"
+                    ),
+                })?;
+                (target.to_path_buf(), true)
+            }
+        };
+        let dir = mount
+            .join("instances")
+            .join(format!("irqlab-{}", std::process::id()));
+        let mut inst = TraceInstance {
+            mount,
+            mounted_here,
+            dir: dir.clone(),
+            closed: false,
+        };
+        if let Err(e) = std::fs::create_dir(&dir) {
+            let err = HostError::NoTracefs {
+                reason: format!(
+                    "cannot create the tracing instance {}: {e} (this kernel may predate \
+                     tracing instances, Linux 3.14)",
+                    dir.display()
+                ),
+            };
+            inst.dir = PathBuf::new(); // nothing to remove
+            inst.close_quietly();
+            return Err(err);
+        }
+        let setup = || -> Result<(), HostError> {
+            inst.write("trace_clock", "mono")?;
+            inst.write("buffer_size_kb", &buffer_kb_per_cpu.to_string())?;
+            // Wake readers on any data, not only when the buffer is half full.
+            if inst.dir.join("buffer_percent").exists() {
+                inst.write("buffer_percent", "0")?;
+            }
+            for ev in events {
+                let enable = inst
+                    .dir
+                    .join("events")
+                    .join(ev.system)
+                    .join(ev.name)
+                    .join("enable");
+                if !enable.exists() {
+                    return Err(HostError::MissingEvent {
+                        event: ev.to_string(),
+                        available: available(&inst.dir.join("events").join(ev.system)),
+                    });
+                }
+                write_file(&enable, "1")?;
+            }
+            inst.write("tracing_on", "1")
+        };
+        match setup() {
+            Ok(()) => Ok(inst),
+            Err(e) => {
+                inst.close_quietly();
+                Err(e)
+            }
+        }
+    }
+
+    /// The instance's directory (`.../instances/irqlab-PID`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The mount point in use.
+    pub fn mount(&self) -> &Path {
+        &self.mount
+    }
+
+    /// `events/SYSTEM/NAME/format`.
+    pub fn format_path(&self, ev: EventName) -> PathBuf {
+        self.dir
+            .join("events")
+            .join(ev.system)
+            .join(ev.name)
+            .join("format")
+    }
+
+    /// The binary per-CPU ring buffer reader, opened non-blocking.
+    pub fn open_cpu_raw(&self, cpu: u32) -> Result<std::fs::File, HostError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let p = self
+            .dir
+            .join("per_cpu")
+            .join(format!("cpu{cpu}"))
+            .join("trace_pipe_raw");
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&p)
+            .map_err(|e| HostError::io(&p, e))
+    }
+
+    /// Events the ring buffer of `cpu` overwrote or dropped (`per_cpu/cpuN/stats`).
+    pub fn lost_events(&self, cpu: u32) -> Result<u64, HostError> {
+        let p = self
+            .dir
+            .join("per_cpu")
+            .join(format!("cpu{cpu}"))
+            .join("stats");
+        let text = std::fs::read_to_string(&p).map_err(|e| HostError::io(&p, e))?;
+        Ok(text
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                matches!(k.trim(), "overrun" | "dropped events")
+                    .then(|| v.trim().parse::<u64>().ok())
+                    .flatten()
+            })
+            .sum())
+    }
+
+    /// Stop recording (the buffer keeps what it has for the readers to drain).
+    pub fn stop(&self) -> Result<(), HostError> {
+        self.write("tracing_on", "0")
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), HostError> {
+        write_file(&self.dir.join(file), value)
+    }
+
+    /// Undo everything: stop, remove the instance (its events and buffer go with it), unmount
+    /// tracefs if this instance mounted it. Readers must be closed first (an open
+    /// `trace_pipe_raw` keeps the instance busy).
+    pub fn close(mut self) -> Result<(), HostError> {
+        self.close_inner()
+    }
+
+    fn close_quietly(&mut self) {
+        if let Err(e) = self.close_inner() {
+            eprintln!("irqlab: warning: {e}");
+        }
+    }
+
+    fn close_inner(&mut self) -> Result<(), HostError> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        let mut first_err = None;
+        if !self.dir.as_os_str().is_empty() && self.dir.exists() {
+            let _ = self.write("tracing_on", "0");
+            // rmdir fails with EBUSY while a reader still holds a file; they are closed by now,
+            // but give the kernel a moment to drop its references.
+            let mut result = std::fs::remove_dir(&self.dir);
+            for _ in 0..50 {
+                match &result {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        result = std::fs::remove_dir(&self.dir);
+                    }
+                    _ => break,
+                }
+            }
+            if let Err(e) = result {
+                first_err = Some(HostError::Restore(format!(
+                    "could not remove the tracing instance {}: {e}; remove it with rmdir",
+                    self.dir.display()
+                )));
+            }
+        }
+        if self.mounted_here {
+            if let Err(e) = nix::mount::umount(&self.mount) {
+                first_err.get_or_insert(HostError::Restore(format!(
+                    "could not unmount tracefs from {} (irqlab mounted it): {e}; unmount it \
+                     with umount {}",
+                    self.mount.display(),
+                    self.mount.display()
+                )));
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for TraceInstance {
+    fn drop(&mut self) {
+        self.close_quietly();
+    }
+}
+
+fn write_file(path: &Path, value: &str) -> Result<(), HostError> {
+    std::fs::write(path, value).map_err(|e| HostError::io(path, e))
+}
+
+/// The events a trace system offers, for an error message.
+fn available(system: &Path) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(system)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    if names.is_empty() {
+        "none (the whole system is missing)".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Read what is available from a non-blocking per-CPU raw reader into `page` (one page per
+/// read). `Ok(0)` means nothing is ready.
+pub fn read_page(f: &mut std::fs::File, page: &mut [u8]) -> Result<usize, std::io::Error> {
+    match f.read(page) {
+        Ok(n) => Ok(n),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(0),
+        Err(e) => Err(e),
+    }
+}
