@@ -81,6 +81,28 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "/")]
         root: PathBuf,
     },
+    /// Measure this host: interrupt handler and softirq times (`irqs`).
+    #[command(subcommand)]
+    Measure(Measure),
+}
+
+#[derive(Subcommand)]
+enum Measure {
+    /// Hard IRQ handler time, softirq raise-to-run delay and run time, and tasklet run time,
+    /// per CPU, from the kernel's trace events (root; tracefs). Nothing of the host's tracing
+    /// state is changed: irqlab works in its own tracing instance and removes it.
+    Irqs {
+        /// How long to measure (e.g. `10s`). Ctrl-C ends it early with the results so far.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        duration: std::time::Duration,
+        /// Ring buffer per CPU in KiB; raise it if events are reported lost.
+        #[arg(long, value_name = "KIB", default_value_t = 4096,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        buffer_kb: u32,
+        /// Also write the result as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
 }
 
 /// `2s`, `500ms`, `1m`: a positive duration.
@@ -176,6 +198,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| "--json")?;
             }
             print(&report::inventory_text(&inv))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Measure(Measure::Irqs {
+            duration,
+            buffer_kb,
+            json,
+        }) => {
+            let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
+            let opts = irqlab_host::irqs::IrqsOptions {
+                duration,
+                buffer_kb,
+            };
+            let r = irqlab_host::irqs::measure_irqs(&opts, &stop)?;
+            if let Some(path) = &json {
+                report::write_atomic(path, report::irq_activity_json(&r)?.as_bytes())
+                    .with_context(|| "--json")?;
+            }
+            print(&report::irq_activity_text(&r))?;
             Ok(ExitCode::SUCCESS)
         }
     }

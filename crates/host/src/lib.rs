@@ -13,6 +13,7 @@
 
 pub mod interrupts;
 pub mod inventory;
+pub mod irqs;
 pub mod pci;
 pub mod ringbuf;
 pub mod signals;

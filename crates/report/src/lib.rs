@@ -10,6 +10,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod activity;
 pub mod inventory;
 pub mod table;
 pub mod text;
@@ -18,6 +19,7 @@ use irqlab_stats::results::{RunReport, ValidationReport};
 use std::io::Write;
 use std::path::Path;
 
+pub use activity::{irq_activity_json, irq_activity_text};
 pub use inventory::{inventory_json, inventory_text};
 pub use text::{run_text, validation_text};
 

@@ -16,7 +16,7 @@ pub fn group(n: u64) -> String {
     out
 }
 
-fn opt(v: Option<u64>) -> String {
+pub fn opt(v: Option<u64>) -> String {
     v.map_or("-".into(), group)
 }
 

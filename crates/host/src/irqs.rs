@@ -1,0 +1,502 @@
+//! `irqlab measure irqs`: hard IRQ handler time, softirq raise-to-run delay and run time, and
+//! tasklet run time, per CPU, from the kernel's trace events:
+//!
+//! - `irq/irq_handler_entry`, `irq/irq_handler_exit` (one pair per action of a line);
+//! - `irq/softirq_raise`, `irq/softirq_entry`, `irq/softirq_exit`;
+//! - `irq/tasklet_entry`, `irq/tasklet_exit` (Linux 5.13+; optional);
+//! - `irq_vectors/local_timer_entry`, `local_timer_exit` (x86; optional), shown as `LOC`.
+//!
+//! One reader thread per CPU drains that CPU's binary ring buffer while the measurement runs
+//! and keeps its own statistics (no locks on the event path); the threads' results are joined
+//! at the end. Events are paired per CPU: a hard IRQ handler runs to completion on the CPU that
+//! entered it, and a softirq raised on a CPU runs on that CPU.
+
+use crate::ringbuf::{self, Field, Format};
+use crate::tracefs::{self, EventName, TraceInstance};
+use crate::HostError;
+use irqlab_stats::activity::{IrqActivity, IrqActivityReport, SoftirqActivity, TaskletActivity};
+use irqlab_stats::LatencyHistogram;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Version of the JSON layout of the report.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Softirq vector names (`include/linux/interrupt.h`, `softirq_to_name`).
+pub const SOFTIRQ_NAMES: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+const REQUIRED: [EventName; 5] = [
+    EventName {
+        system: "irq",
+        name: "irq_handler_entry",
+    },
+    EventName {
+        system: "irq",
+        name: "irq_handler_exit",
+    },
+    EventName {
+        system: "irq",
+        name: "softirq_raise",
+    },
+    EventName {
+        system: "irq",
+        name: "softirq_entry",
+    },
+    EventName {
+        system: "irq",
+        name: "softirq_exit",
+    },
+];
+const OPTIONAL: [EventName; 4] = [
+    EventName {
+        system: "irq",
+        name: "tasklet_entry",
+    },
+    EventName {
+        system: "irq",
+        name: "tasklet_exit",
+    },
+    EventName {
+        system: "irq_vectors",
+        name: "local_timer_entry",
+    },
+    EventName {
+        system: "irq_vectors",
+        name: "local_timer_exit",
+    },
+];
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct IrqsOptions {
+    pub duration: Duration,
+    /// Ring buffer per CPU, in KiB.
+    pub buffer_kb: u32,
+}
+
+/// Event IDs and the fields used, resolved once from the `format` files.
+#[derive(Clone, Debug, Default)]
+pub struct Decoder {
+    irq_entry: Option<(u16, Field, Field)>, // irq, name
+    irq_exit: Option<(u16, Field)>,         // irq
+    softirq: [Option<(u16, Field)>; 3],     // raise, entry, exit: vec
+    tasklet: [Option<(u16, Field)>; 2],     // entry, exit: func
+    timer: [Option<u16>; 2],                // local_timer entry, exit
+}
+
+impl Decoder {
+    /// From the format files of an instance (or a fixture directory laid out like `events/`).
+    pub fn from_formats(
+        format_path: impl Fn(EventName) -> std::path::PathBuf,
+    ) -> Result<Self, HostError> {
+        let read = |ev: EventName| -> Result<Option<Format>, HostError> {
+            let p = format_path(ev);
+            if p.exists() {
+                Format::read(&p).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let mut d = Decoder::default();
+        if let Some(f) = read(REQUIRED[0])? {
+            d.irq_entry = Some((f.id, f.field("irq")?, f.field("name")?));
+        }
+        if let Some(f) = read(REQUIRED[1])? {
+            d.irq_exit = Some((f.id, f.field("irq")?));
+        }
+        for (i, ev) in REQUIRED[2..].iter().enumerate() {
+            if let Some(f) = read(*ev)? {
+                d.softirq[i] = Some((f.id, f.field("vec")?));
+            }
+        }
+        for (i, ev) in OPTIONAL[..2].iter().enumerate() {
+            if let Some(f) = read(*ev)? {
+                d.tasklet[i] = Some((f.id, f.field("func")?));
+            }
+        }
+        for (i, ev) in OPTIONAL[2..].iter().enumerate() {
+            if let Some(f) = read(*ev)? {
+                d.timer[i] = Some(f.id);
+            }
+        }
+        Ok(d)
+    }
+}
+
+#[derive(Default)]
+struct IrqAcc {
+    name: String,
+    hist: LatencyHistogram,
+    busy_ns: u64,
+}
+
+#[derive(Default)]
+struct SoftirqAcc {
+    delay: LatencyHistogram,
+    run: LatencyHistogram,
+    busy_ns: u64,
+    /// First raise not yet served.
+    raised_at: Option<u64>,
+    entered_at: Option<u64>,
+}
+
+/// One CPU's accounting. Feed it that CPU's events in time order.
+#[derive(Default)]
+pub struct CpuAccount {
+    irqs: HashMap<i64, IrqAcc>,
+    /// Open handler entries (a stack: nested hard IRQs are possible on some configurations).
+    open_irqs: Vec<(i64, u64)>,
+    timer: IrqAcc,
+    timer_entered: Option<u64>,
+    softirqs: [SoftirqAcc; 10],
+    tasklets: HashMap<u64, (LatencyHistogram, Option<u64>)>,
+    pub events: u64,
+    pub unmatched: u64,
+}
+
+impl CpuAccount {
+    /// Account one record at `ts` (ns).
+    pub fn on_event(&mut self, d: &Decoder, ts: u64, rec: &[u8]) {
+        let id = ringbuf::record_type(rec);
+        self.events += 1;
+        if let Some((eid, irq, name)) = &d.irq_entry {
+            if id == *eid {
+                let n = irq.int(rec);
+                let acc = self.irqs.entry(n).or_default();
+                if acc.name.is_empty() {
+                    acc.name = name.str(rec).to_string();
+                }
+                self.open_irqs.push((n, ts));
+                return;
+            }
+        }
+        if let Some((xid, irq)) = &d.irq_exit {
+            if id == *xid {
+                let n = irq.int(rec);
+                match self.open_irqs.iter().rposition(|(i, _)| *i == n) {
+                    Some(pos) => {
+                        let (_, start) = self.open_irqs.remove(pos);
+                        let acc = self.irqs.entry(n).or_default();
+                        let dt = ts.saturating_sub(start);
+                        acc.hist.record(dt);
+                        acc.busy_ns += dt;
+                    }
+                    None => self.unmatched += 1,
+                }
+                return;
+            }
+        }
+        for (k, ev) in d.softirq.iter().enumerate() {
+            let Some((sid, vec)) = ev else { continue };
+            if id != *sid {
+                continue;
+            }
+            let Some(s) = usize::try_from(vec.int(rec))
+                .ok()
+                .and_then(|v| self.softirqs.get_mut(v))
+            else {
+                return;
+            };
+            match k {
+                0 => {
+                    s.raised_at.get_or_insert(ts);
+                }
+                1 => {
+                    if let Some(r) = s.raised_at.take() {
+                        s.delay.record(ts.saturating_sub(r));
+                    }
+                    s.entered_at = Some(ts);
+                }
+                _ => match s.entered_at.take() {
+                    Some(e) => {
+                        let dt = ts.saturating_sub(e);
+                        s.run.record(dt);
+                        s.busy_ns += dt;
+                    }
+                    None => self.unmatched += 1,
+                },
+            }
+            return;
+        }
+        for (k, ev) in d.tasklet.iter().enumerate() {
+            let Some((tid, func)) = ev else { continue };
+            if id != *tid {
+                continue;
+            }
+            let f = func.int(rec) as u64;
+            let t = self.tasklets.entry(f).or_default();
+            if k == 0 {
+                t.1 = Some(ts);
+            } else if let Some(e) = t.1.take() {
+                t.0.record(ts.saturating_sub(e));
+            } else {
+                self.unmatched += 1;
+            }
+            return;
+        }
+        if Some(id) == d.timer[0] {
+            self.timer_entered = Some(ts);
+        } else if Some(id) == d.timer[1] {
+            match self.timer_entered.take() {
+                Some(e) => {
+                    let dt = ts.saturating_sub(e);
+                    self.timer.hist.record(dt);
+                    self.timer.busy_ns += dt;
+                }
+                None => self.unmatched += 1,
+            }
+        }
+    }
+
+    /// Turn into report rows for CPU `cpu` over `secs`.
+    fn into_rows(
+        self,
+        cpu: u32,
+        secs: f64,
+        symbols: &dyn Fn(u64) -> String,
+        out: &mut IrqActivityReport,
+    ) {
+        let pct = |busy_ns: u64| 100.0 * busy_ns as f64 / (secs * 1e9);
+        let mut irqs: Vec<(i64, IrqAcc)> = self.irqs.into_iter().collect();
+        irqs.sort_by_key(|(n, _)| *n);
+        for (n, acc) in irqs.into_iter().filter(|(_, a)| a.hist.count() > 0) {
+            out.irqs.push(IrqActivity {
+                irq: n.to_string(),
+                name: acc.name,
+                cpu,
+                count: acc.hist.count(),
+                rate_per_s: acc.hist.count() as f64 / secs,
+                cpu_percent: pct(acc.busy_ns),
+                handler: acc.hist.summary(),
+            });
+        }
+        if self.timer.hist.count() > 0 {
+            out.irqs.push(IrqActivity {
+                irq: "LOC".into(),
+                name: "local timer".into(),
+                cpu,
+                count: self.timer.hist.count(),
+                rate_per_s: self.timer.hist.count() as f64 / secs,
+                cpu_percent: pct(self.timer.busy_ns),
+                handler: self.timer.hist.summary(),
+            });
+        }
+        for (v, s) in self.softirqs.into_iter().enumerate() {
+            if s.run.count() == 0 {
+                continue;
+            }
+            out.softirqs.push(SoftirqActivity {
+                vector: v as u32,
+                name: SOFTIRQ_NAMES[v].into(),
+                cpu,
+                count: s.run.count(),
+                rate_per_s: s.run.count() as f64 / secs,
+                cpu_percent: pct(s.busy_ns),
+                raise_to_entry: s.delay.summary(),
+                runtime: s.run.summary(),
+            });
+        }
+        let mut tasklets: Vec<_> = self.tasklets.into_iter().collect();
+        tasklets.sort_by_key(|(f, _)| *f);
+        for (f, (h, _)) in tasklets.into_iter().filter(|(_, (h, _))| h.count() > 0) {
+            out.tasklets.push(TaskletActivity {
+                function: symbols(f),
+                cpu,
+                count: h.count(),
+                runtime: h.summary(),
+            });
+        }
+        out.events += self.events;
+        out.unmatched += self.unmatched;
+    }
+}
+
+/// Online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`).
+pub fn online_cpus() -> Result<Vec<u32>, HostError> {
+    let p = std::path::Path::new("/sys/devices/system/cpu/online");
+    let text = std::fs::read_to_string(p).map_err(|e| HostError::io(p, e))?;
+    parse_cpu_list(text.trim()).map_err(|m| HostError::Parse {
+        path: p.to_path_buf(),
+        line: 1,
+        message: m,
+    })
+}
+
+/// A kernel CPU list: `0-3,6,8-9`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let parse = |x: &str| {
+            x.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{part}' is not a CPU number or range like 0-3"))
+        };
+        let (a, b) = (parse(a)?, parse(b)?);
+        if a > b {
+            return Err(format!("range '{part}' runs backwards"));
+        }
+        out.extend(a..=b);
+    }
+    if out.is_empty() {
+        return Err("empty CPU list".into());
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Names for tasklet function addresses from `/proc/kallsyms` (root sees real addresses).
+fn kallsyms() -> Vec<(u64, String)> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let mut v: Vec<(u64, String)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+            let kind = it.next()?;
+            let name = it.next()?;
+            (addr != 0 && matches!(kind, "t" | "T")).then(|| (addr, name.to_string()))
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Run the measurement. `stop` ends it early (Ctrl-C); the report then covers the time run.
+pub fn measure_irqs(
+    opts: &IrqsOptions,
+    stop: &Arc<AtomicBool>,
+) -> Result<IrqActivityReport, HostError> {
+    if opts.duration.is_zero() {
+        return Err(HostError::Invalid(
+            "--duration must be longer than zero".into(),
+        ));
+    }
+    if opts.buffer_kb == 0 {
+        return Err(HostError::Invalid("--buffer-kb must be at least 1".into()));
+    }
+    tracefs::require_root("irqlab measure irqs")?;
+    let cpus = online_cpus()?;
+    let inst = TraceInstance::create(&REQUIRED, opts.buffer_kb)?;
+    // The optional events this kernel has (tasklet events are 5.13+, local_timer x86 only).
+    for ev in OPTIONAL {
+        let enable = inst
+            .dir()
+            .join("events")
+            .join(ev.system)
+            .join(ev.name)
+            .join("enable");
+        if enable.exists() {
+            std::fs::write(&enable, "1").map_err(|e| HostError::io(&enable, e))?;
+        }
+    }
+    let decoder = Decoder::from_formats(|ev| inst.format_path(ev))?;
+    let mut readers = Vec::new();
+    for &cpu in &cpus {
+        readers.push((cpu, inst.open_cpu_raw(cpu)?));
+    }
+    let started = Instant::now();
+    let draining = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    for (cpu, mut file) in readers {
+        let decoder = decoder.clone();
+        let draining = Arc::clone(&draining);
+        handles.push(std::thread::spawn(
+            move || -> Result<(u32, CpuAccount, u64), String> {
+                let mut acc = CpuAccount::default();
+                let mut page = vec![0u8; 4096];
+                let mut missed_pages = 0u64;
+                loop {
+                    let n = tracefs::read_page(&mut file, &mut page)
+                        .map_err(|e| format!("cpu{cpu}: {e}"))?;
+                    if n == 0 {
+                        if draining.load(Ordering::Acquire) {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                        continue;
+                    }
+                    let info =
+                        ringbuf::parse_page(&page[..n], |ts, rec| acc.on_event(&decoder, ts, rec))
+                            .map_err(|e| format!("cpu{cpu}: malformed ring-buffer page: {e}"))?;
+                    missed_pages += u64::from(info.missed_before);
+                }
+                Ok((cpu, acc, missed_pages))
+            },
+        ));
+    }
+    while started.elapsed() < opts.duration && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(
+            Duration::from_millis(50).min(opts.duration.saturating_sub(started.elapsed())),
+        );
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let stop_result = inst.stop();
+    draining.store(true, Ordering::Release);
+    let mut accounts = Vec::new();
+    let mut thread_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(r)) => accounts.push(r),
+            Ok(Err(e)) => thread_err = Some(e),
+            Err(_) => thread_err = Some("a reader thread panicked".into()),
+        }
+    }
+    let lost: Vec<u64> = cpus
+        .iter()
+        .map(|&c| inst.lost_events(c).unwrap_or(0))
+        .collect();
+    // Readers are closed (their threads ended): remove the instance, unmount if mounted here.
+    inst.close()?;
+    stop_result?;
+    if let Some(e) = thread_err {
+        return Err(HostError::Invalid(e));
+    }
+    let syms = if accounts.iter().any(|(_, a, _)| !a.tasklets.is_empty()) {
+        kallsyms()
+    } else {
+        Vec::new()
+    };
+    let symbol = |addr: u64| -> String {
+        match syms.binary_search_by_key(&addr, |(a, _)| *a) {
+            Ok(i) => syms[i].1.clone(),
+            Err(_) => format!("0x{addr:x}"),
+        }
+    };
+    let mut report = IrqActivityReport {
+        schema_version: SCHEMA_VERSION,
+        kernel: crate::pci::read_trimmed(std::path::Path::new("/proc/sys/kernel/osrelease")),
+        duration_s: secs,
+        cpus: cpus.clone(),
+        irqs: Vec::new(),
+        softirqs: Vec::new(),
+        tasklets: Vec::new(),
+        events: 0,
+        lost_events: lost,
+        unmatched: 0,
+    };
+    accounts.sort_by_key(|(c, _, _)| *c);
+    for (cpu, acc, _) in accounts {
+        acc.into_rows(cpu, secs, &symbol, &mut report);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,6").unwrap(), [0, 1, 2, 3, 6]);
+        assert_eq!(parse_cpu_list("1").unwrap(), [1]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+}
