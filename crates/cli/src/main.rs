@@ -81,13 +81,61 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "/")]
         root: PathBuf,
     },
-    /// Measure this host: interrupt handler and softirq times (`irqs`).
+    /// Measure this host: timer wake-up latency (`timer`), interrupt handler and softirq times
+    /// (`irqs`).
     #[command(subcommand)]
     Measure(Measure),
 }
 
 #[derive(Subcommand)]
 enum Measure {
+    /// Timer wake-up latency per CPU, cyclictest's method (pinned SCHED_FIFO threads, absolute
+    /// clock_nanosleep on CLOCK_MONOTONIC, mlockall, /dev/cpu_dma_latency held at 0), with the
+    /// IRQ-vs-thread split from trace events where tracefs is available (root).
+    Timer {
+        /// CPUs to measure on, one thread each (e.g. `0-3,6`; default: all online).
+        #[arg(long, value_name = "LIST")]
+        cpus: Option<String>,
+        /// SCHED_FIFO priority of the measuring threads.
+        #[arg(long, default_value_t = 95)]
+        priority: i32,
+        /// Period between wake-ups, in microseconds.
+        #[arg(long, value_name = "US", default_value_t = 1000)]
+        interval_us: u64,
+        /// How long to measure (e.g. `10s`, `5m`); without it or --loops, until Ctrl-C.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "loops")]
+        duration: Option<std::time::Duration>,
+        /// Wake-ups per thread, instead of --duration.
+        #[arg(long, value_name = "N")]
+        loops: Option<u64>,
+        /// Stop at the first wake-up later than this (us) and show what ran on that CPU before
+        /// it (from the trace).
+        #[arg(long, value_name = "US")]
+        break_us: Option<u64>,
+        /// Run this shell command as load for the measurement's duration, then stop it (and
+        /// everything it started), e.g. `--load 'stress-ng --cpu 2'`.
+        #[arg(long, value_name = "CMD")]
+        load: Option<String>,
+        /// Do not trace: no IRQ/thread split, no spike account.
+        #[arg(long)]
+        no_trace: bool,
+        /// Trace ring buffer per CPU in KiB.
+        #[arg(long, value_name = "KIB", default_value_t = 4096,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        buffer_kb: u32,
+        /// Also write the result as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Also write the thread latencies in cyclictest's --histogram format (1 us buckets up
+        /// to 1 s, overflows counted) to FILE, for existing plotting scripts.
+        #[arg(long, value_name = "FILE")]
+        histogram_out: Option<PathBuf>,
+        /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups
+        /// count as overflows.
+        #[arg(long, value_name = "US", default_value_t = 10_000,
+              value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        histogram_max_us: u64,
+    },
     /// Hard IRQ handler time, softirq raise-to-run delay and run time, and tasklet run time,
     /// per CPU, from the kernel's trace events (root; tracefs). Nothing of the host's tracing
     /// state is changed: irqlab works in its own tracing instance and removes it.
@@ -103,6 +151,43 @@ enum Measure {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+}
+
+/// cyclictest's per-thread status lines on stderr, redrawn in place while a measurement runs;
+/// nothing when stderr is not a terminal.
+struct LiveLines {
+    tty: bool,
+    drawn: usize,
+}
+
+impl LiveLines {
+    fn new() -> Self {
+        use std::io::IsTerminal;
+        LiveLines {
+            tty: std::io::stderr().is_terminal(),
+            drawn: 0,
+        }
+    }
+
+    fn show(&mut self, stats: &[irqlab_host::timer::LiveStat]) {
+        if !self.tty {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if self.drawn > 0 {
+            let _ = write!(err, "\x1b[{}A", self.drawn);
+        }
+        for (i, s) in stats.iter().enumerate() {
+            let _ = writeln!(err, "\x1b[2K{}", s.cyclictest_line(i));
+        }
+        self.drawn = stats.len();
+    }
+
+    fn finish(&mut self) {
+        if self.tty && self.drawn > 0 {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
 }
 
 /// `2s`, `500ms`, `1m`: a positive duration.
@@ -198,6 +283,59 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| "--json")?;
             }
             print(&report::inventory_text(&inv))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Measure(Measure::Timer {
+            cpus,
+            priority,
+            interval_us,
+            duration,
+            loops,
+            break_us,
+            load,
+            no_trace,
+            buffer_kb,
+            json,
+            histogram_out,
+            histogram_max_us,
+        }) => {
+            use irqlab_host::timer::{self, Stop, TimerOptions};
+            let cpus = match cpus {
+                Some(list) => {
+                    timer::parse_cpu_list(&list).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?
+                }
+                None => timer::online_cpus()?,
+            };
+            let stop_after = match (duration, loops) {
+                (Some(d), _) => Stop::Duration(d),
+                (None, Some(n)) => Stop::Loops(n),
+                (None, None) => Stop::UntilStopped,
+            };
+            let mut opts = TimerOptions::new(cpus, stop_after);
+            opts.priority = priority;
+            opts.interval = std::time::Duration::from_micros(interval_us);
+            opts.break_us = break_us;
+            let m = irqlab_host::timer_report::MeasureTimer {
+                timer: opts,
+                trace: !no_trace,
+                buffer_kb,
+                load,
+            };
+            let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
+            let mut live = LiveLines::new();
+            let measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| live.show(s))?;
+            live.finish();
+            if let Some(path) = &json {
+                report::write_atomic(path, report::run_json(&measured.report)?.as_bytes())
+                    .with_context(|| "--json")?;
+            }
+            if let Some(path) = &histogram_out {
+                let hists: Vec<&irqlab_stats::LatencyHistogram> =
+                    measured.thread_histograms.iter().map(|(_, h)| h).collect();
+                let text = timer::cyclictest_histogram(&hists, histogram_max_us);
+                report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
+            }
+            print(&report::run_text(&measured.report))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Measure(Measure::Irqs {

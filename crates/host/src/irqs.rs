@@ -315,41 +315,6 @@ impl CpuAccount {
     }
 }
 
-/// Online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`).
-pub fn online_cpus() -> Result<Vec<u32>, HostError> {
-    let p = std::path::Path::new("/sys/devices/system/cpu/online");
-    let text = std::fs::read_to_string(p).map_err(|e| HostError::io(p, e))?;
-    parse_cpu_list(text.trim()).map_err(|m| HostError::Parse {
-        path: p.to_path_buf(),
-        line: 1,
-        message: m,
-    })
-}
-
-/// A kernel CPU list: `0-3,6,8-9`.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        let parse = |x: &str| {
-            x.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("'{part}' is not a CPU number or range like 0-3"))
-        };
-        let (a, b) = (parse(a)?, parse(b)?);
-        if a > b {
-            return Err(format!("range '{part}' runs backwards"));
-        }
-        out.extend(a..=b);
-    }
-    if out.is_empty() {
-        return Err("empty CPU list".into());
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
 /// Names for tasklet function addresses from `/proc/kallsyms` (root sees real addresses).
 fn kallsyms() -> Vec<(u64, String)> {
     let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
@@ -381,7 +346,7 @@ pub fn measure_irqs(
         return Err(HostError::Invalid("--buffer-kb must be at least 1".into()));
     }
     tracefs::require_root("irqlab measure irqs")?;
-    let cpus = online_cpus()?;
+    let cpus = crate::timer::online_cpus()?;
     let inst = TraceInstance::create(&REQUIRED, opts.buffer_kb)?;
     // The optional events this kernel has (tasklet events are 5.13+, local_timer x86 only).
     for ev in OPTIONAL {
@@ -485,18 +450,4 @@ pub fn measure_irqs(
         acc.into_rows(cpu, secs, &symbol, &mut report);
     }
     Ok(report)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-3,6").unwrap(), [0, 1, 2, 3, 6]);
-        assert_eq!(parse_cpu_list("1").unwrap(), [1]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-        assert!(parse_cpu_list("").is_err());
-    }
 }

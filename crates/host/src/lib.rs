@@ -5,6 +5,7 @@
 //! - [`tracefs`] and [`ringbuf`]: the kernel's trace events in a private tracing instance,
 //!   read from the binary per-CPU ring buffers; [`irqs`]: per-IRQ handler time and softirq
 //!   delay from them (`irqlab measure irqs`).
+//! - [`timer`]: timer wake-up latency the way cyclictest measures it (`irqlab measure timer`).
 //!
 //! Every reader takes a root directory, so tests run on captured fixture trees and on the live
 //! system alike. Results are the `irqlab-stats` data model, rendered by `irqlab-report`.
@@ -14,9 +15,14 @@
 pub mod interrupts;
 pub mod inventory;
 pub mod irqs;
+pub mod load;
 pub mod pci;
 pub mod ringbuf;
 pub mod signals;
+mod sys;
+pub mod timer;
+pub mod timer_report;
+pub mod timer_trace;
 pub mod tracefs;
 
 use std::path::{Path, PathBuf};

@@ -139,6 +139,15 @@ impl Field {
         }
     }
 
+    /// A fixed `char name[N]` field (such as `sched_switch`'s `prev_comm`), up to its NUL.
+    pub fn chars(&self, rec: &[u8]) -> String {
+        let bytes = rec
+            .get(self.offset..self.offset + self.size)
+            .unwrap_or_default();
+        let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
     /// A `__data_loc char[]` string field.
     pub fn str<'a>(&self, rec: &'a [u8]) -> &'a str {
         let loc = self.int(rec) as u32;

@@ -94,5 +94,7 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
             })
             .collect(),
         trace: trace_rows(&result.trace),
+        spike: None,
+        warnings: Vec::new(),
     }
 }

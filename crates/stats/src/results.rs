@@ -43,6 +43,31 @@ pub struct Counter {
     pub value: u64,
 }
 
+/// One event in the account of a latency spike: what ran on the CPU around a late wake-up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpikeEvent {
+    /// Time relative to the timer's expiry (negative: before it), in ns.
+    pub offset_ns: i64,
+    /// `hard IRQ 36 virtio1-req.0`, `softirq 3 NET_RX`, `switch bash:812 -> irqlab-timer0:901`.
+    pub event: String,
+    /// For handlers and softirqs, how long they ran.
+    pub duration_ns: Option<u64>,
+}
+
+/// Why a measurement stopped early at a latency above `--break-us`, and what ran before it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spike {
+    pub cpu: u32,
+    /// The wake-up's index in its thread's run (from 0).
+    pub loop_index: u64,
+    /// Expiry to the thread running.
+    pub latency_ns: u64,
+    /// Expiry to the timer's callback in the interrupt, when traced.
+    pub irq_latency_ns: Option<u64>,
+    /// What the trace shows on that CPU, oldest first; empty without tracing.
+    pub events: Vec<SpikeEvent>,
+}
+
 /// One run of a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -55,6 +80,12 @@ pub struct RunReport {
     pub metrics: Vec<Metric>,
     pub counters: Vec<Counter>,
     pub trace: Vec<TraceRow>,
+    /// A measurement stopped by a latency spike (`--break-us`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spike: Option<Spike>,
+    /// What limited a measurement (no SCHED_FIFO, no tracefs, ...), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Pass or fail of a validation row.

@@ -1,0 +1,187 @@
+//! `irqlab measure timer` as a whole: the trace (for the IRQ/thread split and the spike
+//! account) around the measuring threads, an optional load, and the result in the
+//! [`RunReport`] data model that simulated runs use too, so the same renderers show both.
+
+use crate::load::Load;
+use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
+use crate::timer_trace::{TimerTrace, TimerTraceResult};
+use crate::HostError;
+use irqlab_stats::results::{Counter, Metric, RunReport, Spike, SCHEMA_VERSION};
+use irqlab_stats::LatencyHistogram;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Everything `measure timer` takes.
+#[derive(Clone, Debug)]
+pub struct MeasureTimer {
+    pub timer: TimerOptions,
+    /// Trace the timer interrupt for the IRQ/thread split (needs root and tracefs; without them
+    /// the run goes on with a warning).
+    pub trace: bool,
+    /// Ring buffer per CPU for the trace, KiB.
+    pub buffer_kb: u32,
+    /// A shell command run for the measurement's duration.
+    pub load: Option<String>,
+}
+
+/// The report, and the thread-latency histograms per CPU (for cyclictest-format output).
+pub struct MeasuredTimer {
+    pub report: RunReport,
+    pub thread_histograms: Vec<(u32, LatencyHistogram)>,
+}
+
+/// How far before the expiry the spike account looks (at least one interval, at most 1 ms).
+fn account_window_ns(opts: &TimerOptions) -> u64 {
+    (opts.interval.as_nanos() as u64).clamp(100_000, 1_000_000)
+}
+
+/// Run the measurement.
+pub fn run(
+    m: &MeasureTimer,
+    stop: &Arc<AtomicBool>,
+    progress: &mut dyn FnMut(&[LiveStat]),
+) -> Result<MeasuredTimer, HostError> {
+    // Refuse bad options before anything on the host changes.
+    m.timer.validate(&timer::online_cpus()?)?;
+    let mut warnings = Vec::new();
+    let trace = if m.trace {
+        match TimerTrace::start(&m.timer.cpus, m.buffer_kb) {
+            Ok(t) => Some(t),
+            Err(e @ (HostError::NotRoot(_) | HostError::NoTracefs { .. })) => {
+                warnings.push(format!("no IRQ/thread split and no spike account: {e}"));
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
+    };
+    let load = m.load.as_deref().map(Load::start).transpose()?;
+    let run = timer::measure_timer(&m.timer, stop, progress);
+    if let Some(w) = load.and_then(Load::stop) {
+        warnings.push(w);
+    }
+    let traced = trace.map(TimerTrace::finish).transpose()?;
+    let run = run?;
+    warnings.extend(run.warnings.iter().cloned());
+    Ok(build(m, &run, traced.as_ref(), warnings))
+}
+
+fn build(
+    m: &MeasureTimer,
+    run: &TimerRun,
+    traced: Option<&TimerTraceResult>,
+    warnings: Vec<String>,
+) -> MeasuredTimer {
+    let opts = &m.timer;
+    let mut metrics = Vec::new();
+    let mut counters = Vec::new();
+    for c in &run.per_cpu {
+        metrics.push(Metric {
+            name: format!("thread_latency_cpu{}", c.cpu),
+            description: "timer expiry (absolute clock_nanosleep, CLOCK_MONOTONIC) to the \
+                          measuring thread running: cyclictest's latency"
+                .into(),
+            summary: c.histogram.summary(),
+        });
+        if let Some(h) = traced.and_then(|t| t.irq_latency(c.cpu, c.tid)) {
+            metrics.push(Metric {
+                name: format!("irq_latency_cpu{}", c.cpu),
+                description: "timer expiry to its hrtimer callback running in the timer \
+                              interrupt (trace events hrtimer_start, hrtimer_expire_entry)"
+                    .into(),
+                summary: h.summary(),
+            });
+        }
+        counters.push(Counter {
+            name: format!("wakeups_cpu{}", c.cpu),
+            value: c.loops,
+        });
+        counters.push(Counter {
+            name: format!("overruns_cpu{}", c.cpu),
+            value: c.overruns,
+        });
+    }
+    if let Some(t) = traced {
+        counters.push(Counter {
+            name: "trace_events".into(),
+            value: t.per_cpu.iter().map(|(_, c)| c.events).sum(),
+        });
+        counters.push(Counter {
+            name: "trace_events_lost".into(),
+            value: t.lost_events.iter().sum(),
+        });
+    }
+    let spike = match run.stopped_by {
+        StopReason::Break {
+            cpu,
+            tid,
+            loop_index,
+            latency_ns,
+            expiry_mono_ns,
+        } => {
+            let (irq_latency_ns, events) = traced.map_or((None, Vec::new()), |t| {
+                t.spike_account(
+                    cpu,
+                    tid,
+                    expiry_mono_ns,
+                    latency_ns,
+                    account_window_ns(opts),
+                )
+            });
+            Some(Spike {
+                cpu,
+                loop_index,
+                latency_ns,
+                irq_latency_ns,
+                events,
+            })
+        }
+        _ => None,
+    };
+    let stopped = match run.stopped_by {
+        StopReason::Completed => "completed".to_string(),
+        StopReason::Signal => "stopped by a signal (Ctrl-C)".to_string(),
+        StopReason::Break { .. } => {
+            format!("stopped above --break-us {}", opts.break_us.unwrap_or(0))
+        }
+    };
+    let mut config = vec![
+        (
+            "kernel".to_string(),
+            crate::pci::read_trimmed(std::path::Path::new("/proc/sys/kernel/osrelease"))
+                .unwrap_or_else(|| "?".into()),
+        ),
+        ("cpus".into(), timer::format_cpu_list(&opts.cpus)),
+        (
+            "interval".into(),
+            format!("{} us", opts.interval.as_micros()),
+        ),
+        ("priority".into(), format!("SCHED_FIFO {}", opts.priority)),
+        (
+            "duration".into(),
+            format!("{:.1} s, {stopped}", run.duration.as_secs_f64()),
+        ),
+    ];
+    if let Some(l) = &m.load {
+        config.push(("load".into(), l.clone()));
+    }
+    MeasuredTimer {
+        report: RunReport {
+            schema_version: SCHEMA_VERSION,
+            source: "host".into(),
+            title: "Timer wake-up latency on this host (cyclictest's method)".into(),
+            config,
+            metrics,
+            counters,
+            trace: Vec::new(),
+            spike,
+            warnings,
+        },
+        thread_histograms: run
+            .per_cpu
+            .iter()
+            .map(|c| (c.cpu, c.histogram.clone()))
+            .collect(),
+    }
+}

@@ -1,0 +1,397 @@
+//! What `rtla timerlat` reports, on kernels without the timerlat tracer: for each wake-up of
+//! the measuring threads, the **IRQ latency** (the timer's expiry to its hrtimer callback
+//! running in the timer interrupt) beside the thread latency the threads measure themselves
+//! (expiry to the thread running). Their difference is the scheduling part: the wake-up, a
+//! context switch, and whatever ran in between.
+//!
+//! From the generic `timer` events: `hrtimer_start` gives each hrtimer's absolute expiry (its
+//! `softexpires`, for a thread sleeping in `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`,
+//! is exactly its deadline;
+//! `common_pid` is the sleeping thread), and `hrtimer_expire_entry` the moment its callback
+//! (`hrtimer_wakeup`) starts. The trace clock is `mono`, the same clock as the deadline.
+//!
+//! The same readers keep each CPU's most recent events (hard IRQs, softirqs, the local timer,
+//! context switches and wake-ups) so that, when a wake-up is too late (`--break-us`), irqlab can
+//! say what ran on that CPU before it.
+
+use crate::ringbuf::{self, Field, Format};
+use crate::tracefs::{self, EventName, TraceInstance};
+use crate::HostError;
+use irqlab_stats::results::SpikeEvent;
+use irqlab_stats::LatencyHistogram;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Events kept per CPU for the spike account: at 100k events/s, the last ~80 ms.
+const RECENT_EVENTS: usize = 8192;
+
+const EVENTS: [EventName; 11] = [
+    EventName {
+        system: "timer",
+        name: "hrtimer_start",
+    },
+    EventName {
+        system: "timer",
+        name: "hrtimer_expire_entry",
+    },
+    EventName {
+        system: "irq",
+        name: "irq_handler_entry",
+    },
+    EventName {
+        system: "irq",
+        name: "irq_handler_exit",
+    },
+    EventName {
+        system: "irq",
+        name: "softirq_raise",
+    },
+    EventName {
+        system: "irq",
+        name: "softirq_entry",
+    },
+    EventName {
+        system: "irq",
+        name: "softirq_exit",
+    },
+    EventName {
+        system: "sched",
+        name: "sched_switch",
+    },
+    EventName {
+        system: "sched",
+        name: "sched_wakeup",
+    },
+    EventName {
+        system: "irq_vectors",
+        name: "local_timer_entry",
+    },
+    EventName {
+        system: "irq_vectors",
+        name: "local_timer_exit",
+    },
+];
+/// The first two are needed for the split; the rest only enrich the spike account.
+const REQUIRED: usize = 2;
+
+/// One decoded event, small enough to keep thousands per CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    HrtimerStart {
+        pid: i32,
+        expires_ns: i64,
+    },
+    HrtimerExpire {
+        pid: Option<i32>,
+    },
+    IrqEntry {
+        irq: i64,
+        name: String,
+    },
+    IrqExit {
+        irq: i64,
+    },
+    SoftirqRaise {
+        vec: i64,
+    },
+    SoftirqEntry {
+        vec: i64,
+    },
+    SoftirqExit {
+        vec: i64,
+    },
+    LocalTimerEntry,
+    LocalTimerExit,
+    Switch {
+        prev: String,
+        prev_pid: i64,
+        next: String,
+        next_pid: i64,
+    },
+    Wakeup {
+        comm: String,
+        pid: i64,
+    },
+}
+
+#[derive(Clone, Default)]
+struct Decoder {
+    ids: HashMap<u16, (usize, Format)>,
+}
+
+impl Decoder {
+    fn field(&self, f: &Format, name: &str) -> Field {
+        f.fields.get(name).cloned().unwrap_or(Field {
+            offset: usize::MAX,
+            size: 0,
+            signed: false,
+            data_loc: false,
+        })
+    }
+}
+
+/// One CPU's trace: IRQ latencies per sleeping thread and the recent events.
+#[derive(Default)]
+pub struct CpuTimerTrace {
+    /// Expiry to `hrtimer_expire_entry`, per pid of the thread that armed the timer.
+    pub irq_latency_by_pid: HashMap<i32, LatencyHistogram>,
+    /// (timestamp ns, event), oldest first.
+    pub recent: VecDeque<(u64, Event)>,
+    pub events: u64,
+    /// hrtimer pointer -> (pid that armed it, expiry).
+    armed: HashMap<i64, (i32, i64)>,
+}
+
+impl CpuTimerTrace {
+    fn on_event(&mut self, d: &Decoder, ts: u64, rec: &[u8]) {
+        let Some((k, f)) = d.ids.get(&ringbuf::record_type(rec)) else {
+            return;
+        };
+        self.events += 1;
+        let int = |name: &str| d.field(f, name).int(rec);
+        let event = match EVENTS[*k].name {
+            "hrtimer_start" => {
+                let pid = int("common_pid") as i32;
+                // softexpires is the requested deadline; expires adds the task's timer slack
+                // (zero for real-time tasks, 50 us by default otherwise).
+                let expires = int("softexpires");
+                self.armed.insert(int("hrtimer"), (pid, expires));
+                Event::HrtimerStart {
+                    pid,
+                    expires_ns: expires,
+                }
+            }
+            "hrtimer_expire_entry" => match self.armed.remove(&int("hrtimer")) {
+                Some((pid, expires)) => {
+                    let lat = (ts as i64).saturating_sub(expires).max(0) as u64;
+                    self.irq_latency_by_pid.entry(pid).or_default().record(lat);
+                    Event::HrtimerExpire { pid: Some(pid) }
+                }
+                None => Event::HrtimerExpire { pid: None },
+            },
+            "irq_handler_entry" => Event::IrqEntry {
+                irq: int("irq"),
+                name: d.field(f, "name").str(rec).to_string(),
+            },
+            "irq_handler_exit" => Event::IrqExit { irq: int("irq") },
+            "softirq_raise" => Event::SoftirqRaise { vec: int("vec") },
+            "softirq_entry" => Event::SoftirqEntry { vec: int("vec") },
+            "softirq_exit" => Event::SoftirqExit { vec: int("vec") },
+            "local_timer_entry" => Event::LocalTimerEntry,
+            "local_timer_exit" => Event::LocalTimerExit,
+            "sched_switch" => Event::Switch {
+                prev: d.field(f, "prev_comm").chars(rec),
+                prev_pid: int("prev_pid"),
+                next: d.field(f, "next_comm").chars(rec),
+                next_pid: int("next_pid"),
+            },
+            "sched_wakeup" => Event::Wakeup {
+                comm: d.field(f, "comm").chars(rec),
+                pid: int("pid"),
+            },
+            _ => return,
+        };
+        if self.recent.len() == RECENT_EVENTS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((ts, event));
+    }
+}
+
+/// The trace side of a timer measurement, running.
+pub struct TimerTrace {
+    inst: TraceInstance,
+    draining: Arc<AtomicBool>,
+    handles: Vec<(u32, JoinHandle<Result<CpuTimerTrace, String>>)>,
+    cpus: Vec<u32>,
+}
+
+/// The trace side, finished.
+pub struct TimerTraceResult {
+    pub per_cpu: Vec<(u32, CpuTimerTrace)>,
+    /// Per CPU of the run, events the ring buffer lost.
+    pub lost_events: Vec<u64>,
+}
+
+impl TimerTrace {
+    /// Start tracing on `cpus` before the measuring threads start.
+    pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<Self, HostError> {
+        let inst = TraceInstance::create(&EVENTS[..REQUIRED], buffer_kb)?;
+        for ev in &EVENTS[REQUIRED..] {
+            let enable = inst
+                .dir()
+                .join("events")
+                .join(ev.system)
+                .join(ev.name)
+                .join("enable");
+            if enable.exists() {
+                std::fs::write(&enable, "1").map_err(|e| HostError::io(&enable, e))?;
+            }
+        }
+        let mut decoder = Decoder::default();
+        for (k, ev) in EVENTS.iter().enumerate() {
+            let p = inst.format_path(*ev);
+            if p.exists() {
+                let f = Format::read(&p)?;
+                decoder.ids.insert(f.id, (k, f));
+            }
+        }
+        let draining = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::new();
+        for &cpu in cpus {
+            let mut file = inst.open_cpu_raw(cpu)?;
+            let decoder = decoder.clone();
+            let draining = Arc::clone(&draining);
+            let h = std::thread::Builder::new()
+                .name(format!("irqlab-trace{cpu}"))
+                .spawn(move || -> Result<CpuTimerTrace, String> {
+                    let mut acc = CpuTimerTrace::default();
+                    let mut page = vec![0u8; 4096];
+                    loop {
+                        let n = tracefs::read_page(&mut file, &mut page)
+                            .map_err(|e| format!("cpu{cpu}: {e}"))?;
+                        if n == 0 {
+                            if draining.load(Ordering::Acquire) {
+                                break;
+                            }
+                            std::thread::sleep(Duration::from_millis(20));
+                            continue;
+                        }
+                        ringbuf::parse_page(&page[..n], |ts, rec| acc.on_event(&decoder, ts, rec))
+                            .map_err(|e| format!("cpu{cpu}: malformed ring-buffer page: {e}"))?;
+                    }
+                    Ok(acc)
+                })
+                .map_err(|e| HostError::Invalid(format!("cannot start a trace reader: {e}")))?;
+            handles.push((cpu, h));
+        }
+        Ok(TimerTrace {
+            inst,
+            draining,
+            handles,
+            cpus: cpus.to_vec(),
+        })
+    }
+
+    /// Stop tracing, drain the buffers, remove the instance.
+    pub fn finish(self) -> Result<TimerTraceResult, HostError> {
+        let stopped = self.inst.stop();
+        self.draining.store(true, Ordering::Release);
+        let mut per_cpu = Vec::new();
+        let mut err = None;
+        for (cpu, h) in self.handles {
+            match h.join() {
+                Ok(Ok(t)) => per_cpu.push((cpu, t)),
+                Ok(Err(e)) => err = Some(e),
+                Err(_) => err = Some(format!("the trace reader of CPU {cpu} panicked")),
+            }
+        }
+        let lost_events = self
+            .cpus
+            .iter()
+            .map(|&c| self.inst.lost_events(c).unwrap_or(0))
+            .collect();
+        self.inst.close()?;
+        stopped?;
+        if let Some(e) = err {
+            return Err(HostError::Invalid(e));
+        }
+        Ok(TimerTraceResult {
+            per_cpu,
+            lost_events,
+        })
+    }
+}
+
+impl TimerTraceResult {
+    /// IRQ latencies of the thread `pid` on `cpu`.
+    pub fn irq_latency(&self, cpu: u32, pid: i32) -> Option<&LatencyHistogram> {
+        self.per_cpu
+            .iter()
+            .find(|(c, _)| *c == cpu)
+            .and_then(|(_, t)| t.irq_latency_by_pid.get(&pid))
+    }
+
+    /// What ran on `cpu` from `before_ns` ahead of `expiry_ns` until the thread `pid` ran, in
+    /// time order, relative to the expiry; handler and softirq durations paired within the
+    /// window. Also returns the IRQ latency of that wake-up, if its hrtimer event was seen.
+    pub fn spike_account(
+        &self,
+        cpu: u32,
+        pid: i32,
+        expiry_ns: u64,
+        latency_ns: u64,
+        before_ns: u64,
+    ) -> (Option<u64>, Vec<SpikeEvent>) {
+        let Some((_, t)) = self.per_cpu.iter().find(|(c, _)| *c == cpu) else {
+            return (None, Vec::new());
+        };
+        let from = expiry_ns.saturating_sub(before_ns);
+        // Leave some room after the wake-up: the reading of the clock comes after it.
+        let to = expiry_ns + latency_ns + 2_000;
+        let window: Vec<&(u64, Event)> = t
+            .recent
+            .iter()
+            .filter(|(ts, _)| *ts >= from && *ts <= to)
+            .collect();
+        let mut irq_latency = None;
+        let mut out = Vec::new();
+        let rel = |ts: u64| ts as i64 - expiry_ns as i64;
+        for (i, (ts, e)) in window.iter().enumerate() {
+            let end_of = |pred: &dyn Fn(&Event) -> bool| {
+                window[i + 1..]
+                    .iter()
+                    .find(|(_, x)| pred(x))
+                    .map(|(te, _)| te - ts)
+            };
+            let (what, duration_ns) = match e {
+                Event::IrqEntry { irq, name } => (
+                    format!("hard IRQ {irq} {name}"),
+                    end_of(&|x| matches!(x, Event::IrqExit { irq: j } if j == irq)),
+                ),
+                Event::SoftirqEntry { vec } => (
+                    format!(
+                        "softirq {vec} {}",
+                        crate::irqs::SOFTIRQ_NAMES
+                            .get(*vec as usize)
+                            .copied()
+                            .unwrap_or("?")
+                    ),
+                    end_of(&|x| matches!(x, Event::SoftirqExit { vec: v } if v == vec)),
+                ),
+                Event::LocalTimerEntry => (
+                    "local timer interrupt".to_string(),
+                    end_of(&|x| matches!(x, Event::LocalTimerExit)),
+                ),
+                Event::HrtimerExpire { pid: Some(p) } if *p == pid => {
+                    irq_latency = Some(ts.saturating_sub(expiry_ns));
+                    (
+                        "timer callback wakes the measuring thread".to_string(),
+                        None,
+                    )
+                }
+                Event::Switch {
+                    prev,
+                    prev_pid,
+                    next,
+                    next_pid,
+                } => (
+                    format!("switch {prev}:{prev_pid} -> {next}:{next_pid}"),
+                    None,
+                ),
+                Event::Wakeup { comm, pid } => (format!("wake-up of {comm}:{pid}"), None),
+                Event::SoftirqRaise { vec } => (format!("softirq {vec} raised"), None),
+                _ => continue,
+            };
+            out.push(SpikeEvent {
+                offset_ns: rel(*ts),
+                event: what,
+                duration_ns,
+            });
+        }
+        (irq_latency, out)
+    }
+}
