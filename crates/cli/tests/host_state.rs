@@ -1,4 +1,5 @@
-//! `irqlab measure irqs` leaves the host's tracing state as it found it: after a normal run,
+//! `irqlab measure irqs` and `measure timer` leave the host's tracing state (and the timer's
+//! `/dev/cpu_dma_latency` request) as they found them: after a normal run,
 //! after Ctrl-C (SIGINT) and after SIGTERM, with tracefs unmounted beforehand and with tracefs
 //! mounted and configured by someone else. Needs root and tracefs; skips with the reason
 //! otherwise (CI runs as root).
@@ -87,15 +88,40 @@ fn global_state(mount: &Path) -> Vec<(String, String)> {
     state
 }
 
+/// The current PM QoS CPU latency target: reading /dev/cpu_dma_latency returns it (an i32).
+fn cpu_dma_latency() -> Option<i32> {
+    let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
+    Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+}
+
 enum Ending {
     Normal,
     Signal(i32),
 }
 
-/// Run `measure irqs`; for a signal ending, deliver it after 1 s of a 60 s run.
+/// The two tracing measurements, and what their output always contains.
+const MEASUREMENTS: [(&[&str], &str); 2] = [
+    (
+        &["measure", "irqs", "--buffer-kb", "512"],
+        "Hard IRQ handlers",
+    ),
+    (
+        &["measure", "timer", "--buffer-kb", "512"],
+        "thread_latency_cpu",
+    ),
+];
+
+/// Run both measurements; for a signal ending, deliver it after 1 s of a 60 s run.
 fn run_measure(ending: Ending) {
+    for (args, expect) in MEASUREMENTS {
+        run_one(args, expect, &ending);
+    }
+}
+
+fn run_one(args: &[&str], expect: &str, ending: &Ending) {
     let mut cmd = Command::new(irqlab());
-    cmd.args(["measure", "irqs", "--buffer-kb", "512", "--duration"])
+    cmd.args(args)
+        .arg("--duration")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     match ending {
@@ -107,9 +133,10 @@ fn run_measure(ending: Ending) {
                 String::from_utf8_lossy(&out.stderr)
             );
             let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(stdout.contains("Hard IRQ handlers"), "{stdout}");
+            assert!(stdout.contains(expect), "{args:?}: {stdout}");
         }
         Ending::Signal(sig) => {
+            let sig = *sig;
             let child = cmd.arg("60s").spawn().expect("irqlab starts");
             std::thread::sleep(Duration::from_secs(1));
             let started = Instant::now();
@@ -132,8 +159,8 @@ fn run_measure(ending: Ending) {
             );
             let stdout = String::from_utf8_lossy(&out.stdout);
             assert!(
-                stdout.contains("Hard IRQ handlers"),
-                "results so far: {stdout}"
+                stdout.contains(expect),
+                "{args:?}, results so far: {stdout}"
             );
         }
     }
@@ -172,7 +199,8 @@ fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
         eprintln!("skipped: {why}");
         return;
     }
-    // 1. With tracefs unmounted (if it is): irqlab mounts it and unmounts it afterwards.
+    // 1. With tracefs unmounted (if it is): irqlab mounts it at a private mount point and
+    //    unmounts it afterwards.
     if tracefs_mounts().is_empty() {
         for ending in [Ending::Normal, Ending::Signal(2)] {
             run_measure(ending);
@@ -181,6 +209,17 @@ fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
                 "tracefs left mounted: {:?}",
                 tracefs_mounts()
             );
+            let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+                .unwrap()
+                .flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("irqlab-tracefs-")
+                })
+                .map(|e| e.path())
+                .collect();
+            assert!(leftovers.is_empty(), "mount points left: {leftovers:?}");
         }
     } else {
         eprintln!("tracefs already mounted: the unmounted case is not exercised");
@@ -225,6 +264,7 @@ fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
         std::fs::write(mount.join(f), v).unwrap_or_else(|e| panic!("{f}: {e}"));
     }
     let before = global_state(&mount);
+    let qos_before = cpu_dma_latency();
     for ending in [Ending::Normal, Ending::Signal(2), Ending::Signal(15)] {
         run_measure(ending);
         let after = global_state(&mount);
@@ -232,6 +272,11 @@ fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
             assert_eq!(b, a, "{} changed", b.0);
         }
         assert_eq!(tracefs_mounts().len(), 1, "mounts: {:?}", tracefs_mounts());
+        assert_eq!(
+            cpu_dma_latency(),
+            qos_before,
+            "the PM QoS request was left in place"
+        );
     }
     drop(restore);
 }

@@ -44,6 +44,8 @@ pub fn run(
     // Refuse bad options before anything on the host changes.
     m.timer.validate(&timer::online_cpus()?)?;
     let mut warnings = Vec::new();
+    // The load first: if starting the trace fails, dropping the load stops it.
+    let load = m.load.as_deref().map(Load::start).transpose()?;
     let trace = if m.trace {
         match TimerTrace::start(&m.timer.cpus, m.buffer_kb) {
             Ok(t) => Some(t),
@@ -56,7 +58,6 @@ pub fn run(
     } else {
         None
     };
-    let load = m.load.as_deref().map(Load::start).transpose()?;
     let run = timer::measure_timer(&m.timer, stop, progress);
     if let Some(w) = load.and_then(Load::stop) {
         warnings.push(w);

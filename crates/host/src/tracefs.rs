@@ -4,7 +4,8 @@
 //! `buffer_size_kb`, enabled events and filters that another tool or a person may be using).
 //! It creates its own tracing instance (`instances/irqlab-PID`, Linux 3.14+), which has its own
 //! ring buffer, clock and event switches, and removes it at the end. If tracefs is not mounted it
-//! mounts it and unmounts it afterwards. [`TraceInstance::close`] (and `Drop`) undo everything in
+//! mounts it at a private mount point and unmounts it afterwards; `/sys/kernel/tracing` is
+//! left as it was. [`TraceInstance::close`] (and `Drop`) undo everything in
 //! reverse order, so a normal exit, an error and a Ctrl-C (the caller turns SIGINT and SIGTERM
 //! into a stop flag, see [`crate::signals`]) all leave the host as it was. This follows rtla,
 //! which also works in its own instance (`tools/tracing/rtla/src/trace.c`).
@@ -74,22 +75,7 @@ impl TraceInstance {
         require_root("this measurement")?;
         let (mount, mounted_here) = match find_mount() {
             Some(m) => (m, false),
-            None => {
-                let target = Path::new(DEFAULT_MOUNT);
-                nix::mount::mount(
-                    Some("nodev"),
-                    target,
-                    Some("tracefs"),
-                    nix::mount::MsFlags::empty(),
-                    None::<&str>,
-                )
-                .map_err(|e| HostError::NoTracefs {
-                    reason: format!(
-                        "it is not mounted, and mounting it at {DEFAULT_MOUNT} failed: {e}"
-                    ),
-                })?;
-                (target.to_path_buf(), true)
-            }
+            None => (mount_private()?, true),
         };
         let dir = mount
             .join("instances")
@@ -248,17 +234,47 @@ impl TraceInstance {
             }
         }
         if self.mounted_here {
-            if let Err(e) = nix::mount::umount(&self.mount) {
+            // Lazily, in case the kernel still holds a reference: the mount leaves the
+            // namespace now. It is irqlab's own mount point, so nobody else uses it.
+            if let Err(e) = nix::mount::umount2(&self.mount, nix::mount::MntFlags::MNT_DETACH) {
                 first_err.get_or_insert(HostError::Restore(format!(
                     "could not unmount tracefs from {} (irqlab mounted it): {e}; unmount it \
                      with umount {}",
                     self.mount.display(),
                     self.mount.display()
                 )));
+            } else {
+                let _ = std::fs::remove_dir(&self.mount);
             }
         }
         first_err.map_or(Ok(()), Err)
     }
+}
+
+/// tracefs is not mounted: mount it at a mount point of irqlab's own (a new directory in the
+/// temporary directory), not at `/sys/kernel/tracing`, so that nothing another process sees
+/// changes, and two irqlab runs never unmount each other's view.
+fn mount_private() -> Result<PathBuf, HostError> {
+    let target = std::env::temp_dir().join(format!("irqlab-tracefs-{}", std::process::id()));
+    std::fs::create_dir(&target).map_err(|e| HostError::NoTracefs {
+        reason: format!(
+            "it is not mounted, and irqlab cannot create its mount point {}: {e}",
+            target.display()
+        ),
+    })?;
+    if let Err(e) = nix::mount::mount(
+        Some("nodev"),
+        &target,
+        Some("tracefs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    ) {
+        let _ = std::fs::remove_dir(&target);
+        return Err(HostError::NoTracefs {
+            reason: format!("it is not mounted, and mounting it failed: {e}"),
+        });
+    }
+    Ok(target)
 }
 
 impl Drop for TraceInstance {
