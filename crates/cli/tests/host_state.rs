@@ -240,7 +240,6 @@ fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
         mount: mount.clone(),
         saved: [
             "trace_clock",
-            "buffer_size_kb",
             "tracing_on",
             "events/sched/sched_switch/enable",
         ]
@@ -254,10 +253,10 @@ fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
         .collect(),
         unmount,
     };
-    // Someone else's session: a non-default clock, buffer, an event enabled, tracing off.
+    // Someone else's session: a non-default clock, an event enabled, tracing off. (Not the
+    // buffer size: a fresh kernel reads "7 (expanded: 1408)", a state no write restores.)
     for (f, v) in [
         ("trace_clock", "global"),
-        ("buffer_size_kb", "1234"),
         ("events/sched/sched_switch/enable", "1"),
         ("tracing_on", "0"),
     ] {
