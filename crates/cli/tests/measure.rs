@@ -13,14 +13,17 @@ fn irqlab() -> Command {
     cmd
 }
 
-fn root_with_tracefs() -> Result<(), String> {
+fn is_root() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid_root = status
+    status
         .lines()
         .find(|l| l.starts_with("Uid:"))
         .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0");
-    if !euid_root {
+        == Some("0")
+}
+
+fn root_with_tracefs() -> Result<(), String> {
+    if !is_root() {
         return Err("not root".into());
     }
     let fs = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
@@ -186,4 +189,71 @@ fn host_inventory_on_a_captured_tree_and_as_json() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("/nonexistent/proc/interrupts"));
+}
+
+/// Without root, `measure irqs` refuses with what to do, and `measure timer` measures anyway
+/// with one warning per missing privilege. Run as root, the test drops to `nobody` with
+/// setpriv(1); as another user it runs directly.
+#[test]
+fn without_root_the_measurements_say_what_is_missing() {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_irqlab"));
+    let as_nobody = |args: &[&str]| {
+        if is_root() {
+            let mut c = std::process::Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(&bin)
+            .args(args);
+            c
+        } else {
+            let mut c = std::process::Command::new(&bin);
+            c.args(args);
+            c
+        }
+    };
+    if std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no setpriv(1) to drop root");
+        return;
+    }
+    let out = as_nobody(&["measure", "irqs", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not root") && err.contains("sudo"), "{err}");
+
+    let out = as_nobody(&["measure", "timer", "--cpus", "0", "--loops", "10"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for missing in [
+        "no IRQ/thread split",
+        "memory not locked",
+        "no /dev/cpu_dma_latency",
+        "no SCHED_FIFO",
+    ] {
+        assert!(text.contains(missing), "no warning '{missing}' in:\n{text}");
+    }
+    assert!(text.contains("thread_latency_cpu0"));
+    eprintln!(
+        "checked as {}",
+        if is_root() {
+            "nobody (setpriv)"
+        } else {
+            "this user"
+        }
+    );
 }
