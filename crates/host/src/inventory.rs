@@ -268,10 +268,13 @@ fn concentration(irqs: &[IrqEntry], cpus: &[u32], have_rates: bool) -> Option<Fi
         .map(|(_, irq, _)| irq.to_string())
         .collect();
     let (unit, severity) = if have_rates {
-        (format!("{total:.0} device interrupts/s"), Severity::Warning)
+        (
+            format!("{} device interrupts/s", thousands(total)),
+            Severity::Warning,
+        )
     } else {
         (
-            format!("{total:.0} device interrupts since boot"),
+            format!("{} device interrupts since boot", thousands(total)),
             Severity::Info,
         )
     };
@@ -289,6 +292,19 @@ fn concentration(irqs: &[IrqEntry], cpus: &[u32], have_rates: bool) -> Option<Fi
         ),
         irqs: top,
     })
+}
+
+/// `112110.4` -> `112,110`.
+fn thousands(v: f64) -> String {
+    let s = format!("{:.0}", v.max(0.0));
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The pid of a running process by its `comm`, scanning `root/proc`.

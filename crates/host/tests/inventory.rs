@@ -99,3 +99,75 @@ fn live_host_inventory() {
         }
     }
 }
+
+/// A tree built around a real 2.6.32 `/proc/interrupts` (its IRQ 20 is shared by
+/// `ehci_hcd:usb1, HDA Intel`), with sysfs written by the test: the EHCI function is on INTx
+/// line 20 although its configuration space has an MSI capability, and irqbalance runs.
+#[test]
+fn findings_on_a_legacy_shared_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let put = |rel: &str, data: &[u8]| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data).unwrap();
+    };
+    put(
+        "proc/interrupts",
+        &std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/interrupts/2.6.32-ioapic-fasteoi-smp.txt"),
+        )
+        .unwrap(),
+    );
+    put("proc/irq/20/smp_affinity_list", b"0-1\n");
+    put("proc/4242/comm", b"irqbalance\n");
+    put("proc/1/comm", b"init\n");
+    // EHCI at 00:1d.7: INTA, capability list at 0x50 -> power management -> MSI.
+    let mut config = vec![0u8; 256];
+    config[0x06] = 0x10;
+    config[0x34] = 0x50;
+    config[0x3D] = 1;
+    config[0x50..0x52].copy_from_slice(&[0x01, 0x58]);
+    config[0x58..0x5C].copy_from_slice(&[0x05, 0x00, 0x80, 0x00]);
+    let dev = "sys/bus/pci/devices/0000:00:1d.7";
+    put(&format!("{dev}/irq"), b"20\n");
+    put(&format!("{dev}/config"), &config);
+    std::os::unix::fs::symlink(
+        "../../../bus/pci/drivers/ehci_hcd",
+        root.join(dev).join("driver"),
+    )
+    .unwrap();
+
+    let inv = collect(root, None).unwrap();
+    let line = inv.irqs.iter().find(|e| e.irq == "20").unwrap();
+    assert_eq!(line.delivery, Delivery::IoApic);
+    assert_eq!(line.trigger, Some(Trigger::Level));
+    assert_eq!(line.actions, ["ehci_hcd:usb1", "HDA Intel"]);
+    assert_eq!(line.devices.len(), 1);
+    assert!(line.devices[0].msi_capable);
+    assert_eq!(line.devices[0].intx_pin.as_deref(), Some("INTA"));
+
+    let kinds: Vec<&str> = inv.findings.iter().map(|f| f.kind.as_str()).collect();
+    assert!(kinds.contains(&"legacy-intx-on-msi-capable"), "{kinds:?}");
+    assert!(kinds.contains(&"shared-line"), "{kinds:?}");
+    assert!(kinds.contains(&"irqbalance-running"), "{kinds:?}");
+    let legacy = inv
+        .findings
+        .iter()
+        .find(|f| f.kind == "legacy-intx-on-msi-capable")
+        .unwrap();
+    assert!(
+        legacy
+            .message
+            .starts_with("0000:00:1d.7 (ehci_hcd) interrupts through IO-APIC IRQ 20"),
+        "{}",
+        legacy.message
+    );
+    let irqbalance = inv
+        .findings
+        .iter()
+        .find(|f| f.kind == "irqbalance-running")
+        .unwrap();
+    assert!(irqbalance.message.contains("pid 4242"));
+}
