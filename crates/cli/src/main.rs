@@ -14,8 +14,10 @@ use std::process::ExitCode;
 
 /// Exit status when a validation row fails.
 const EXIT_VALIDATION_FAILED: u8 = 1;
-/// Exit status for bad input (files, flags).
+/// Exit status for bad input (files, flags) and measurements that cannot run.
 const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status when a host setting could not be put back (the message says how to by hand).
+const EXIT_NOT_RESTORED: u8 = 3;
 
 #[derive(Parser)]
 #[command(
@@ -127,7 +129,8 @@ enum Measure {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
         /// Also write the thread latencies in cyclictest's --histogram format (1 us buckets up
-        /// to 1 s, overflows counted) to FILE, for existing plotting scripts.
+        /// to --histogram-max-us, later ones counted as overflows) to FILE, for existing
+        /// plotting scripts.
         #[arg(long, value_name = "FILE")]
         histogram_out: Option<PathBuf>,
         /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups
@@ -213,7 +216,17 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("irqlab: error: {e:#}");
-            ExitCode::from(EXIT_BAD_INPUT)
+            let not_restored = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<irqlab_host::HostError>(),
+                    Some(irqlab_host::HostError::Restore(_))
+                )
+            });
+            ExitCode::from(if not_restored {
+                EXIT_NOT_RESTORED
+            } else {
+                EXIT_BAD_INPUT
+            })
         }
     }
 }

@@ -70,9 +70,10 @@ impl Row {
             Delivery::XtPic
         } else if upper.starts_with("IO-APIC") || upper.starts_with("IOAPIC") {
             Delivery::IoApic
-        } else if upper.starts_with("PCI-MSIX") || upper.starts_with("PCI-MSI-X") {
+        } else if upper.contains("PCI-MSIX") || upper.contains("PCI-MSI-X") {
+            // also behind a parent domain's prefix: ITS-PCI-MSIX-..., HV-PCI-MSIX-...
             Delivery::MsiX
-        } else if upper.starts_with("PCI-MSI") {
+        } else if upper.contains("PCI-MSI") || upper.contains("PCIE MSI") {
             Delivery::Msi
         } else if upper.starts_with("ITS-MSI") {
             // ARM's GICv3 ITS translates PCI MSI/MSI-X writes.
@@ -223,64 +224,80 @@ const FLOWS: &[&str] = &[
     "fasteoi", "edge", "level", "simple", "percpu", "XT-PIC", "XT", "bad", "none",
 ];
 
-/// Fill chip, hwirq, flow and actions from the text after the counts.
+/// Fill chip, hwirq, flow and actions from the text after the counts. The chip name may hold
+/// spaces (`Hyper-V PCIe MSI`, `RISC-V INTC`), so the domain-era columns are found by their
+/// shape wherever they start, within the first few tokens.
 fn split_chip(tail: &str, row: &mut Row) {
     let mut tokens = Tokens::new(tail);
-    let Some(first) = tokens.next() else { return };
-    let mut actions_from = tokens.pos;
-    let mut peek = tokens.clone();
-    match peek.next() {
-        // Domain era: `CHIP hwirq-flow` (`IO-APIC 2-edge`, `PCI-MSIX-0000:00:02.0 1-edge`).
-        Some(t) if is_hwirq_flow(t) => {
+    let mut seen: Vec<(usize, &str)> = Vec::new(); // (start offset, token)
+    for _ in 0..5 {
+        let before = tokens.pos;
+        let Some(t) = tokens.next() else { break };
+        let start = tokens.pos - t.len();
+        debug_assert!(start >= before);
+        seen.push((start, t));
+    }
+    if seen.is_empty() {
+        return;
+    }
+    let chip_until = |i: usize| tail[..seen[i].0].trim().to_string();
+    let end_of = |i: usize| seen[i].0 + seen[i].1.len();
+    let is_num = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let trigger = |t: &str| match t {
+        "Level" => Some(Trigger::Level),
+        "Edge" => Some(Trigger::Edge),
+        _ => None,
+    };
+    let mut actions_from = None;
+    for i in 1..seen.len() {
+        let t = seen[i].1;
+        // `CHIP hwirq-flow` (`IO-APIC 2-edge`, `PCI-MSIX-0000:00:02.0 1-edge`)
+        if is_hwirq_flow(t) {
             let (hw, flow) = t.split_once('-').expect("checked");
-            row.chip = Some(first.to_string());
+            row.chip = Some(chip_until(i));
             row.hwirq = Some(hw.to_string());
             row.flow = Some(flow.to_string());
-            actions_from = peek.pos;
+            actions_from = Some(end_of(i));
+            break;
         }
-        // No domain: `CHIP -flow` (the hwirq column is blank).
-        Some(t) if t.starts_with('-') && t.len() > 1 => {
-            row.chip = Some(first.to_string());
+        // `CHIP -flow` (no domain: the hwirq column is blank)
+        if t.starts_with('-') && t.len() > 1 {
+            row.chip = Some(chip_until(i));
             row.flow = Some(t[1..].to_string());
-            actions_from = peek.pos;
+            actions_from = Some(end_of(i));
+            break;
         }
-        // ARM with GENERIC_IRQ_SHOW_LEVEL: `GICv3 27 Level [-flow]`.
-        Some(t) if t.bytes().all(|b| b.is_ascii_digit()) => {
-            row.chip = Some(first.to_string());
+        // `CHIP hwirq Level|Edge [-flow]` (GENERIC_IRQ_SHOW_LEVEL: ARM, RISC-V)
+        if is_num(t) && seen.get(i + 1).and_then(|n| trigger(n.1)).is_some() {
+            row.chip = Some(chip_until(i));
             row.hwirq = Some(t.to_string());
-            actions_from = peek.pos;
-            let mut after = peek.clone();
-            match after.next() {
-                Some("Level") => {
-                    row.shown_trigger = Some(Trigger::Level);
-                    actions_from = after.pos;
-                }
-                Some("Edge") => {
-                    row.shown_trigger = Some(Trigger::Edge);
-                    actions_from = after.pos;
-                }
-                Some(f) if f.starts_with('-') && f.len() > 1 => {
-                    row.flow = Some(f[1..].to_string());
-                    actions_from = after.pos;
-                }
-                _ => {}
+            row.shown_trigger = trigger(seen[i + 1].1);
+            actions_from = Some(end_of(i + 1));
+            if let Some(f) = seen
+                .get(i + 2)
+                .filter(|f| f.1.starts_with('-') && f.1.len() > 1)
+            {
+                row.flow = Some(f.1[1..].to_string());
+                actions_from = Some(end_of(i + 2));
             }
-            if row.shown_trigger.is_some() {
-                let mut more = after.clone();
-                if let Some(f) = more.next().filter(|f| f.starts_with('-') && f.len() > 1) {
-                    row.flow = Some(f[1..].to_string());
-                    actions_from = more.pos;
-                }
-            }
-        }
-        // Old eras: one token, `XT-PIC`, `IO-APIC-edge`, `PCI-MSI-edge`, `XT-PIC-XT`.
-        _ => {
-            let (chip, flow) = split_joined(first);
-            row.chip = Some(chip.to_string());
-            row.flow = flow.map(str::to_string);
+            break;
         }
     }
-    let actions = tail[actions_from..].trim();
+    if actions_from.is_none() {
+        if seen.len() > 1 && is_num(seen[1].1) {
+            // `CHIP hwirq` with no flow (`intel-gpio  139`)
+            row.chip = Some(seen[0].1.to_string());
+            row.hwirq = Some(seen[1].1.to_string());
+            actions_from = Some(end_of(1));
+        } else {
+            // Old eras: one token, `XT-PIC`, `IO-APIC-edge`, `PCI-MSI-edge`, `XT-PIC-XT`.
+            let (chip, flow) = split_joined(seen[0].1);
+            row.chip = Some(chip.to_string());
+            row.flow = flow.map(str::to_string);
+            actions_from = Some(end_of(0));
+        }
+    }
+    let actions = tail[actions_from.unwrap_or(tail.len())..].trim();
     if !actions.is_empty() {
         row.actions = actions.split(", ").map(|a| a.trim().to_string()).collect();
     }
@@ -416,6 +433,30 @@ mod tests {
         assert_eq!(r.trigger(), Some(Trigger::Level));
         assert_eq!(r.actions, ["arch_timer"]);
         assert_eq!(r.delivery(), Delivery::Other);
+    }
+
+    #[test]
+    fn chip_names_with_spaces_and_parent_domain_prefixes() {
+        let r = row(
+            " 24:  0  7  Hyper-V PCIe MSI 134250496-edge      mlx5_async0@pci:e44e:00:02.0",
+            2,
+        );
+        assert_eq!(r.chip.as_deref(), Some("Hyper-V PCIe MSI"));
+        assert_eq!(r.hwirq.as_deref(), Some("134250496"));
+        assert_eq!(r.delivery(), Delivery::Msi);
+        assert_eq!(r.actions, ["mlx5_async0@pci:e44e:00:02.0"]);
+
+        let r = row(" 5:  10  20  RISC-V INTC   5 Edge      riscv-timer", 2);
+        assert_eq!(r.chip.as_deref(), Some("RISC-V INTC"));
+        assert_eq!(r.trigger(), Some(Trigger::Edge));
+        assert_eq!(r.actions, ["riscv-timer"]);
+
+        let r = row(
+            " 60:  1  0  ITS-PCI-MSIX-0000:01:00.0   0 Edge      nvme0q0",
+            2,
+        );
+        assert_eq!(r.delivery(), Delivery::MsiX);
+        assert_eq!(r.actions, ["nvme0q0"]);
     }
 
     #[test]

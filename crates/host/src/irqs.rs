@@ -12,7 +12,7 @@
 //! entered it, and a softirq raised on a CPU runs on that CPU.
 
 use crate::ringbuf::{self, Field, Format};
-use crate::tracefs::{self, EventName, TraceInstance};
+use crate::tracefs::{self, CpuSink, EventName, Readers, TraceInstance};
 use crate::HostError;
 use irqlab_stats::activity::{IrqActivity, IrqActivityReport, SoftirqActivity, TaskletActivity};
 use irqlab_stats::LatencyHistogram;
@@ -147,9 +147,12 @@ struct SoftirqAcc {
 /// One CPU's accounting. Feed it that CPU's events in time order.
 #[derive(Default)]
 pub struct CpuAccount {
-    irqs: HashMap<i64, IrqAcc>,
-    /// Open handler entries (a stack: nested hard IRQs are possible on some configurations).
-    open_irqs: Vec<(i64, u64)>,
+    /// Per IRQ, one accumulator per action: a shared line calls each handler, and
+    /// `irq_handler_entry` names the one it calls.
+    irqs: HashMap<i64, Vec<IrqAcc>>,
+    /// Open handler entries: IRQ, index of the action, entry time (a stack: nested hard IRQs
+    /// are possible on some configurations).
+    open_irqs: Vec<(i64, usize, u64)>,
     timer: IrqAcc,
     timer_entered: Option<u64>,
     softirqs: [SoftirqAcc; 10],
@@ -166,21 +169,29 @@ impl CpuAccount {
         if let Some((eid, irq, name)) = &d.irq_entry {
             if id == *eid {
                 let n = irq.int(rec);
-                let acc = self.irqs.entry(n).or_default();
-                if acc.name.is_empty() {
-                    acc.name = name.str(rec).to_string();
-                }
-                self.open_irqs.push((n, ts));
+                let action = name.str(rec);
+                let accs = self.irqs.entry(n).or_default();
+                let k = match accs.iter().position(|a| a.name == action) {
+                    Some(k) => k,
+                    None => {
+                        accs.push(IrqAcc {
+                            name: action.to_string(),
+                            ..IrqAcc::default()
+                        });
+                        accs.len() - 1
+                    }
+                };
+                self.open_irqs.push((n, k, ts));
                 return;
             }
         }
         if let Some((xid, irq)) = &d.irq_exit {
             if id == *xid {
                 let n = irq.int(rec);
-                match self.open_irqs.iter().rposition(|(i, _)| *i == n) {
+                match self.open_irqs.iter().rposition(|(i, _, _)| *i == n) {
                     Some(pos) => {
-                        let (_, start) = self.open_irqs.remove(pos);
-                        let acc = self.irqs.entry(n).or_default();
+                        let (_, k, start) = self.open_irqs.remove(pos);
+                        let acc = &mut self.irqs.get_mut(&n).expect("entered")[k];
                         let dt = ts.saturating_sub(start);
                         acc.hist.record(dt);
                         acc.busy_ns += dt;
@@ -252,6 +263,19 @@ impl CpuAccount {
         }
     }
 
+    /// Events were lost: forget half-paired entries and raises.
+    pub fn forget_open(&mut self) {
+        self.open_irqs.clear();
+        self.timer_entered = None;
+        for s in &mut self.softirqs {
+            s.raised_at = None;
+            s.entered_at = None;
+        }
+        for t in self.tasklets.values_mut() {
+            t.1 = None;
+        }
+    }
+
     /// Turn into report rows for CPU `cpu` over `secs`.
     fn into_rows(
         self,
@@ -261,8 +285,12 @@ impl CpuAccount {
         out: &mut IrqActivityReport,
     ) {
         let pct = |busy_ns: u64| 100.0 * busy_ns as f64 / (secs * 1e9);
-        let mut irqs: Vec<(i64, IrqAcc)> = self.irqs.into_iter().collect();
-        irqs.sort_by_key(|(n, _)| *n);
+        let mut irqs: Vec<(i64, IrqAcc)> = self
+            .irqs
+            .into_iter()
+            .flat_map(|(n, accs)| accs.into_iter().map(move |a| (n, a)))
+            .collect();
+        irqs.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
         for (n, acc) in irqs.into_iter().filter(|(_, a)| a.hist.count() > 0) {
             out.irqs.push(IrqActivity {
                 irq: n.to_string(),
@@ -315,6 +343,21 @@ impl CpuAccount {
     }
 }
 
+/// A CPU's reader state.
+struct IrqSink {
+    decoder: Decoder,
+    acc: CpuAccount,
+}
+
+impl CpuSink for IrqSink {
+    fn event(&mut self, ts: u64, rec: &[u8]) {
+        self.acc.on_event(&self.decoder, ts, rec);
+    }
+    fn lost(&mut self) {
+        self.acc.forget_open();
+    }
+}
+
 /// Names for tasklet function addresses from `/proc/kallsyms` (root sees real addresses).
 fn kallsyms() -> Vec<(u64, String)> {
     let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
@@ -361,40 +404,11 @@ pub fn measure_irqs(
         }
     }
     let decoder = Decoder::from_formats(|ev| inst.format_path(ev))?;
-    let mut readers = Vec::new();
-    for &cpu in &cpus {
-        readers.push((cpu, inst.open_cpu_raw(cpu)?));
-    }
+    let readers = Readers::start(&inst, &cpus, |_| IrqSink {
+        decoder: decoder.clone(),
+        acc: CpuAccount::default(),
+    })?;
     let started = Instant::now();
-    let draining = Arc::new(AtomicBool::new(false));
-    let mut handles = Vec::new();
-    for (cpu, mut file) in readers {
-        let decoder = decoder.clone();
-        let draining = Arc::clone(&draining);
-        handles.push(std::thread::spawn(
-            move || -> Result<(u32, CpuAccount, u64), String> {
-                let mut acc = CpuAccount::default();
-                let mut page = vec![0u8; 4096];
-                let mut missed_pages = 0u64;
-                loop {
-                    let n = tracefs::read_page(&mut file, &mut page)
-                        .map_err(|e| format!("cpu{cpu}: {e}"))?;
-                    if n == 0 {
-                        if draining.load(Ordering::Acquire) {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                        continue;
-                    }
-                    let info =
-                        ringbuf::parse_page(&page[..n], |ts, rec| acc.on_event(&decoder, ts, rec))
-                            .map_err(|e| format!("cpu{cpu}: malformed ring-buffer page: {e}"))?;
-                    missed_pages += u64::from(info.missed_before);
-                }
-                Ok((cpu, acc, missed_pages))
-            },
-        ));
-    }
     while started.elapsed() < opts.duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(
             Duration::from_millis(50).min(opts.duration.saturating_sub(started.elapsed())),
@@ -402,27 +416,17 @@ pub fn measure_irqs(
     }
     let secs = started.elapsed().as_secs_f64();
     let stop_result = inst.stop();
-    draining.store(true, Ordering::Release);
-    let mut accounts = Vec::new();
-    let mut thread_err = None;
-    for h in handles {
-        match h.join() {
-            Ok(Ok(r)) => accounts.push(r),
-            Ok(Err(e)) => thread_err = Some(e),
-            Err(_) => thread_err = Some("a reader thread panicked".into()),
-        }
-    }
+    let drained = readers.finish();
     let lost: Vec<u64> = cpus
         .iter()
         .map(|&c| inst.lost_events(c).unwrap_or(0))
         .collect();
-    // Readers are closed (their threads ended): remove the instance, unmount if mounted here.
+    // Readers are joined: remove the instance, unmount if irqlab mounted tracefs.
     inst.close()?;
     stop_result?;
-    if let Some(e) = thread_err {
-        return Err(HostError::Invalid(e));
-    }
-    let syms = if accounts.iter().any(|(_, a, _)| !a.tasklets.is_empty()) {
+    let mut accounts: Vec<(u32, CpuAccount)> =
+        drained?.into_iter().map(|(c, s)| (c, s.acc)).collect();
+    let syms = if accounts.iter().any(|(_, a)| !a.tasklets.is_empty()) {
         kallsyms()
     } else {
         Vec::new()
@@ -445,8 +449,8 @@ pub fn measure_irqs(
         lost_events: lost,
         unmatched: 0,
     };
-    accounts.sort_by_key(|(c, _, _)| *c);
-    for (cpu, acc, _) in accounts {
+    accounts.sort_by_key(|(c, _)| *c);
+    for (cpu, acc) in accounts {
         acc.into_rows(cpu, secs, &symbol, &mut report);
     }
     Ok(report)

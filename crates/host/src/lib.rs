@@ -46,9 +46,7 @@ pub enum HostError {
     Invalid(String),
     #[error("not root: {0}")]
     NotRoot(String),
-    #[error(
-        "tracefs is not available: {reason}. Mount it as root with: mount -t tracefs nodev /sys/kernel/tracing"
-    )]
+    #[error("tracefs is not available: {reason}")]
     NoTracefs { reason: String },
     #[error("this kernel has no trace event {event} (its system offers: {available})")]
     MissingEvent { event: String, available: String },

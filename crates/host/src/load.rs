@@ -48,16 +48,24 @@ impl Load {
 
     fn stop_inner(&mut self) -> Option<String> {
         let mut child = self.child.take()?;
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(format!(
+        let pgid = Pid::from_raw(child.id() as i32);
+        // The shell may have ended with children still running in its group (`cmd &`): the
+        // group is stopped either way; its id is not reused while any member lives.
+        let ended_early = match child.try_wait() {
+            Ok(Some(status)) => Some(format!(
                 "the --load command '{}' ended by itself after {:.1} s ({status}), before the \
                  measurement did",
                 self.cmd,
                 self.started.elapsed().as_secs_f64()
-            ));
-        }
-        let pgid = Pid::from_raw(child.id() as i32);
+            )),
+            _ => None,
+        };
         let _ = killpg(pgid, Signal::SIGTERM);
+        if ended_early.is_some() {
+            std::thread::sleep(Duration::from_millis(100));
+            let _ = killpg(pgid, Signal::SIGKILL);
+            return ended_early;
+        }
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
@@ -112,6 +120,23 @@ mod tests {
         assert_eq!(load.stop(), None);
         std::thread::sleep(Duration::from_millis(50));
         assert!(!alive(grandchild), "pid {grandchild} survived");
+    }
+
+    #[test]
+    fn children_of_a_shell_that_already_ended_are_stopped_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let load = Load::start(&format!("sleep 30 & echo $! > {}", pidfile.display())).unwrap();
+        std::thread::sleep(Duration::from_millis(300)); // the shell has exited by now
+        let child: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(alive(child));
+        assert!(load.stop().is_some(), "the shell ended early: a warning");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!alive(child), "pid {child} survived its shell");
     }
 
     #[test]

@@ -112,7 +112,14 @@ pub fn functions(root: &Path) -> Result<Vec<Function>, HostError> {
         if let Ok(dir) = std::fs::read_dir(path.join("msi_irqs")) {
             for e in dir.flatten() {
                 if let Ok(n) = e.file_name().to_string_lossy().parse::<u32>() {
-                    let kind = read_trimmed(&e.path()).unwrap_or_default();
+                    // 3.x-4.x kernels made each entry a directory with a `mode` file.
+                    let p = e.path();
+                    let kind = if p.is_dir() {
+                        read_trimmed(&p.join("mode"))
+                    } else {
+                        read_trimmed(&p)
+                    }
+                    .unwrap_or_default();
                     msi_irqs.push((n, kind == "msix"));
                 }
             }

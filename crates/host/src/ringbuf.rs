@@ -251,6 +251,16 @@ pub fn parse_page(page: &[u8], mut f: impl FnMut(u64, &[u8])) -> Result<PageInfo
     })
 }
 
+/// The page's header says the kernel lost events before it (`RB_MISSED_EVENTS`).
+pub fn lost_before(page: &[u8]) -> bool {
+    page.get(8..16)
+        .map(|b| {
+            u64::from_le_bytes(b.try_into().expect("8")) & (RB_MISSED_EVENTS | RB_MISSED_STORED)
+                != 0
+        })
+        .unwrap_or(false)
+}
+
 /// The event ID of a record (`common_type`).
 pub fn record_type(rec: &[u8]) -> u16 {
     rec.get(0..2)

@@ -59,11 +59,29 @@ pub fn run(
         None
     };
     let run = timer::measure_timer(&m.timer, stop, progress);
+    // Stop tracing first, so the events around a late wake-up are not pushed out of the
+    // per-CPU window while the load is being stopped.
+    let traced = trace.map(TimerTrace::finish).transpose();
     if let Some(w) = load.and_then(Load::stop) {
         warnings.push(w);
     }
-    let traced = trace.map(TimerTrace::finish).transpose()?;
+    let traced = traced?;
     let run = run?;
+    for c in &run.per_cpu {
+        if traced.is_some()
+            && c.loops > 0
+            && traced
+                .as_ref()
+                .and_then(|t| t.irq_latency(c.cpu, c.tid))
+                .is_none()
+        {
+            warnings.push(format!(
+                "no IRQ latency for CPU {}: its timer expiries were not seen in the trace \
+                 (did the kernel migrate the timer to another CPU?)",
+                c.cpu
+            ));
+        }
+    }
     warnings.extend(run.warnings.iter().cloned());
     Ok(build(m, &run, traced.as_ref(), warnings))
 }

@@ -15,15 +15,11 @@
 //! say what ran on that CPU before it.
 
 use crate::ringbuf::{self, Field, Format};
-use crate::tracefs::{self, EventName, TraceInstance};
+use crate::tracefs::{CpuSink, EventName, Readers, TraceInstance};
 use crate::HostError;
 use irqlab_stats::results::SpikeEvent;
 use irqlab_stats::LatencyHistogram;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Events kept per CPU for the spike account: at 100k events/s, the last ~80 ms.
 const RECENT_EVENTS: usize = 8192;
@@ -201,11 +197,27 @@ impl CpuTimerTrace {
     }
 }
 
-/// The trace side of a timer measurement, running.
+/// A CPU's reader state: the decoder and what it gathered.
+pub struct TimerSink {
+    decoder: Decoder,
+    pub trace: CpuTimerTrace,
+}
+
+impl CpuSink for TimerSink {
+    fn event(&mut self, ts: u64, rec: &[u8]) {
+        self.trace.on_event(&self.decoder, ts, rec);
+    }
+    fn lost(&mut self) {
+        // An expiry after the gap must not pair with a start before it.
+        self.trace.armed.clear();
+    }
+}
+
+/// The trace side of a timer measurement, running. Field order matters: the readers are
+/// dropped (stopped and joined) before the instance is removed.
 pub struct TimerTrace {
+    readers: Readers<TimerSink>,
     inst: TraceInstance,
-    draining: Arc<AtomicBool>,
-    handles: Vec<(u32, JoinHandle<Result<CpuTimerTrace, String>>)>,
     cpus: Vec<u32>,
 }
 
@@ -239,39 +251,13 @@ impl TimerTrace {
                 decoder.ids.insert(f.id, (k, f));
             }
         }
-        let draining = Arc::new(AtomicBool::new(false));
-        let mut handles = Vec::new();
-        for &cpu in cpus {
-            let mut file = inst.open_cpu_raw(cpu)?;
-            let decoder = decoder.clone();
-            let draining = Arc::clone(&draining);
-            let h = std::thread::Builder::new()
-                .name(format!("irqlab-trace{cpu}"))
-                .spawn(move || -> Result<CpuTimerTrace, String> {
-                    let mut acc = CpuTimerTrace::default();
-                    let mut page = vec![0u8; 4096];
-                    loop {
-                        let n = tracefs::read_page(&mut file, &mut page)
-                            .map_err(|e| format!("cpu{cpu}: {e}"))?;
-                        if n == 0 {
-                            if draining.load(Ordering::Acquire) {
-                                break;
-                            }
-                            std::thread::sleep(Duration::from_millis(20));
-                            continue;
-                        }
-                        ringbuf::parse_page(&page[..n], |ts, rec| acc.on_event(&decoder, ts, rec))
-                            .map_err(|e| format!("cpu{cpu}: malformed ring-buffer page: {e}"))?;
-                    }
-                    Ok(acc)
-                })
-                .map_err(|e| HostError::Invalid(format!("cannot start a trace reader: {e}")))?;
-            handles.push((cpu, h));
-        }
+        let readers = Readers::start(&inst, cpus, |_| TimerSink {
+            decoder: decoder.clone(),
+            trace: CpuTimerTrace::default(),
+        })?;
         Ok(TimerTrace {
+            readers,
             inst,
-            draining,
-            handles,
             cpus: cpus.to_vec(),
         })
     }
@@ -279,16 +265,7 @@ impl TimerTrace {
     /// Stop tracing, drain the buffers, remove the instance.
     pub fn finish(self) -> Result<TimerTraceResult, HostError> {
         let stopped = self.inst.stop();
-        self.draining.store(true, Ordering::Release);
-        let mut per_cpu = Vec::new();
-        let mut err = None;
-        for (cpu, h) in self.handles {
-            match h.join() {
-                Ok(Ok(t)) => per_cpu.push((cpu, t)),
-                Ok(Err(e)) => err = Some(e),
-                Err(_) => err = Some(format!("the trace reader of CPU {cpu} panicked")),
-            }
-        }
+        let drained = self.readers.finish();
         let lost_events = self
             .cpus
             .iter()
@@ -296,9 +273,10 @@ impl TimerTrace {
             .collect();
         self.inst.close()?;
         stopped?;
-        if let Some(e) = err {
-            return Err(HostError::Invalid(e));
-        }
+        let per_cpu = drained?
+            .into_iter()
+            .map(|(cpu, sink)| (cpu, sink.trace))
+            .collect();
         Ok(TimerTraceResult {
             per_cpu,
             lost_events,

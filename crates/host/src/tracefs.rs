@@ -10,9 +10,17 @@
 //! into a stop flag, see [`crate::signals`]) all leave the host as it was. This follows rtla,
 //! which also works in its own instance (`tools/tracing/rtla/src/trace.c`).
 
+use crate::ringbuf;
 use crate::HostError;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// irqlab's own mount points are named `irqlab-tracefs-PID` in the temporary directory.
+const PRIVATE_MOUNT_PREFIX: &str = "irqlab-tracefs-";
 
 /// Where tracefs is mounted by convention since Linux 4.1.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
@@ -47,6 +55,12 @@ pub fn find_mount() -> Option<PathBuf> {
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.len() > 2 && f[2] == "tracefs").then(|| f[1])
+        })
+        // Another irqlab's private mount goes away when that run ends.
+        .filter(|p| {
+            !Path::new(p)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(PRIVATE_MOUNT_PREFIX))
         })
         .collect();
     points
@@ -87,13 +101,12 @@ impl TraceInstance {
             closed: false,
         };
         if let Err(e) = std::fs::create_dir(&dir) {
-            let err = HostError::NoTracefs {
-                reason: format!(
-                    "cannot create the tracing instance {}: {e} (this kernel may predate \
-                     tracing instances, Linux 3.14)",
-                    dir.display()
-                ),
-            };
+            let err = HostError::Invalid(format!(
+                "cannot create the tracing instance {}: {e} (this kernel may predate tracing \
+                 instances, Linux 3.14; or an instance of that name is left from a crash: \
+                 remove it with rmdir)",
+                dir.display()
+            ));
             inst.dir = PathBuf::new(); // nothing to remove
             inst.close_quietly();
             return Err(err);
@@ -233,7 +246,17 @@ impl TraceInstance {
                 )));
             }
         }
-        if self.mounted_here {
+        if self.mounted_here && first_err.is_some() {
+            // The instance is still there: keep the mount so that it can be removed by hand.
+            first_err = Some(HostError::Restore(format!(
+                "could not remove the tracing instance {}; tracefs stays mounted at {} so you \
+                 can: rmdir {} && umount {}",
+                self.dir.display(),
+                self.mount.display(),
+                self.dir.display(),
+                self.mount.display()
+            )));
+        } else if self.mounted_here {
             // Lazily, in case the kernel still holds a reference: the mount leaves the
             // namespace now. It is irqlab's own mount point, so nobody else uses it.
             if let Err(e) = nix::mount::umount2(&self.mount, nix::mount::MntFlags::MNT_DETACH) {
@@ -255,10 +278,11 @@ impl TraceInstance {
 /// temporary directory), not at `/sys/kernel/tracing`, so that nothing another process sees
 /// changes, and two irqlab runs never unmount each other's view.
 fn mount_private() -> Result<PathBuf, HostError> {
-    let target = std::env::temp_dir().join(format!("irqlab-tracefs-{}", std::process::id()));
+    let target = std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{}", std::process::id()));
     std::fs::create_dir(&target).map_err(|e| HostError::NoTracefs {
         reason: format!(
-            "it is not mounted, and irqlab cannot create its mount point {}: {e}",
+            "it is not mounted, and irqlab cannot create its mount point {}: {e}; mount it as \
+             root with: mount -t tracefs nodev /sys/kernel/tracing",
             target.display()
         ),
     })?;
@@ -271,7 +295,10 @@ fn mount_private() -> Result<PathBuf, HostError> {
     ) {
         let _ = std::fs::remove_dir(&target);
         return Err(HostError::NoTracefs {
-            reason: format!("it is not mounted, and mounting it failed: {e}"),
+            reason: format!(
+                "it is not mounted, and mounting it failed: {e}; mount it as root with: mount \
+                 -t tracefs nodev /sys/kernel/tracing"
+            ),
         });
     }
     Ok(target)
@@ -313,5 +340,102 @@ pub fn read_page(f: &mut std::fs::File, page: &mut [u8]) -> Result<usize, std::i
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(0),
         Err(e) => Err(e),
+    }
+}
+
+/// What a per-CPU reader feeds its events to.
+pub trait CpuSink: Send + 'static {
+    /// One data event: its timestamp (ns, the instance's `mono` clock) and its record.
+    fn event(&mut self, ts: u64, rec: &[u8]);
+    /// The kernel lost events before the next page: forget anything half paired (an entry
+    /// waiting for its exit), or it would pair with an event after the gap.
+    fn lost(&mut self);
+}
+
+/// One reader thread per CPU draining that CPU's ring buffer into its own sink, with no locks
+/// on the event path. Dropping it (on any error path) stops and joins the threads, so the
+/// instance can then be removed.
+pub struct Readers<S: CpuSink> {
+    draining: Arc<AtomicBool>,
+    handles: Vec<(u32, JoinHandle<Result<S, String>>)>,
+}
+
+impl<S: CpuSink> Readers<S> {
+    /// Open every CPU's reader first (a failure leaves no thread behind), then start them.
+    pub fn start(
+        inst: &TraceInstance,
+        cpus: &[u32],
+        mut sink: impl FnMut(u32) -> S,
+    ) -> Result<Self, HostError> {
+        let files = cpus
+            .iter()
+            .map(|&c| inst.open_cpu_raw(c).map(|f| (c, f)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut readers = Readers {
+            draining: Arc::new(AtomicBool::new(false)),
+            handles: Vec::with_capacity(files.len()),
+        };
+        for (cpu, file) in files {
+            let s = sink(cpu);
+            let draining = Arc::clone(&readers.draining);
+            let h = std::thread::Builder::new()
+                .name(format!("irqlab-trace{cpu}"))
+                .spawn(move || read_loop(cpu, file, s, &draining))
+                .map_err(|e| HostError::Invalid(format!("cannot start a trace reader: {e}")))?;
+            readers.handles.push((cpu, h));
+        }
+        Ok(readers)
+    }
+
+    /// Drain what is left and return each CPU's sink. Stop the instance first, so the buffers
+    /// stop filling.
+    pub fn finish(mut self) -> Result<Vec<(u32, S)>, HostError> {
+        self.draining.store(true, Ordering::Release);
+        let mut out = Vec::with_capacity(self.handles.len());
+        let mut err = None;
+        for (cpu, h) in std::mem::take(&mut self.handles) {
+            match h.join() {
+                Ok(Ok(s)) => out.push((cpu, s)),
+                Ok(Err(e)) => err = Some(e),
+                Err(_) => err = Some(format!("the trace reader of CPU {cpu} panicked")),
+            }
+        }
+        match err {
+            Some(e) => Err(HostError::Invalid(e)),
+            None => Ok(out),
+        }
+    }
+}
+
+impl<S: CpuSink> Drop for Readers<S> {
+    fn drop(&mut self) {
+        self.draining.store(true, Ordering::Release);
+        for (_, h) in std::mem::take(&mut self.handles) {
+            let _ = h.join();
+        }
+    }
+}
+
+fn read_loop<S: CpuSink>(
+    cpu: u32,
+    mut file: std::fs::File,
+    mut sink: S,
+    draining: &AtomicBool,
+) -> Result<S, String> {
+    let mut page = vec![0u8; 4096];
+    loop {
+        let n = read_page(&mut file, &mut page).map_err(|e| format!("cpu{cpu}: {e}"))?;
+        if n == 0 {
+            if draining.load(Ordering::Acquire) {
+                return Ok(sink);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        if ringbuf::lost_before(&page[..n]) {
+            sink.lost();
+        }
+        ringbuf::parse_page(&page[..n], |ts, rec| sink.event(ts, rec))
+            .map_err(|e| format!("cpu{cpu}: malformed ring-buffer page: {e}"))?;
     }
 }
