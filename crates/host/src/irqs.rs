@@ -29,45 +29,12 @@ pub const SOFTIRQ_NAMES: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 ];
 
-const REQUIRED: [EventName; 5] = [
-    EventName {
-        system: "irq",
-        name: "irq_handler_entry",
-    },
-    EventName {
-        system: "irq",
-        name: "irq_handler_exit",
-    },
-    EventName {
-        system: "irq",
-        name: "softirq_raise",
-    },
-    EventName {
-        system: "irq",
-        name: "softirq_entry",
-    },
-    EventName {
-        system: "irq",
-        name: "softirq_exit",
-    },
-];
+const REQUIRED: [EventName; 5] = tracefs::IRQ_EVENTS;
 const OPTIONAL: [EventName; 4] = [
-    EventName {
-        system: "irq",
-        name: "tasklet_entry",
-    },
-    EventName {
-        system: "irq",
-        name: "tasklet_exit",
-    },
-    EventName {
-        system: "irq_vectors",
-        name: "local_timer_entry",
-    },
-    EventName {
-        system: "irq_vectors",
-        name: "local_timer_exit",
-    },
+    EventName::new("irq", "tasklet_entry"),
+    EventName::new("irq", "tasklet_exit"),
+    tracefs::LOCAL_TIMER_EVENTS[0],
+    tracefs::LOCAL_TIMER_EVENTS[1],
 ];
 
 /// What to measure.
@@ -392,17 +359,7 @@ pub fn measure_irqs(
     let cpus = crate::timer::online_cpus()?;
     let inst = TraceInstance::create(&REQUIRED, opts.buffer_kb)?;
     // The optional events this kernel has (tasklet events are 5.13+, local_timer x86 only).
-    for ev in OPTIONAL {
-        let enable = inst
-            .dir()
-            .join("events")
-            .join(ev.system)
-            .join(ev.name)
-            .join("enable");
-        if enable.exists() {
-            std::fs::write(&enable, "1").map_err(|e| HostError::io(&enable, e))?;
-        }
-    }
+    inst.enable_if_present(&OPTIONAL)?;
     let decoder = Decoder::from_formats(|ev| inst.format_path(ev))?;
     let readers = Readers::start(&inst, &cpus, |_| IrqSink {
         decoder: decoder.clone(),

@@ -15,7 +15,7 @@
 //! say what ran on that CPU before it.
 
 use crate::ringbuf::{self, Field, Format};
-use crate::tracefs::{CpuSink, EventName, Readers, TraceInstance};
+use crate::tracefs::{CpuSink, EventName, Readers, TraceInstance, IRQ_EVENTS, LOCAL_TIMER_EVENTS};
 use crate::HostError;
 use irqlab_stats::results::SpikeEvent;
 use irqlab_stats::LatencyHistogram;
@@ -25,50 +25,17 @@ use std::collections::{HashMap, VecDeque};
 const RECENT_EVENTS: usize = 8192;
 
 const EVENTS: [EventName; 11] = [
-    EventName {
-        system: "timer",
-        name: "hrtimer_start",
-    },
-    EventName {
-        system: "timer",
-        name: "hrtimer_expire_entry",
-    },
-    EventName {
-        system: "irq",
-        name: "irq_handler_entry",
-    },
-    EventName {
-        system: "irq",
-        name: "irq_handler_exit",
-    },
-    EventName {
-        system: "irq",
-        name: "softirq_raise",
-    },
-    EventName {
-        system: "irq",
-        name: "softirq_entry",
-    },
-    EventName {
-        system: "irq",
-        name: "softirq_exit",
-    },
-    EventName {
-        system: "sched",
-        name: "sched_switch",
-    },
-    EventName {
-        system: "sched",
-        name: "sched_wakeup",
-    },
-    EventName {
-        system: "irq_vectors",
-        name: "local_timer_entry",
-    },
-    EventName {
-        system: "irq_vectors",
-        name: "local_timer_exit",
-    },
+    EventName::new("timer", "hrtimer_start"),
+    EventName::new("timer", "hrtimer_expire_entry"),
+    IRQ_EVENTS[0],
+    IRQ_EVENTS[1],
+    IRQ_EVENTS[2],
+    IRQ_EVENTS[3],
+    IRQ_EVENTS[4],
+    EventName::new("sched", "sched_switch"),
+    EventName::new("sched", "sched_wakeup"),
+    LOCAL_TIMER_EVENTS[0],
+    LOCAL_TIMER_EVENTS[1],
 ];
 /// The first two are needed for the split; the rest only enrich the spike account.
 const REQUIRED: usize = 2;
@@ -232,17 +199,7 @@ impl TimerTrace {
     /// Start tracing on `cpus` before the measuring threads start.
     pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<Self, HostError> {
         let inst = TraceInstance::create(&EVENTS[..REQUIRED], buffer_kb)?;
-        for ev in &EVENTS[REQUIRED..] {
-            let enable = inst
-                .dir()
-                .join("events")
-                .join(ev.system)
-                .join(ev.name)
-                .join("enable");
-            if enable.exists() {
-                std::fs::write(&enable, "1").map_err(|e| HostError::io(&enable, e))?;
-            }
-        }
+        inst.enable_if_present(&EVENTS[REQUIRED..])?;
         let mut decoder = Decoder::default();
         for (k, ev) in EVENTS.iter().enumerate() {
             let p = inst.format_path(*ev);

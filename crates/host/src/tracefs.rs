@@ -32,6 +32,28 @@ pub struct EventName {
     pub name: &'static str,
 }
 
+impl EventName {
+    pub const fn new(system: &'static str, name: &'static str) -> Self {
+        EventName { system, name }
+    }
+}
+
+/// Hard IRQ handler and softirq events (`include/trace/events/irq.h`), which both measurements
+/// read.
+pub const IRQ_EVENTS: [EventName; 5] = [
+    EventName::new("irq", "irq_handler_entry"),
+    EventName::new("irq", "irq_handler_exit"),
+    EventName::new("irq", "softirq_raise"),
+    EventName::new("irq", "softirq_entry"),
+    EventName::new("irq", "softirq_exit"),
+];
+
+/// The x86 local APIC timer interrupt (`arch/x86/include/asm/trace/irq_vectors.h`).
+pub const LOCAL_TIMER_EVENTS: [EventName; 2] = [
+    EventName::new("irq_vectors", "local_timer_entry"),
+    EventName::new("irq_vectors", "local_timer_exit"),
+];
+
 impl std::fmt::Display for EventName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.system, self.name)
@@ -142,6 +164,22 @@ impl TraceInstance {
                 Err(e)
             }
         }
+    }
+
+    /// Enable those of `events` this kernel has; the others are skipped (optional events).
+    pub fn enable_if_present(&self, events: &[EventName]) -> Result<(), HostError> {
+        for ev in events {
+            let enable = self
+                .dir
+                .join("events")
+                .join(ev.system)
+                .join(ev.name)
+                .join("enable");
+            if enable.exists() {
+                write_file(&enable, "1")?;
+            }
+        }
+        Ok(())
     }
 
     /// The instance's directory (`.../instances/irqlab-PID`).
