@@ -52,6 +52,10 @@ enum Command {
         /// Also write the result as JSON to FILE.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Draw SVG figures into DIR: the latency histogram (log count axis) and the cumulative
+        /// distribution.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
     },
     /// Run every published experiment in experiments/ and compare published with simulated.
     Validate {
@@ -133,6 +137,10 @@ enum Measure {
         /// plotting scripts.
         #[arg(long, value_name = "FILE")]
         histogram_out: Option<PathBuf>,
+        /// Draw SVG figures of the latencies into DIR (histogram with a log count axis,
+        /// cumulative distribution), every CPU on the same axes.
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
         /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups
         /// count as overflows.
         #[arg(long, value_name = "US", default_value_t = 10_000,
@@ -247,6 +255,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             samples,
             trace,
             json,
+            plot,
         } => {
             let s = Scenario::load(&scenario, &set)?;
             let seed = seed.unwrap_or(s.file.seed);
@@ -258,6 +267,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| "--json")?;
             }
             print(&report::run_text(&rep))?;
+            if let Some(dir) = &plot {
+                let name = scenario
+                    .file_stem()
+                    .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+                let name = format!("{name}-{}", format!("{:?}", s.file.delivery).to_lowercase());
+                for f in report::plot::plot_run(&rep, dir, &name).with_context(|| "--plot")? {
+                    print(&format!("wrote {}\n", f.display()))?;
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate {
@@ -311,6 +329,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             histogram_out,
             histogram_max_us,
+            plot,
         }) => {
             use irqlab_host::timer::{self, Stop, TimerOptions};
             let cpus = match cpus {
@@ -349,6 +368,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
             }
             print(&report::run_text(&measured.report))?;
+            if let Some(dir) = &plot {
+                for f in report::plot::plot_run(&measured.report, dir, "timer")
+                    .with_context(|| "--plot")?
+                {
+                    print(&format!("wrote {}\n", f.display()))?;
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Measure(Measure::Irqs {

@@ -268,3 +268,28 @@ fn without_root_the_measurements_say_what_is_missing() {
         }
     );
 }
+
+#[test]
+fn sim_plot_writes_both_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    irqlab()
+        .args([
+            "sim",
+            "experiments/seed000/ws.toml",
+            "--samples",
+            "500",
+            "--plot",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ws-msi-histogram.svg"));
+    for f in ["ws-msi-histogram.svg", "ws-msi-cumulative.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join(f)).unwrap();
+        assert!(svg.starts_with("<svg"), "{f}");
+        assert!(
+            svg.contains("isr_latency") && svg.contains("tasklet_latency"),
+            "{f}"
+        );
+    }
+}

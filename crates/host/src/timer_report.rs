@@ -6,7 +6,7 @@ use crate::load::Load;
 use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
 use crate::timer_trace::{TimerTrace, TimerTraceResult};
 use crate::HostError;
-use irqlab_stats::results::{Counter, Metric, RunReport, Spike, SCHEMA_VERSION};
+use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike, SCHEMA_VERSION};
 use irqlab_stats::LatencyHistogram;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -95,7 +95,12 @@ fn build(
     let opts = &m.timer;
     let mut metrics = Vec::new();
     let mut counters = Vec::new();
+    let mut histograms = Vec::new();
     for c in &run.per_cpu {
+        histograms.push(HistogramData::of(
+            &format!("thread_latency_cpu{}", c.cpu),
+            &c.histogram,
+        ));
         metrics.push(Metric {
             name: format!("thread_latency_cpu{}", c.cpu),
             description: "timer expiry (absolute clock_nanosleep, CLOCK_MONOTONIC) to the \
@@ -104,6 +109,7 @@ fn build(
             summary: c.histogram.summary(),
         });
         if let Some(h) = traced.and_then(|t| t.irq_latency(c.cpu, c.tid)) {
+            histograms.push(HistogramData::of(&format!("irq_latency_cpu{}", c.cpu), h));
             metrics.push(Metric {
                 name: format!("irq_latency_cpu{}", c.cpu),
                 description: "timer expiry to its hrtimer callback running in the timer \
@@ -195,6 +201,7 @@ fn build(
             counters,
             trace: Vec::new(),
             spike,
+            histograms,
             warnings,
         },
         thread_histograms: run

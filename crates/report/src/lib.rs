@@ -12,6 +12,7 @@
 
 pub mod activity;
 pub mod inventory;
+pub mod plot;
 pub mod table;
 pub mod text;
 

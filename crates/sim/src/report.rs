@@ -3,7 +3,7 @@
 use crate::hw::pcie::{Dir, TlpKind};
 use crate::probes::analyzer::TraceRecord;
 use crate::scenario::{RunResult, Scenario};
-use irqlab_stats::results::{Counter, Metric, RunReport, TraceRow, SCHEMA_VERSION};
+use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, TraceRow, SCHEMA_VERSION};
 
 /// Printable rows for analyzer records, with time relative to the first.
 pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
@@ -95,6 +95,10 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
             .collect(),
         trace: trace_rows(&result.trace),
         spike: None,
+        histograms: vec![
+            HistogramData::of("isr_latency", &result.isr),
+            HistogramData::of("tasklet_latency", &result.tasklet),
+        ],
         warnings: Vec::new(),
     }
 }

@@ -43,6 +43,28 @@ pub struct Counter {
     pub value: u64,
 }
 
+/// A metric's distribution for plots: the histogram's recorded values (to its resolution,
+/// 0.1%) with their counts, in ascending order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramData {
+    pub metric: String,
+    /// (value ns, count).
+    pub values: Vec<(u64, u64)>,
+    /// Values above the histogram's range (10 s).
+    pub overflows: u64,
+}
+
+impl HistogramData {
+    /// From a histogram.
+    pub fn of(metric: &str, h: &crate::LatencyHistogram) -> Self {
+        HistogramData {
+            metric: metric.to_string(),
+            values: h.iter_buckets(1).collect(),
+            overflows: h.overflows(),
+        }
+    }
+}
+
 /// One event in the account of a latency spike: what ran on the CPU around a late wake-up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpikeEvent {
@@ -83,6 +105,9 @@ pub struct RunReport {
     /// A measurement stopped by a latency spike (`--break-us`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spike: Option<Spike>,
+    /// Distributions for plots (`--plot`), one per metric that has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub histograms: Vec<HistogramData>,
     /// What limited a measurement (no SCHED_FIFO, no tracefs, ...), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,

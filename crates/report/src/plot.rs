@@ -1,0 +1,345 @@
+//! SVG figures of a run's distributions (`--plot DIR`), read from the same [`RunReport`] every
+//! other renderer reads:
+//!
+//! - `NAME-histogram.svg`: latency histogram with a logarithmic count axis, the view of
+//!   OSADL's latency plots and of seed 002's post, where a tail of rare samples stays visible
+//!   beside the bulk;
+//! - `NAME-cumulative.svg`: the fraction of samples at or below each latency (seed 004, Fig. 4).
+//!
+//! Every metric of the run is drawn on the same axes, so a run's ISR and tasklet latencies, or
+//! a measurement's CPUs, compare at a glance.
+
+use irqlab_stats::results::{HistogramData, RunReport};
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 600;
+/// Bars across the histogram's range.
+const BINS: u64 = 120;
+
+/// Errors drawing figures.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("cannot create the plot directory {path}: {reason}")]
+    Dir { path: String, reason: String },
+    #[error("cannot draw {path}: {reason}")]
+    Draw { path: String, reason: String },
+    #[error("the run has no distribution to plot (no histograms in the result)")]
+    Empty,
+}
+
+/// A unit that keeps the axis numbers readable: ns below 10 us, us below 10 ms, else ms.
+fn unit_for(max_ns: u64) -> (&'static str, f64) {
+    if max_ns < 10_000 {
+        ("ns", 1.0)
+    } else if max_ns < 10_000_000 {
+        ("us", 1e3)
+    } else {
+        ("ms", 1e6)
+    }
+}
+
+fn palette(i: usize) -> RGBColor {
+    [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+    ][i % 8]
+}
+
+/// A safe file-name stem from a title.
+fn stem(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while out.contains("--") {
+        out = out.replace("--", "-");
+    }
+    out.trim_matches('-').chars().take(60).collect()
+}
+
+/// Draw the run's figures into `dir` (created if missing), named after `name`. Returns the
+/// files written.
+pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, PlotError> {
+    let hists: Vec<&HistogramData> = r
+        .histograms
+        .iter()
+        .filter(|h| !h.values.is_empty())
+        .collect();
+    if hists.is_empty() {
+        return Err(PlotError::Empty);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| PlotError::Dir {
+        path: dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let name = stem(name);
+    let min_ns = hists.iter().map(|h| h.values[0].0).min().unwrap_or(0);
+    let max_ns = hists
+        .iter()
+        .map(|h| h.values.last().map_or(0, |v| v.0))
+        .max()
+        .unwrap_or(1);
+    let hist_path = dir.join(format!("{name}-histogram.svg"));
+    histogram(&hist_path, &r.title, &hists, min_ns, max_ns)?;
+    let cum_path = dir.join(format!("{name}-cumulative.svg"));
+    cumulative(&cum_path, &r.title, &hists, min_ns, max_ns)?;
+    Ok(vec![hist_path, cum_path])
+}
+
+fn draw_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {
+    move |reason| PlotError::Draw {
+        path: path.display().to_string(),
+        reason,
+    }
+}
+
+/// Linear bins over [lo, hi] in ns: (bin start ns, count) for one metric.
+fn binned(h: &HistogramData, lo: u64, width: u64) -> Vec<(u64, u64)> {
+    let mut bins = vec![0u64; BINS as usize + 1];
+    for &(v, c) in &h.values {
+        let i = ((v.saturating_sub(lo)) / width).min(BINS) as usize;
+        bins[i] += c;
+    }
+    bins.into_iter()
+        .enumerate()
+        .map(|(i, c)| (lo + i as u64 * width, c))
+        .collect()
+}
+
+fn histogram(
+    path: &Path,
+    title: &str,
+    hists: &[&HistogramData],
+    min_ns: u64,
+    max_ns: u64,
+) -> Result<(), PlotError> {
+    let err = draw_err(path);
+    let (unit, scale) = unit_for(max_ns);
+    // A little room on both sides; at least 1 ns per bin.
+    let span = (max_ns - min_ns).max(BINS);
+    let width = span.div_ceil(BINS);
+    let lo = min_ns.saturating_sub(width);
+    let series: Vec<Vec<(u64, u64)>> = hists.iter().map(|h| binned(h, lo, width)).collect();
+    let top = series
+        .iter()
+        .flat_map(|s| s.iter().map(|b| b.1))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let x_hi = lo + width * (BINS + 2);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{title}: latency histogram"), ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(
+            (lo as f64 / scale)..(x_hi as f64 / scale),
+            (0.5f64..(top as f64 * 2.0)).log_scale(),
+        )
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("latency ({unit})"))
+        .x_label_formatter(&axis_number)
+        .y_desc("samples per bin (log scale)")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (i, (h, s)) in hists.iter().zip(&series).enumerate() {
+        let color = palette(i);
+        // Steps: each bin drawn flat across its width, so one-bin spikes show as bars.
+        let mut pts = Vec::with_capacity(s.len() * 2 + 2);
+        for &(start, c) in s {
+            let y = if c == 0 { 0.5 } else { c as f64 };
+            pts.push((start as f64 / scale, y));
+            pts.push(((start + width) as f64 / scale, y));
+        }
+        chart
+            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?
+            .label(format!(
+                "{} ({} samples, bins of {})",
+                h.metric,
+                h.values.iter().map(|v| v.1).sum::<u64>(),
+                fmt_width(width, unit, scale)
+            ))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperMiddle)
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Axis numbers without needless decimals: `1000`, `2.5`.
+fn axis_number(v: &f64) -> String {
+    if (v.fract()).abs() < 1e-9 || v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+fn fmt_width(width_ns: u64, unit: &str, scale: f64) -> String {
+    format!("{} {unit}", axis_number(&(width_ns as f64 / scale)))
+}
+
+fn cumulative(
+    path: &Path,
+    title: &str,
+    hists: &[&HistogramData],
+    min_ns: u64,
+    max_ns: u64,
+) -> Result<(), PlotError> {
+    let err = draw_err(path);
+    let (unit, scale) = unit_for(max_ns);
+    let pad = ((max_ns - min_ns) / 50).max(1);
+    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("{title}: cumulative distribution"),
+            ("sans-serif", 22),
+        )
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(
+            (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
+            0f64..100f64,
+        )
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("latency ({unit})"))
+        .x_label_formatter(&axis_number)
+        .y_desc("samples at or below (%)")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (i, h) in hists.iter().enumerate() {
+        let color = palette(i);
+        let total: u64 = h.values.iter().map(|v| v.1).sum::<u64>() + h.overflows;
+        let mut acc = 0u64;
+        let mut pts = vec![(h.values[0].0 as f64 / scale, 0.0)];
+        for &(v, c) in &h.values {
+            let x = v as f64 / scale;
+            pts.push((x, 100.0 * acc as f64 / total as f64));
+            acc += c;
+            pts.push((x, 100.0 * acc as f64 / total as f64));
+        }
+        chart
+            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?
+            .label(h.metric.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_put_every_sample_somewhere() {
+        let h = HistogramData {
+            metric: "x".into(),
+            values: vec![(100, 5), (150, 7), (10_000, 1)],
+            overflows: 0,
+        };
+        let b = binned(&h, 50, 100);
+        assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), 13);
+        assert_eq!(b[0], (50, 5));
+        assert_eq!(b[1], (150, 7));
+        assert_eq!(b[99].1, 1); // 10,000 ns falls in bin (10,000 - 50) / 100
+    }
+
+    #[test]
+    fn figures_carry_title_units_and_legend() {
+        use irqlab_stats::results::RunReport;
+        let mut h = irqlab_stats::LatencyHistogram::new();
+        for ns in [2_000, 2_100, 2_200, 2_250, 6_900] {
+            h.record(ns);
+        }
+        let r = RunReport {
+            schema_version: 1,
+            source: "test".into(),
+            title: "Round trip".into(),
+            config: vec![],
+            metrics: vec![],
+            counters: vec![],
+            trace: vec![],
+            spike: None,
+            histograms: vec![HistogramData::of("round_trip", &h)],
+            warnings: vec![],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let files = plot_run(&r, dir.path(), "My run").unwrap();
+        assert_eq!(files.len(), 2);
+        assert!(files[0].ends_with("my-run-histogram.svg"));
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(svg.contains("Round trip: latency histogram"));
+        assert!(svg.contains("latency (ns)"));
+        assert!(svg.contains("log scale"));
+        assert!(svg.contains("round_trip (5 samples"));
+        let svg = std::fs::read_to_string(&files[1]).unwrap();
+        assert!(svg.contains("samples at or below (%)"));
+        let empty = RunReport {
+            histograms: vec![],
+            ..r
+        };
+        assert!(matches!(
+            plot_run(&empty, dir.path(), "x"),
+            Err(PlotError::Empty)
+        ));
+    }
+
+    #[test]
+    fn axis_numbers() {
+        assert_eq!(axis_number(&1000.0), "1000");
+        assert_eq!(axis_number(&2.5), "2.5");
+        assert_eq!(axis_number(&0.25), "0.25");
+    }
+
+    #[test]
+    fn stems_are_file_safe() {
+        assert_eq!(
+            stem("Seed 000, workstation: exerciser"),
+            "seed-000-workstation-exerciser"
+        );
+    }
+}
