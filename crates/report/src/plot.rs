@@ -171,27 +171,48 @@ fn histogram(
             pts.push((start as f64 / scale, y));
             pts.push(((start + width) as f64 / scale, y));
         }
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(|e| err(e.to_string()))?
-            .label(format!(
-                "{} ({} samples, bins of {})",
-                h.metric,
-                h.values.iter().map(|v| v.1).sum::<u64>(),
-                fmt_width(width, unit, scale)
-            ))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+        let label = format!(
+            "{} ({} samples, bins of {})",
+            h.metric,
+            h.values.iter().map(|v| v.1).sum::<u64>(),
+            fmt_width(width, unit, scale)
+        );
+        line(&mut chart, pts, color, label).map_err(&err)?;
     }
+    legend(&mut chart, SeriesLabelPosition::UpperMiddle).map_err(&err)?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// One metric's line, with its legend entry.
+fn line<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64, f64)>>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pts: Vec<(f64, f64)>,
+    color: RGBColor,
+    label: String,
+) -> Result<(), String> {
+    chart
+        .draw_series(LineSeries::new(pts, color.stroke_width(2)))
+        .map_err(|e| e.to_string())?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+    Ok(())
+}
+
+/// The legend box.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperMiddle)
+        .position(position)
         .draw()
-        .map_err(|e| err(e.to_string()))?;
-    root.present().map_err(|e| err(e.to_string()))
+        .map_err(|e| e.to_string())
 }
 
 /// Axis numbers without needless decimals: `1000`, `2.5`.
@@ -252,21 +273,9 @@ fn cumulative(
             acc += c;
             pts.push((x, 100.0 * acc as f64 / total as f64));
         }
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(|e| err(e.to_string()))?
-            .label(h.metric.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+        line(&mut chart, pts, color, h.metric.clone()).map_err(&err)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(&err)?;
     root.present().map_err(|e| err(e.to_string()))
 }
 
