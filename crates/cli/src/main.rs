@@ -56,6 +56,11 @@ enum Command {
         /// distribution.
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
+        /// Split the samples over N independent replications run on all cores and merge their
+        /// histograms (replication 0 uses --seed; the result depends on N, not on the cores).
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=4096))]
+        replications: u32,
     },
     /// Run every published experiment in experiments/ and compare published with simulated.
     Validate {
@@ -164,6 +169,57 @@ enum Measure {
     },
 }
 
+/// A progress bar with the time left for long simulations, on stderr when it is a terminal
+/// (quiet otherwise, and for runs too short to need one).
+struct Progress {
+    done: Option<(
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<()>,
+    )>,
+}
+
+impl Progress {
+    /// Runs shorter than this many samples finish before a bar would be useful.
+    const MIN_SAMPLES: u64 = 2_000_000;
+
+    fn start(total: u64, counter: &std::sync::Arc<std::sync::atomic::AtomicU64>) -> Progress {
+        use std::io::IsTerminal;
+        if total < Self::MIN_SAMPLES || !std::io::stderr().is_terminal() {
+            return Progress { done: None };
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop2, counter) = (stop.clone(), counter.clone());
+        let h = std::thread::spawn(move || {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {human_pos}/{human_len} interrupts, {per_sec}, {eta} left",
+                )
+                .expect("a valid template"),
+            );
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_position(
+                    counter
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        .min(total),
+                );
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            bar.finish_and_clear();
+        });
+        Progress {
+            done: Some((stop, h)),
+        }
+    }
+
+    fn finish(self) {
+        if let Some((stop, h)) = self.done {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = h.join();
+        }
+    }
+}
+
 /// cyclictest's per-thread status lines on stderr, redrawn in place while a measurement runs;
 /// nothing when stderr is not a terminal.
 struct LiveLines {
@@ -256,11 +312,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             trace,
             json,
             plot,
+            replications,
         } => {
             let s = Scenario::load(&scenario, &set)?;
             let seed = seed.unwrap_or(s.file.seed);
             let samples = samples.unwrap_or(s.file.samples);
-            let result = s.run(seed, samples, trace)?;
+            let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let bar = Progress::start(samples, &counter);
+            let result = s.run_replicated(seed, samples, trace, replications, Some(counter));
+            bar.finish();
+            let result = result?;
             let rep = irqlab_sim::report::run_report(&s, seed, &result);
             if let Some(path) = &json {
                 report::write_atomic(path, report::run_json(&rep)?.as_bytes())

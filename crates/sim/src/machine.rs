@@ -142,7 +142,30 @@ pub struct Machine {
     /// Reference mode: no run-ahead and no early hop crossing; every step that takes time ends
     /// at an event. Slower, and by construction ordered; tests check the fast paths against it.
     pub strict: bool,
+    /// Interrupts raised so far, shared with a progress display (every [`PROGRESS_EVERY`]).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
+
+impl Counters {
+    /// Add another run's counters (replications of one scenario).
+    pub fn merge(&mut self, o: &Counters) {
+        self.interrupts_generated += o.interrupts_generated;
+        self.spurious_interrupts += o.spurious_interrupts;
+        self.unhandled_interrupts += o.unhandled_interrupts;
+        self.overlapped_samples += o.overlapped_samples;
+        self.held_triggers += o.held_triggers;
+        self.port_ios += o.port_ios;
+        self.interrupt_acknowledges += o.interrupt_acknowledges;
+        self.mmio_reads += o.mmio_reads;
+        self.events += o.events;
+        self.truncated |= o.truncated;
+        self.packets_on_link += o.packets_on_link;
+        self.simulated_ps += o.simulated_ps;
+    }
+}
+
+/// How often a run reports its progress, in interrupts of the measured device.
+pub const PROGRESS_EVERY: u64 = 1 << 14;
 
 impl Machine {
     #[allow(clippy::too_many_arguments)]
@@ -179,6 +202,7 @@ impl Machine {
             mmio_reads: 0,
             event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
             strict: false,
+            progress: None,
         }
     }
 
@@ -245,6 +269,16 @@ impl Machine {
 
     fn raise(&mut self, k: u8) {
         if let Some(tlp) = self.devices[usize::from(k)].trigger() {
+            if k == self.probed_device {
+                if let Some(p) = &self.progress {
+                    if self.devices[usize::from(k)]
+                        .generated
+                        .is_multiple_of(PROGRESS_EVERY)
+                    {
+                        p.fetch_add(PROGRESS_EVERY, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
             let dest = if tlp.kind == TlpKind::MemWrite {
                 Endpoint::Cpu
             } else {

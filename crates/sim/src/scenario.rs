@@ -1045,6 +1045,51 @@ impl Scenario {
         self.run_with(seed, samples, trace, false)
     }
 
+    /// Split `samples` over `replications` independent runs and run them on all cores, merging
+    /// their histograms and counters: memory stays that of one run per core. Replication 0
+    /// uses `seed` itself (so one replication is [`Scenario::run`]); replication r > 0 a seed
+    /// derived from `seed` and r. The result depends on the replication count, never on the
+    /// number of cores or threads. `progress` counts interrupts raised, across replications.
+    pub fn run_replicated(
+        &self,
+        seed: u64,
+        samples: u64,
+        trace: usize,
+        replications: u32,
+        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    ) -> Result<RunResult, ScenarioError> {
+        use rayon::prelude::*;
+        let r = u64::from(replications.max(1));
+        let share = |i: u64| samples / r + u64::from(i < samples % r);
+        let runs: Vec<Result<RunResult, ScenarioError>> = (0..r)
+            .into_par_iter()
+            .filter(|&i| share(i) > 0)
+            .map(|i| {
+                let s = if i == 0 {
+                    seed
+                } else {
+                    replication_seed(seed, i)
+                };
+                let mut m = self.build(s, share(i), if i == 0 { trace } else { 0 })?;
+                m.progress = progress.clone();
+                self.finish(m, share(i))
+            })
+            .collect();
+        let mut merged: Option<RunResult> = None;
+        for run in runs {
+            let run = run?;
+            match &mut merged {
+                None => merged = Some(run),
+                Some(m) => {
+                    m.isr.merge(&run.isr);
+                    m.tasklet.merge(&run.tasklet);
+                    m.counters.merge(&run.counters);
+                }
+            }
+        }
+        Ok(merged.expect("at least one sample"))
+    }
+
     /// [`Scenario::run`], optionally in the machine's step-by-step reference mode.
     pub fn run_with(
         &self,
@@ -1055,6 +1100,11 @@ impl Scenario {
     ) -> Result<RunResult, ScenarioError> {
         let mut m = self.build(seed, samples, trace)?;
         m.strict = strict;
+        self.finish(m, samples)
+    }
+
+    /// Run a built machine and collect its result.
+    fn finish(&self, mut m: Machine, samples: u64) -> Result<RunResult, ScenarioError> {
         let counters = m.run();
         if counters.truncated {
             return Err(ScenarioError::Runaway {
@@ -1073,6 +1123,15 @@ impl Scenario {
             trace,
         })
     }
+}
+
+/// A replication's seed: SplitMix64 of the run's seed and the replication index, so that
+/// replications draw unrelated streams.
+pub fn replication_seed(seed: u64, replication: u64) -> u64 {
+    let mut z = seed ^ replication.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Apply one `key=value` to the combined document.
