@@ -193,7 +193,7 @@ impl Progress {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{bar:40} {human_pos}/{human_len} interrupts, {per_sec}, {eta} left",
+                    "{bar:24} {human_pos}/{human_len} interrupts, ~{eta} left",
                 )
                 .expect("a valid template"),
             );
