@@ -76,6 +76,10 @@ enum Command {
         /// Also write the validation as JSON to FILE.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
+        /// Draw SVG figures into DIR: per experiment, its runs' ISR and tasklet latencies
+        /// overlaid (histogram with a log count axis, and the cumulative distribution).
+        #[arg(long, value_name = "DIR")]
+        plot: Option<PathBuf>,
     },
     /// Inventory this host's interrupts: delivery, trigger, device and driver, rates per CPU,
     /// affinity, and findings (legacy INTx on MSI-capable devices, shared lines, load on one
@@ -344,6 +348,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             only,
             samples,
             json,
+            plot,
         } => {
             let opts = ValidateOptions { only, samples };
             let v = validate_dir(&experiments, &opts)?;
@@ -358,6 +363,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| "--json")?;
             }
             print(&report::validation_text(&v))?;
+            if let Some(dir) = &plot {
+                for f in report::plot::plot_validation(&v, dir).with_context(|| "--plot")? {
+                    print(&format!("wrote {}\n", f.display()))?;
+                }
+            }
             Ok(if v.failed() > 0 {
                 ExitCode::from(EXIT_VALIDATION_FAILED)
             } else {

@@ -293,3 +293,25 @@ fn sim_plot_writes_both_figures() {
         );
     }
 }
+
+#[test]
+fn validate_plot_draws_each_experiment() {
+    let dir = tempfile::tempdir().unwrap();
+    irqlab()
+        .args([
+            "validate",
+            "--only",
+            "msi-ws-ioapic",
+            "--samples",
+            "300",
+            "--plot",
+        ])
+        .arg(dir.path())
+        .assert()
+        .stdout(predicate::str::contains("seed000-isr-histogram.svg"));
+    let svg = std::fs::read_to_string(dir.path().join("seed000-isr-histogram.svg")).unwrap();
+    // Only the runs the selected row needs, each labelled.
+    assert!(svg.contains("ws-msi (isr latency)") && svg.contains("ws-ioapic (isr latency)"));
+    assert!(!svg.contains("soc-msi"));
+    assert!(dir.path().join("seed000-tasklet-cumulative.svg").exists());
+}

@@ -9,7 +9,7 @@
 //! Every metric of the run is drawn on the same axes, so a run's ISR and tasklet latencies, or
 //! a measurement's CPUs, compare at a glance.
 
-use irqlab_stats::results::{HistogramData, RunReport};
+use irqlab_stats::results::{HistogramData, RunReport, ValidationReport};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -98,6 +98,46 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
     let cum_path = dir.join(format!("{name}-cumulative.svg"));
     cumulative(&cum_path, &r.title, &hists, min_ns, max_ns)?;
     Ok(vec![hist_path, cum_path])
+}
+
+/// Draw each experiment's runs overlaid, ISR and tasklet latency separately:
+/// `EXPERIMENT-isr-histogram.svg`, `EXPERIMENT-isr-cumulative.svg` and the same for `tasklet`.
+pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    let mut files = Vec::new();
+    for e in &v.experiments {
+        for kind in ["isr", "tasklet"] {
+            let suffix = format!(" {kind}");
+            let histograms: Vec<HistogramData> = e
+                .histograms
+                .iter()
+                .filter(|h| h.metric.ends_with(&suffix))
+                .map(|h| HistogramData {
+                    metric: format!("{} ({kind} latency)", h.metric.trim_end_matches(&suffix)),
+                    ..h.clone()
+                })
+                .collect();
+            if histograms.is_empty() {
+                continue;
+            }
+            let r = RunReport {
+                schema_version: v.schema_version,
+                source: e.experiment.clone(),
+                title: e.title.clone(),
+                config: Vec::new(),
+                metrics: Vec::new(),
+                counters: Vec::new(),
+                trace: Vec::new(),
+                spike: None,
+                histograms,
+                warnings: Vec::new(),
+            };
+            files.extend(plot_run(&r, dir, &format!("{}-{kind}", e.experiment))?);
+        }
+    }
+    if files.is_empty() {
+        return Err(PlotError::Empty);
+    }
+    Ok(files)
 }
 
 fn draw_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {

@@ -4,7 +4,9 @@
 
 use crate::report::trace_rows;
 use crate::scenario::{parse_file, RunResult, Scenario, ScenarioError};
-use irqlab_stats::results::{ValidationReport, ValidationRow, Verdict, SCHEMA_VERSION};
+use irqlab_stats::results::{
+    ExperimentRuns, HistogramData, ValidationReport, ValidationRow, Verdict, SCHEMA_VERSION,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -193,7 +195,11 @@ impl Experiment {
     }
 
     /// Run what the selected rows need and compare.
-    pub fn validate(&self, opts: &ValidateOptions) -> Result<Vec<ValidationRow>, ScenarioError> {
+    /// Returns the rows and the runs' distributions.
+    pub fn validate(
+        &self,
+        opts: &ValidateOptions,
+    ) -> Result<(Vec<ValidationRow>, ExperimentRuns), ScenarioError> {
         let checks: Vec<&Check> = self
             .file
             .check
@@ -204,21 +210,43 @@ impl Experiment {
                     .is_none_or(|p| matches_pattern(c.id(), p))
             })
             .collect();
-        let mut results: BTreeMap<String, RunResult> = BTreeMap::new();
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        for c in &checks {
-            for r in c.runs() {
-                if results.contains_key(r) {
-                    continue;
-                }
-                let spec = self.file.run.iter().find(|s| s.id == r).expect("checked");
+        // The runs the selected rows need, in the file's order, each once.
+        let needed: Vec<&RunSpec> = self
+            .file
+            .run
+            .iter()
+            .filter(|spec| checks.iter().any(|c| c.runs().contains(&spec.id.as_str())))
+            .collect();
+        // Independent runs: on all cores, each exactly as it would run alone.
+        use rayon::prelude::*;
+        let results: BTreeMap<String, RunResult> = needed
+            .par_iter()
+            .map(|spec| -> Result<(String, RunResult), ScenarioError> {
                 let scenario = Scenario::load(dir.join(&spec.scenario), &spec.set)?;
                 let samples = opts.samples.unwrap_or(scenario.file.samples);
                 let result = scenario.run(scenario.file.seed, samples, TRACE_PACKETS)?;
-                results.insert(r.to_string(), result);
-            }
+                Ok((spec.id.clone(), result))
+            })
+            .collect::<Result<_, _>>()?;
+        let rows = checks.iter().map(|c| self.evaluate(c, &results)).collect();
+        let mut histograms = Vec::new();
+        for spec in &needed {
+            let r = &results[&spec.id];
+            histograms.push(HistogramData::of(&format!("{} isr", spec.id), &r.isr));
+            histograms.push(HistogramData::of(
+                &format!("{} tasklet", spec.id),
+                &r.tasklet,
+            ));
         }
-        Ok(checks.iter().map(|c| self.evaluate(c, &results)).collect())
+        Ok((
+            rows,
+            ExperimentRuns {
+                experiment: self.file.id.clone(),
+                title: self.file.title.clone(),
+                histograms,
+            },
+        ))
     }
 
     fn row(&self, id: &str, metric: String, source: &str) -> ValidationRow {
@@ -401,12 +429,18 @@ pub fn validate_dir(
     opts: &ValidateOptions,
 ) -> Result<ValidationReport, ScenarioError> {
     let mut rows = Vec::new();
+    let mut experiments = Vec::new();
     for e in Experiment::load_dir(dir)? {
-        rows.extend(e.validate(opts)?);
+        let (r, runs) = e.validate(opts)?;
+        if !r.is_empty() {
+            rows.extend(r);
+            experiments.push(runs);
+        }
     }
     Ok(ValidationReport {
         schema_version: SCHEMA_VERSION,
         rows,
+        experiments,
     })
 }
 

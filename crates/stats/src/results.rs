@@ -143,6 +143,17 @@ pub struct ValidationRow {
 pub struct ValidationReport {
     pub schema_version: u32,
     pub rows: Vec<ValidationRow>,
+    /// The distributions of each experiment's runs, for plots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub experiments: Vec<ExperimentRuns>,
+}
+
+/// One experiment's simulated runs: their latency distributions, labelled `RUN metric`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentRuns {
+    pub experiment: String,
+    pub title: String,
+    pub histograms: Vec<HistogramData>,
 }
 
 impl ValidationReport {
