@@ -13,6 +13,15 @@ fn irqlab() -> Command {
     cmd
 }
 
+/// Exit 0, or fail showing stderr.
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn is_root() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -82,11 +91,7 @@ fn a_short_timer_run_reports_per_cpu_latencies_and_the_split() {
         .args(["--histogram-max-us", "2000"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let metric = |name: &str| {
         r["metrics"]
@@ -244,11 +249,7 @@ fn without_root_the_measurements_say_what_is_missing() {
     let out = as_nobody(&["measure", "timer", "--cpus", "0", "--loops", "10"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     for missing in [
         "no IRQ/thread split",

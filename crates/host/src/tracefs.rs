@@ -141,12 +141,7 @@ impl TraceInstance {
                 inst.write("buffer_percent", "0")?;
             }
             for ev in events {
-                let enable = inst
-                    .dir
-                    .join("events")
-                    .join(ev.system)
-                    .join(ev.name)
-                    .join("enable");
+                let enable = inst.event_file(*ev, "enable");
                 if !enable.exists() {
                     return Err(HostError::MissingEvent {
                         event: ev.to_string(),
@@ -169,12 +164,7 @@ impl TraceInstance {
     /// Enable those of `events` this kernel has; the others are skipped (optional events).
     pub fn enable_if_present(&self, events: &[EventName]) -> Result<(), HostError> {
         for ev in events {
-            let enable = self
-                .dir
-                .join("events")
-                .join(ev.system)
-                .join(ev.name)
-                .join("enable");
+            let enable = self.event_file(*ev, "enable");
             if enable.exists() {
                 write_file(&enable, "1")?;
             }
@@ -192,13 +182,18 @@ impl TraceInstance {
         &self.mount
     }
 
-    /// `events/SYSTEM/NAME/format`.
-    pub fn format_path(&self, ev: EventName) -> PathBuf {
+    /// `events/SYSTEM/NAME/FILE` in the instance.
+    fn event_file(&self, ev: EventName, file: &str) -> PathBuf {
         self.dir
             .join("events")
             .join(ev.system)
             .join(ev.name)
-            .join("format")
+            .join(file)
+    }
+
+    /// `events/SYSTEM/NAME/format`.
+    pub fn format_path(&self, ev: EventName) -> PathBuf {
+        self.event_file(ev, "format")
     }
 
     /// The binary per-CPU ring buffer reader, opened non-blocking.
