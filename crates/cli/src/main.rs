@@ -283,7 +283,8 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("irqlab: error: {e:#}");
+            // stderr may be a closed pipe too; never panic on it.
+            let _ = writeln!(std::io::stderr(), "irqlab: error: {e:#}");
             let not_restored = e.chain().any(|c| {
                 matches!(
                     c.downcast_ref::<irqlab_host::HostError>(),
@@ -350,6 +351,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             plot,
         } => {
+            if !experiments.is_dir() {
+                anyhow::bail!(
+                    "no experiments directory '{}': run irqlab validate from the repository's top \
+                     directory, or pass --experiments DIR",
+                    experiments.display()
+                );
+            }
             let opts = ValidateOptions { only, samples };
             let v = validate_dir(&experiments, &opts)?;
             if v.rows.is_empty() {
@@ -379,6 +387,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             root,
         } => {
+            if interval.is_some() && root != std::path::Path::new("/") {
+                anyhow::bail!(
+                    "--interval needs the live system: a captured tree (--root) does not change, \
+                     so its rates would all be zero"
+                );
+            }
             let inv = irqlab_host::inventory::collect(&root, interval)?;
             if let Some(path) = &json {
                 report::write_atomic(path, report::inventory_json(&inv)?.as_bytes())
@@ -424,10 +438,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 buffer_kb,
                 load,
             };
+            for (flag, path) in [("--json", &json), ("--histogram-out", &histogram_out)] {
+                if let Some(p) = path {
+                    report::check_writable(p).with_context(|| flag)?;
+                }
+            }
             let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
             let mut live = LiveLines::new();
             let measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| live.show(s))?;
             live.finish();
+            // The result first: a file that cannot be written must not hide it.
+            print(&report::run_text(&measured.report))?;
             if let Some(path) = &json {
                 report::write_atomic(path, report::run_json(&measured.report)?.as_bytes())
                     .with_context(|| "--json")?;
@@ -438,7 +459,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let text = timer::cyclictest_histogram(&hists, histogram_max_us);
                 report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
             }
-            print(&report::run_text(&measured.report))?;
             if let Some(dir) = &plot {
                 for f in report::plot::plot_run(&measured.report, dir, "timer")
                     .with_context(|| "--plot")?
@@ -453,17 +473,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             buffer_kb,
             json,
         }) => {
+            if let Some(p) = &json {
+                report::check_writable(p).with_context(|| "--json")?;
+            }
             let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
             let opts = irqlab_host::irqs::IrqsOptions {
                 duration,
                 buffer_kb,
             };
             let r = irqlab_host::irqs::measure_irqs(&opts, &stop)?;
+            print(&report::irq_activity_text(&r))?;
             if let Some(path) = &json {
                 report::write_atomic(path, report::irq_activity_json(&r)?.as_bytes())
                     .with_context(|| "--json")?;
             }
-            print(&report::irq_activity_text(&r))?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -325,6 +325,14 @@ impl CpuSink for IrqSink {
     }
 }
 
+/// The address of a kernel text symbol (root sees real addresses; others see zeros).
+pub(crate) fn kernel_symbol(name: &str) -> Option<u64> {
+    kallsyms()
+        .into_iter()
+        .find(|(_, n)| n == name)
+        .map(|(a, _)| a)
+}
+
 /// Names for tasklet function addresses from `/proc/kallsyms` (root sees real addresses).
 fn kallsyms() -> Vec<(u64, String)> {
     let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();

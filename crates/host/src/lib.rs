@@ -30,10 +30,10 @@ use std::path::{Path, PathBuf};
 /// Errors of host measurements. Each says what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
+    /// The cause is in the message (not a `source`, which would print it twice).
     #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
         cause: std::io::Error,
     },
     #[error("{path}:{line}: {message}")]

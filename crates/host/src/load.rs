@@ -33,11 +33,27 @@ impl Load {
             .process_group(0)
             .spawn()
             .map_err(|e| HostError::Invalid(format!("--load: cannot start sh -c '{cmd}': {e}")))?;
-        Ok(Load {
+        let mut load = Load {
             cmd: cmd.to_string(),
             child: Some(child),
             started: Instant::now(),
-        })
+        };
+        // A mistyped command dies at once: say so before measuring without the load.
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(Ok(Some(status))) = load.child.as_mut().map(Child::try_wait) {
+            if !status.success() {
+                load.stop_inner();
+                return Err(HostError::Invalid(format!(
+                    "--load: '{cmd}' exited at once ({status}{}); check the command",
+                    if status.code() == Some(127) {
+                        ": command not found"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        }
+        Ok(load)
     }
 
     /// Stop the load's whole process group: SIGTERM, then SIGKILL after two seconds. Returns a
@@ -53,8 +69,8 @@ impl Load {
         // group is stopped either way; its id is not reused while any member lives.
         let ended_early = match child.try_wait() {
             Ok(Some(status)) => Some(format!(
-                "the --load command '{}' ended by itself after {:.1} s ({status}), before the \
-                 measurement did",
+                "the --load command '{}' ended by itself ({status}) before the measurement's \
+                 {:.1} s were over: part of the measurement ran without load",
                 self.cmd,
                 self.started.elapsed().as_secs_f64()
             )),
@@ -146,5 +162,9 @@ mod tests {
         let w = load.stop().expect("a warning");
         assert!(w.contains("ended by itself"), "{w}");
         assert!(Load::start("  ").is_err());
+        let e = Load::start("nosuchcommand-irqlab --x")
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("command not found"), "{e}");
     }
 }

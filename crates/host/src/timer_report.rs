@@ -182,7 +182,14 @@ fn build(
             "interval".into(),
             format!("{} us", opts.interval.as_micros()),
         ),
-        ("priority".into(), format!("SCHED_FIFO {}", opts.priority)),
+        (
+            "priority".into(),
+            if run.per_cpu.iter().all(|c| c.sched_fifo) {
+                format!("SCHED_FIFO {}", opts.priority)
+            } else {
+                format!("SCHED_OTHER (SCHED_FIFO {} was refused)", opts.priority)
+            },
+        ),
         (
             "duration".into(),
             format!("{:.1} s, {stopped}", run.duration.as_secs_f64()),

@@ -83,6 +83,10 @@ pub enum Event {
 #[derive(Clone, Default)]
 struct Decoder {
     ids: HashMap<u16, (usize, Format)>,
+    /// The address of `hrtimer_wakeup`, the callback of a sleeping thread's timer (from
+    /// `/proc/kallsyms`): other hrtimers started while the thread runs (the scheduler tick,
+    /// re-armed in its context) are not its wake-ups. Unknown: no filter.
+    wakeup_fn: Option<i64>,
 }
 
 impl Decoder {
@@ -117,6 +121,9 @@ impl CpuTimerTrace {
         let int = |name: &str| d.field(f, name).int(rec);
         let event = match EVENTS[*k].name {
             "hrtimer_start" => {
+                if d.wakeup_fn.is_some_and(|f| f != int("function")) {
+                    return; // not a sleeping thread's timer
+                }
                 let pid = int("common_pid") as i32;
                 // softexpires is the requested deadline; expires adds the task's timer slack
                 // (zero for real-time tasks, 50 us by default otherwise).
@@ -200,7 +207,10 @@ impl TimerTrace {
     pub fn start(cpus: &[u32], buffer_kb: u32) -> Result<Self, HostError> {
         let inst = TraceInstance::create(&EVENTS[..REQUIRED], buffer_kb)?;
         inst.enable_if_present(&EVENTS[REQUIRED..])?;
-        let mut decoder = Decoder::default();
+        let mut decoder = Decoder {
+            wakeup_fn: crate::irqs::kernel_symbol("hrtimer_wakeup").map(|a| a as i64),
+            ..Decoder::default()
+        };
         for (k, ev) in EVENTS.iter().enumerate() {
             let p = inst.format_path(*ev);
             if p.exists() {

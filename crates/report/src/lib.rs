@@ -54,14 +54,43 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
             None => e.kind().to_string(),
         },
     };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    check_writable(path)?;
+    let dir = parent_dir(path);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
     tmp.write_all(contents).map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
+    // A temporary file is private (0600); a result is an ordinary file.
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(err)?;
     tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuse early a result path whose directory does not exist, so that a measurement is not
+/// run only to be lost at the end.
+pub fn check_writable(path: &Path) -> Result<(), ReportError> {
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(ReportError::Write {
+            path: path.display().to_string(),
+            reason: format!("the directory {} does not exist", dir.display()),
+        });
+    }
+    if path.is_dir() {
+        return Err(ReportError::Write {
+            path: path.display().to_string(),
+            reason: "it is a directory; give a file name".into(),
+        });
+    }
     Ok(())
 }
 
@@ -85,5 +114,12 @@ mod tests {
         let p = dir.path().join("no/such/dir/out.json");
         let e = write_atomic(&p, b"x").unwrap_err().to_string();
         assert!(e.contains("no/such/dir/out.json"), "{e}");
+        assert!(e.contains("does not exist"), "{e}");
+        // Results are readable like any file, not private like a temporary.
+        use std::os::unix::fs::PermissionsExt;
+        let ok = dir.path().join("r.json");
+        write_atomic(&ok, b"{}").unwrap();
+        let mode = std::fs::metadata(&ok).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
     }
 }
