@@ -30,6 +30,8 @@ enum Ev {
     /// The IO-APIC's interrupt write is ready to leave the hub.
     IoApicSend(MsiMessage),
     CpuResume,
+    /// The Local APIC timer fires: the kernel's periodic tick.
+    Tick,
 }
 
 struct Packet {
@@ -106,6 +108,8 @@ pub struct Counters {
     pub interrupt_acknowledges: u64,
     /// Memory reads the CPU made of device registers (non-posted round trips).
     pub mmio_reads: u64,
+    /// Local timer ticks the kernel handled.
+    pub ticks: u64,
     pub events: u64,
     /// The run hit its event limit before settling.
     pub truncated: bool,
@@ -157,6 +161,7 @@ impl Counters {
         self.port_ios += o.port_ios;
         self.interrupt_acknowledges += o.interrupt_acknowledges;
         self.mmio_reads += o.mmio_reads;
+        self.ticks += o.ticks;
         self.events += o.events;
         self.truncated |= o.truncated;
         self.packets_on_link += o.packets_on_link;
@@ -209,6 +214,9 @@ impl Machine {
     /// Run until the probed device has raised its interrupts and everything has settled.
     pub fn run(&mut self) -> Counters {
         self.q.schedule_at(SimTime::ZERO, Ev::CpuResume);
+        if let Some(t) = &self.kernel.tick {
+            self.q.schedule_in(t.period, Ev::Tick);
+        }
         for k in 0..self.devices.len() {
             if self.devices[k].cfg.generates {
                 let gap = self.devices[k].next_gap();
@@ -236,6 +244,7 @@ impl Machine {
                     self.cpu.state = CpuState::Running;
                     self.cpu_run();
                 }
+                Ev::Tick => self.on_tick(),
             }
         }
         Counters {
@@ -247,6 +256,7 @@ impl Machine {
             port_ios: self.port_ios,
             interrupt_acknowledges: self.interrupt_acknowledges,
             mmio_reads: self.mmio_reads,
+            ticks: self.kernel.ticks,
             events: self.events,
             truncated,
             packets_on_link: self.analyzer.packets,
@@ -265,6 +275,20 @@ impl Machine {
             let gap = self.devices[usize::from(k)].next_gap();
             self.q.schedule_in(gap, Ev::Generate(k));
         }
+    }
+
+    /// The Local APIC timer's periodic interrupt. It stops with the generators, so the run can
+    /// drain. A tick still pending in the IRR when the next one fires merges with it (one IRR
+    /// bit per vector), as on the real APIC.
+    fn on_tick(&mut self) {
+        if !self.wants_more() {
+            return;
+        }
+        let t = self.kernel.tick.as_ref().expect("ticks only with a tick");
+        let (vector, period) = (t.vector, t.period);
+        self.cpu.lapic.accept(vector, false);
+        self.poke_cpu();
+        self.q.schedule_in(period, Ev::Tick);
     }
 
     fn raise(&mut self, k: u8) {

@@ -37,9 +37,23 @@ pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
 }
 
 /// The report of one run of `scenario`.
+/// Settings the run could not honour.
+fn warnings(scenario: &Scenario) -> Vec<String> {
+    let mut w = Vec::new();
+    let tick = scenario.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
+    if tick && scenario.file.delivery == crate::kernel::Delivery::Xtpic {
+        w.push(
+            "kernel.tick.hz is not modelled in XT-PIC mode (the tick comes from the PIT on IRQ 0 \
+             there): this run has no tick"
+                .to_string(),
+        );
+    }
+    w
+}
+
 pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunReport {
     let c = &result.counters;
-    let counters = [
+    let mut counters = vec![
         ("interrupts_raised", c.interrupts_generated),
         ("samples_completed", result.tasklet.count()),
         ("samples_overlapped_dropped", c.overlapped_samples),
@@ -53,6 +67,9 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
         ("events_simulated", c.events),
         ("simulated_time_us", c.simulated_ps / 1_000_000),
     ];
+    if c.ticks > 0 {
+        counters.insert(9, ("local_timer_ticks", c.ticks));
+    }
     RunReport {
         schema_version: SCHEMA_VERSION,
         source: scenario.path.display().to_string(),
@@ -99,6 +116,6 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
             HistogramData::of("isr_latency", &result.isr),
             HistogramData::of("tasklet_latency", &result.tasklet),
         ],
-        warnings: Vec::new(),
+        warnings: warnings(scenario),
     }
 }

@@ -16,7 +16,8 @@ use crate::hw::ioapic::RedirectionEntry;
 use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, IntxPin, Link, LinkConfig, LinkGen, LinkWidth};
-use crate::kernel::costs::KernelInstructions;
+use crate::kernel::costs::{KernelInstructions, TickCosts};
+use crate::kernel::Tick;
 use crate::kernel::{Action, Chip, Delivery, ExerciserDriver, Flow, Isr, Kernel};
 use crate::machine::{Counters, Cpu, Machine};
 use crate::probes::analyzer::{Analyzer, LatencyProbe, TraceRecord};
@@ -135,6 +136,9 @@ pub struct KernelFile {
     pub first_device_vector: u32,
     pub vector_step: u32,
     pub instructions: KernelInstructions,
+    /// The local timer tick; absent or `hz = 0`: not modelled.
+    #[serde(default)]
+    pub tick: Option<TickCosts>,
 }
 
 /// A scenario file.
@@ -902,6 +906,27 @@ impl Scenario {
         // The kernel boots: on-board drivers register first; then seed 000's module probes and
         // requests its interrupt (Figure 3).
         let mut kernel = Kernel::new(self.kernel.instructions.clone());
+        // The tick needs the Local APIC; in XT-PIC mode the tick is the PIT on IRQ 0, which is
+        // not modelled.
+        if lapic_on {
+            if let Some(t) = self.kernel.tick.as_ref().filter(|t| t.hz > 0) {
+                let vector = u8::try_from(t.vector)
+                    .ok()
+                    .filter(|v| *v >= 32)
+                    .ok_or_else(|| {
+                        self.invalid(
+                            "kernel.tick.vector",
+                            format!("{} is not a vector 32..255", t.vector),
+                        )
+                    })?;
+                kernel.tick = Some(Tick {
+                    vector,
+                    period: SimDuration::from_ps(1_000_000_000_000 / u64::from(t.hz)),
+                    handler: t.handler,
+                    timer_softirq: t.timer_softirq,
+                });
+            }
+        }
         let mut vectors = VectorAllocator {
             next: self.kernel.first_device_vector,
             step: self.kernel.vector_step,

@@ -43,3 +43,19 @@ pub struct KernelInstructions {
     /// One pass of the idle loop before HLT (`cpu_idle` -> `default_idle` -> `safe_halt`).
     pub idle_loop: u32,
 }
+
+/// The periodic local APIC timer interrupt (the scheduler tick) of a kernel whose tick comes from
+/// the Local APIC timer. `hz = 0` leaves it out.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TickCosts {
+    /// CONFIG_HZ: tick interrupts per second while the CPU is busy (0: no tick modelled).
+    pub hz: u32,
+    /// LOCAL_TIMER_VECTOR.
+    pub vector: u32,
+    /// `smp_apic_timer_interrupt` and the tick's work (`tick_handle_periodic` or
+    /// `hrtimer_interrupt` -> `update_process_times`, `scheduler_tick`), without the EOI write.
+    pub handler: u32,
+    /// `run_timer_softirq` when no timer expires, run from `irq_exit` with interrupts on.
+    pub timer_softirq: u32,
+}

@@ -17,7 +17,7 @@
 //! - MSI and IO-APIC edge `handle_edge_irq` (Local APIC EOI before the handler).
 
 use super::context::PreemptCount;
-use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ};
+use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
 use super::{Flow, Isr, Kernel};
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
@@ -134,10 +134,15 @@ pub enum Frame {
     IrqExit {
         pc: u8,
     },
-    /// `do_softirq` / `__do_softirq`.
+    /// `smp_apic_timer_interrupt`: the local timer tick.
+    LocalTimer {
+        pc: u8,
+    },
+    /// `do_softirq` / `__do_softirq`; `pending` is the mask taken for this round.
     DoSoftirq {
         pc: u8,
         restarts: u8,
+        pending: u16,
     },
     TaskletAction {
         pc: u8,
@@ -205,6 +210,11 @@ impl Frame {
                     4 => run!(cx, c.entry_stub),
                     5 => match k.vector_irq[usize::from(*vector)] {
                         Some(desc) => return Op::Call(Frame::DoIrq { pc: 0, desc }),
+                        None if !*from_pic
+                            && k.tick.as_ref().is_some_and(|t| t.vector == *vector) =>
+                        {
+                            return Op::Call(Frame::LocalTimer { pc: 0 })
+                        }
                         None => {
                             // A vector nobody registered (a spurious 8259 IRQ7 among them):
                             // do_IRQ's `ack_bad_irq` path.
@@ -214,7 +224,10 @@ impl Frame {
                     },
                     // ack_bad_irq acknowledges the Local APIC, or its in-service bit (and a
                     // level line's remote IRR) would never clear.
-                    6 if !*from_pic && k.vector_irq[usize::from(*vector)].is_none() => {
+                    6 if !*from_pic
+                        && k.vector_irq[usize::from(*vector)].is_none()
+                        && k.tick.as_ref().is_none_or(|t| t.vector != *vector) =>
+                    {
                         return Op::Access(Access::LapicWrite {
                             reg: lapic::REG_EOI,
                             data: 0,
@@ -486,13 +499,45 @@ impl Frame {
                         run!(cx, c.irq_exit)
                     }
                     2 if !cx.preempt.in_interrupt() && k.softirq.pending != 0 => {
-                        return Op::Call(Frame::DoSoftirq { pc: 0, restarts: 0 })
+                        return Op::Call(Frame::DoSoftirq {
+                            pc: 0,
+                            restarts: 0,
+                            pending: 0,
+                        })
                     }
                     _ => return Op::Return(0),
                 }
             },
 
-            Frame::DoSoftirq { pc, restarts } => {
+            Frame::LocalTimer { pc } => loop {
+                *pc += 1;
+                let tick = k.tick.as_ref().expect("a tick vector implies a tick");
+                match *pc {
+                    // ack_APIC_irq comes first, so a later tick can be accepted while this one runs.
+                    1 => run!(cx, c.apic_chip_op),
+                    2 => {
+                        return Op::Access(Access::LapicWrite {
+                            reg: lapic::REG_EOI,
+                            data: 0,
+                        })
+                    }
+                    3 => {
+                        cx.preempt.hardirq += 1; // irq_enter
+                        k.ticks += 1;
+                        // run_local_timers -> raise_softirq(TIMER_SOFTIRQ)
+                        k.softirq.raise(super::softirq::TIMER_SOFTIRQ);
+                        run!(cx, tick.handler)
+                    }
+                    4 => return Op::Call(Frame::IrqExit { pc: 0 }),
+                    _ => return Op::Return(0),
+                }
+            },
+
+            Frame::DoSoftirq {
+                pc,
+                restarts,
+                pending,
+            } => {
                 if *pc == 0 {
                     *pc = 1;
                     cx.preempt.softirq += 1;
@@ -500,13 +545,23 @@ impl Frame {
                 }
                 loop {
                     if *pc == 1 {
-                        // Take the pending mask and run the handlers with interrupts on.
-                        let pending = std::mem::take(&mut k.softirq.pending);
+                        // Take the pending mask and run the handlers with interrupts on, lowest
+                        // vector first (TIMER before TASKLET), as `__do_softirq` does.
+                        *pending = std::mem::take(&mut k.softirq.pending) as u16;
                         *cx.irqs_enabled = true;
                         *pc = 2;
-                        if pending & (1 << TASKLET_SOFTIRQ) != 0 {
+                    }
+                    if *pc == 2 {
+                        if *pending & (1 << TIMER_SOFTIRQ) != 0 {
+                            *pending &= !(1 << TIMER_SOFTIRQ);
+                            let n = k.tick.as_ref().map_or(0, |t| t.timer_softirq);
+                            return Op::Run(n);
+                        }
+                        if *pending & (1 << TASKLET_SOFTIRQ) != 0 {
+                            *pending &= !(1 << TASKLET_SOFTIRQ);
                             return Op::Call(Frame::TaskletAction { pc: 0, current: 0 });
                         }
+                        *pc = 3;
                     }
                     *cx.irqs_enabled = false;
                     // `if (pending && --max_restart) goto restart;`: 10 rounds in all.

@@ -100,6 +100,15 @@ pub struct ExerciserDriver {
     pub int_count: u32,
 }
 
+/// The local timer tick as the kernel runs it.
+#[derive(Clone, Debug)]
+pub struct Tick {
+    pub vector: u8,
+    pub period: crate::engine::SimDuration,
+    pub handler: u32,
+    pub timer_softirq: u32,
+}
+
 /// Kernel state shared by its CPUs (uniprocessor in seed 000).
 #[derive(Clone, Debug)]
 pub struct Kernel {
@@ -113,6 +122,10 @@ pub struct Kernel {
     /// `cached_irq_mask` of i8259.c: the IMR bits Linux believes are set.
     pub cached_irq_mask: u16,
     pub spurious_8259: u64,
+    /// The local timer tick, if modelled.
+    pub tick: Option<Tick>,
+    /// Tick interrupts handled.
+    pub ticks: u64,
 }
 
 impl Kernel {
@@ -126,6 +139,8 @@ impl Kernel {
             softirq: SoftirqState::default(),
             cached_irq_mask: !(1 << 2), // everything masked but the cascade (init_8259A)
             spurious_8259: 0,
+            tick: None,
+            ticks: 0,
         }
     }
 
