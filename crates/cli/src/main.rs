@@ -96,6 +96,16 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "/")]
         root: PathBuf,
     },
+    /// Draw saved results (`--json` of sim or measure timer) as SVG figures; several files are
+    /// overlaid on the same axes, each metric labelled with its file's name.
+    Plot {
+        /// Result files written with --json.
+        #[arg(required = true, value_name = "RESULT.json")]
+        results: Vec<PathBuf>,
+        /// Directory for the figures.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Measure this host: timer wake-up latency (`timer`), interrupt handler and softirq times
     /// (`irqs`).
     #[command(subcommand)]
@@ -399,6 +409,55 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| "--json")?;
             }
             print(&report::inventory_text(&inv))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plot { results, out } => {
+            let mut merged: Option<irqlab_stats::results::RunReport> = None;
+            let many = results.len() > 1;
+            for path in &results {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let mut r: irqlab_stats::results::RunReport = serde_json::from_str(&text)
+                    .with_context(|| {
+                        format!(
+                            "{} is not a run result (write one with irqlab sim --json or \
+                             irqlab measure timer --json)",
+                            path.display()
+                        )
+                    })?;
+                if r.histograms.is_empty() {
+                    anyhow::bail!(
+                        "{} has no histograms to plot (it was written by an older irqlab)",
+                        path.display()
+                    );
+                }
+                if many {
+                    let stem = path
+                        .file_stem()
+                        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+                    for h in &mut r.histograms {
+                        h.metric = format!("{stem}: {}", h.metric);
+                    }
+                }
+                match &mut merged {
+                    None => merged = Some(r),
+                    Some(m) => m.histograms.extend(r.histograms),
+                }
+            }
+            let mut r = merged.expect("at least one file");
+            if many {
+                r.title = "Comparison".into();
+            }
+            let name = if many {
+                "comparison".to_string()
+            } else {
+                results[0]
+                    .file_stem()
+                    .map_or("run".into(), |s| s.to_string_lossy().into_owned())
+            };
+            for f in report::plot::plot_run(&r, &out, &name).with_context(|| "--out")? {
+                print(&format!("wrote {}\n", f.display()))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Measure(Measure::Timer {

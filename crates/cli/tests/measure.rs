@@ -316,3 +316,44 @@ fn validate_plot_draws_each_experiment() {
     assert!(!svg.contains("soc-msi"));
     assert!(dir.path().join("seed000-tasklet-cumulative.svg").exists());
 }
+
+#[test]
+fn plot_draws_saved_results_overlaid() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, extra) in [("quiet", None), ("ticking", Some("kernel.tick.hz=1000"))] {
+        let mut cmd = irqlab();
+        cmd.args([
+            "sim",
+            "experiments/seed000/ws.toml",
+            "--samples",
+            "500",
+            "--json",
+        ])
+        .arg(dir.path().join(format!("{name}.json")));
+        if let Some(e) = extra {
+            cmd.args(["--set", e]);
+        }
+        cmd.assert().success();
+    }
+    irqlab()
+        .arg("plot")
+        .arg(dir.path().join("quiet.json"))
+        .arg(dir.path().join("ticking.json"))
+        .arg("--out")
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("comparison-histogram.svg"));
+    let svg = std::fs::read_to_string(dir.path().join("comparison-histogram.svg")).unwrap();
+    assert!(svg.contains("quiet: isr_latency") && svg.contains("ticking: isr_latency"));
+    // A file that is not a result is refused with what to do.
+    std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
+    irqlab()
+        .arg("plot")
+        .arg(dir.path().join("bad.json"))
+        .arg("--out")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a run result"));
+}
