@@ -327,27 +327,32 @@ impl CpuSink for IrqSink {
 
 /// The address of a kernel text symbol (root sees real addresses; others see zeros).
 pub(crate) fn kernel_symbol(name: &str) -> Option<u64> {
-    kallsyms()
-        .into_iter()
-        .find(|(_, n)| n == name)
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    text.lines()
+        .filter_map(text_symbol)
+        .find(|(_, n)| *n == name)
         .map(|(a, _)| a)
 }
 
-/// Names for tasklet function addresses from `/proc/kallsyms` (root sees real addresses).
+/// Names for tasklet function addresses from `/proc/kallsyms`, sorted by address.
 fn kallsyms() -> Vec<(u64, String)> {
     let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     let mut v: Vec<(u64, String)> = text
         .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
-            let kind = it.next()?;
-            let name = it.next()?;
-            (addr != 0 && matches!(kind, "t" | "T")).then(|| (addr, name.to_string()))
-        })
+        .filter_map(text_symbol)
+        .map(|(a, n)| (a, n.to_string()))
         .collect();
     v.sort_unstable();
     v
+}
+
+/// A kallsyms line of a text symbol with a real address (root sees them; others see zeros).
+fn text_symbol(line: &str) -> Option<(u64, &str)> {
+    let mut it = line.split_whitespace();
+    let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+    let kind = it.next()?;
+    let name = it.next()?;
+    (addr != 0 && matches!(kind, "t" | "T")).then_some((addr, name))
 }
 
 /// Run the measurement. `stop` ends it early (Ctrl-C); the report then covers the time run.

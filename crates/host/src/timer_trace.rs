@@ -80,24 +80,100 @@ pub enum Event {
     },
 }
 
+/// An event ID's meaning, with the fields it is read by, resolved once from its `format`.
+#[derive(Clone)]
+enum Kind {
+    HrtimerStart {
+        pid: Field,
+        hrtimer: Field,
+        function: Field,
+        softexpires: Field,
+    },
+    HrtimerExpire {
+        hrtimer: Field,
+    },
+    IrqEntry {
+        irq: Field,
+        name: Field,
+    },
+    IrqExit {
+        irq: Field,
+    },
+    Softirq {
+        stage: u8,
+        vec: Field,
+    },
+    LocalTimer {
+        entry: bool,
+    },
+    Switch {
+        prev: Field,
+        prev_pid: Field,
+        next: Field,
+        next_pid: Field,
+    },
+    Wakeup {
+        comm: Field,
+        pid: Field,
+    },
+}
+
+impl Kind {
+    /// The kind of `EVENTS[k]` with its fields; an error if this kernel's format lacks one.
+    fn of(k: usize, f: &Format) -> Result<Kind, HostError> {
+        Ok(match EVENTS[k].name {
+            "hrtimer_start" => Kind::HrtimerStart {
+                pid: f.field("common_pid")?,
+                hrtimer: f.field("hrtimer")?,
+                function: f.field("function")?,
+                softexpires: f.field("softexpires")?,
+            },
+            "hrtimer_expire_entry" => Kind::HrtimerExpire {
+                hrtimer: f.field("hrtimer")?,
+            },
+            "irq_handler_entry" => Kind::IrqEntry {
+                irq: f.field("irq")?,
+                name: f.field("name")?,
+            },
+            "irq_handler_exit" => Kind::IrqExit {
+                irq: f.field("irq")?,
+            },
+            "softirq_raise" => Kind::Softirq {
+                stage: 0,
+                vec: f.field("vec")?,
+            },
+            "softirq_entry" => Kind::Softirq {
+                stage: 1,
+                vec: f.field("vec")?,
+            },
+            "softirq_exit" => Kind::Softirq {
+                stage: 2,
+                vec: f.field("vec")?,
+            },
+            "local_timer_entry" => Kind::LocalTimer { entry: true },
+            "local_timer_exit" => Kind::LocalTimer { entry: false },
+            "sched_switch" => Kind::Switch {
+                prev: f.field("prev_comm")?,
+                prev_pid: f.field("prev_pid")?,
+                next: f.field("next_comm")?,
+                next_pid: f.field("next_pid")?,
+            },
+            "sched_wakeup" => Kind::Wakeup {
+                comm: f.field("comm")?,
+                pid: f.field("pid")?,
+            },
+            other => unreachable!("EVENTS lists {other} without a kind"),
+        })
+    }
+}
+
 #[derive(Clone, Default)]
 struct Decoder {
-    ids: HashMap<u16, (usize, Format)>,
+    ids: HashMap<u16, Kind>,
     /// The address of `hrtimer_wakeup`, the callback of a sleeping thread's timer (from
     /// `/proc/kallsyms`): other hrtimers started while the thread runs (the scheduler tick,
     /// re-armed in its context) are not its wake-ups. Unknown: no filter.
     wakeup_fn: Option<i64>,
-}
-
-impl Decoder {
-    fn field(&self, f: &Format, name: &str) -> Field {
-        f.fields.get(name).cloned().unwrap_or(Field {
-            offset: usize::MAX,
-            size: 0,
-            signed: false,
-            data_loc: false,
-        })
-    }
 }
 
 /// One CPU's trace: IRQ latencies per sleeping thread and the recent events.
@@ -114,27 +190,31 @@ pub struct CpuTimerTrace {
 
 impl CpuTimerTrace {
     fn on_event(&mut self, d: &Decoder, ts: u64, rec: &[u8]) {
-        let Some((k, f)) = d.ids.get(&ringbuf::record_type(rec)) else {
+        let Some(kind) = d.ids.get(&ringbuf::record_type(rec)) else {
             return;
         };
         self.events += 1;
-        let int = |name: &str| d.field(f, name).int(rec);
-        let event = match EVENTS[*k].name {
-            "hrtimer_start" => {
-                if d.wakeup_fn.is_some_and(|f| f != int("function")) {
+        let event = match kind {
+            Kind::HrtimerStart {
+                pid,
+                hrtimer,
+                function,
+                softexpires,
+            } => {
+                if d.wakeup_fn.is_some_and(|f| f != function.int(rec)) {
                     return; // not a sleeping thread's timer
                 }
-                let pid = int("common_pid") as i32;
+                let pid = pid.int(rec) as i32;
                 // softexpires is the requested deadline; expires adds the task's timer slack
                 // (zero for real-time tasks, 50 us by default otherwise).
-                let expires = int("softexpires");
-                self.armed.insert(int("hrtimer"), (pid, expires));
+                let expires = softexpires.int(rec);
+                self.armed.insert(hrtimer.int(rec), (pid, expires));
                 Event::HrtimerStart {
                     pid,
                     expires_ns: expires,
                 }
             }
-            "hrtimer_expire_entry" => match self.armed.remove(&int("hrtimer")) {
+            Kind::HrtimerExpire { hrtimer } => match self.armed.remove(&hrtimer.int(rec)) {
                 Some((pid, expires)) => {
                     let lat = (ts as i64).saturating_sub(expires).max(0) as u64;
                     self.irq_latency_by_pid.entry(pid).or_default().record(lat);
@@ -142,27 +222,36 @@ impl CpuTimerTrace {
                 }
                 None => Event::HrtimerExpire { pid: None },
             },
-            "irq_handler_entry" => Event::IrqEntry {
-                irq: int("irq"),
-                name: d.field(f, "name").str(rec).to_string(),
+            Kind::IrqEntry { irq, name } => Event::IrqEntry {
+                irq: irq.int(rec),
+                name: name.str(rec).to_string(),
             },
-            "irq_handler_exit" => Event::IrqExit { irq: int("irq") },
-            "softirq_raise" => Event::SoftirqRaise { vec: int("vec") },
-            "softirq_entry" => Event::SoftirqEntry { vec: int("vec") },
-            "softirq_exit" => Event::SoftirqExit { vec: int("vec") },
-            "local_timer_entry" => Event::LocalTimerEntry,
-            "local_timer_exit" => Event::LocalTimerExit,
-            "sched_switch" => Event::Switch {
-                prev: d.field(f, "prev_comm").chars(rec),
-                prev_pid: int("prev_pid"),
-                next: d.field(f, "next_comm").chars(rec),
-                next_pid: int("next_pid"),
+            Kind::IrqExit { irq } => Event::IrqExit { irq: irq.int(rec) },
+            Kind::Softirq { stage, vec } => {
+                let vec = vec.int(rec);
+                match stage {
+                    0 => Event::SoftirqRaise { vec },
+                    1 => Event::SoftirqEntry { vec },
+                    _ => Event::SoftirqExit { vec },
+                }
+            }
+            Kind::LocalTimer { entry: true } => Event::LocalTimerEntry,
+            Kind::LocalTimer { entry: false } => Event::LocalTimerExit,
+            Kind::Switch {
+                prev,
+                prev_pid,
+                next,
+                next_pid,
+            } => Event::Switch {
+                prev: prev.chars(rec),
+                prev_pid: prev_pid.int(rec),
+                next: next.chars(rec),
+                next_pid: next_pid.int(rec),
             },
-            "sched_wakeup" => Event::Wakeup {
-                comm: d.field(f, "comm").chars(rec),
-                pid: int("pid"),
+            Kind::Wakeup { comm, pid } => Event::Wakeup {
+                comm: comm.chars(rec),
+                pid: pid.int(rec),
             },
-            _ => return,
         };
         if self.recent.len() == RECENT_EVENTS {
             self.recent.pop_front();
@@ -215,7 +304,14 @@ impl TimerTrace {
             let p = inst.format_path(*ev);
             if p.exists() {
                 let f = Format::read(&p)?;
-                decoder.ids.insert(f.id, (k, f));
+                match Kind::of(k, &f) {
+                    Ok(kind) => {
+                        decoder.ids.insert(f.id, kind);
+                    }
+                    Err(e) if k < REQUIRED => return Err(e),
+                    // An optional event with other fields on this kernel: left out.
+                    Err(_) => {}
+                }
             }
         }
         let readers = Readers::start(&inst, cpus, |_| TimerSink {
