@@ -309,6 +309,9 @@ fn validate_json_rows_and_exit_status() {
     assert_eq!(
         ids,
         [
+            "fpga-extreme",
+            "fpga-median",
+            "fpga-tail",
             "msi-soc-ioapic",
             "msi-soc-xtpic",
             "msi-tasklet",

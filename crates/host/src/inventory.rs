@@ -296,15 +296,7 @@ fn concentration(irqs: &[IrqEntry], cpus: &[u32], have_rates: bool) -> Option<Fi
 
 /// `112110.4` -> `112,110`.
 fn thousands(v: f64) -> String {
-    let s = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    irqlab_stats::thousands(v.max(0.0).round() as u64)
 }
 
 /// The pid of a running process by its `comm`, scanning `root/proc`.

@@ -105,14 +105,19 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
 pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut files = Vec::new();
     for e in &v.experiments {
-        for kind in ["isr", "tasklet"] {
-            let suffix = format!(" {kind}");
+        // Histograms are named "RUN METRIC"; one figure per metric, its runs overlaid.
+        for (metric, kind, label) in [
+            ("isr_latency", "isr", "isr latency"),
+            ("tasklet_latency", "tasklet", "tasklet latency"),
+            ("round_trip", "round-trip", "round trip"),
+        ] {
+            let suffix = format!(" {metric}");
             let histograms: Vec<HistogramData> = e
                 .histograms
                 .iter()
                 .filter(|h| h.metric.ends_with(&suffix))
                 .map(|h| HistogramData {
-                    metric: format!("{} ({kind} latency)", h.metric.trim_end_matches(&suffix)),
+                    metric: format!("{} ({label})", h.metric.trim_end_matches(&suffix)),
                     ..h.clone()
                 })
                 .collect();

@@ -5,15 +5,7 @@ use irqlab_stats::results::{RunReport, Spike, ValidationReport, Verdict};
 
 /// Thousands separators for ns figures.
 pub fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    irqlab_stats::thousands(n)
 }
 
 pub fn opt(v: Option<u64>) -> String {
@@ -167,6 +159,9 @@ pub fn validation_text(v: &ValidationReport) -> String {
             "\n{} failed: {}\n  source: {}\n",
             r.id, r.detail, r.source
         ));
+    }
+    for n in &v.notes {
+        out.push_str(&format!("\nnote: {n}\n"));
     }
     out.push_str(&format!("\n{} of {} rows pass\n", v.passed(), v.rows.len()));
     out

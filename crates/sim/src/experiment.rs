@@ -5,8 +5,9 @@
 use crate::report::trace_rows;
 use crate::scenario::{parse_file, RunResult, Scenario, ScenarioError};
 use irqlab_stats::results::{
-    ExperimentRuns, HistogramData, ValidationReport, ValidationRow, Verdict, SCHEMA_VERSION,
+    ExperimentRuns, ValidationReport, ValidationRow, Verdict, SCHEMA_VERSION,
 };
+use irqlab_stats::thousands;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,17 @@ pub struct RunSpec {
     pub scenario: String,
     #[serde(default)]
     pub set: Vec<String>,
+    /// The published run's sample count, run with `--full`; by default the scenario's shorter
+    /// `samples`.
+    #[serde(default)]
+    pub full_samples: Option<u64>,
+    /// Independent replications the samples are split over (all cores; merged histograms).
+    #[serde(default = "one")]
+    pub replications: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One expected analyzer sequence.
@@ -47,6 +59,25 @@ pub struct ExpectedTrace {
 pub enum LatencyMetric {
     IsrLatency,
     TaskletLatency,
+    /// The card's own round-trip counter (seed 002).
+    RoundTrip,
+}
+
+impl LatencyMetric {
+    fn of(self, r: &RunResult) -> &irqlab_stats::LatencyHistogram {
+        match self {
+            LatencyMetric::IsrLatency => &r.isr,
+            LatencyMetric::TaskletLatency => &r.tasklet,
+            LatencyMetric::RoundTrip => &r.round_trip,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            LatencyMetric::IsrLatency => "ISR latency",
+            LatencyMetric::TaskletLatency => "tasklet latency",
+            LatencyMetric::RoundTrip => "round trip",
+        }
+    }
 }
 
 /// One validation row.
@@ -81,6 +112,32 @@ pub enum Check {
         sequences: Vec<ExpectedTrace>,
         source: String,
     },
+    /// A quantile of one run's distribution lies in a published range.
+    QuantileRange {
+        id: String,
+        run: String,
+        metric: LatencyMetric,
+        quantile: f64,
+        low_ns: u64,
+        high_ns: u64,
+        published_text: String,
+        source: String,
+    },
+    /// The share of one run's samples above `threshold_ns` (or at or above it, `inclusive`)
+    /// lies between `low` and `high`.
+    Exceedance {
+        id: String,
+        run: String,
+        metric: LatencyMetric,
+        threshold_ns: u64,
+        #[serde(default)]
+        inclusive: bool,
+        #[serde(default)]
+        low: f64,
+        high: f64,
+        published_text: String,
+        source: String,
+    },
 }
 
 impl Check {
@@ -88,7 +145,9 @@ impl Check {
         match self {
             Check::Ratio { id, .. }
             | Check::TaskletProportional { id, .. }
-            | Check::TraceSequence { id, .. } => id,
+            | Check::TraceSequence { id, .. }
+            | Check::QuantileRange { id, .. }
+            | Check::Exceedance { id, .. } => id,
         }
     }
     fn runs(&self) -> Vec<&str> {
@@ -104,6 +163,7 @@ impl Check {
             Check::TraceSequence { sequences, .. } => {
                 sequences.iter().map(|s| s.run.as_str()).collect()
             }
+            Check::QuantileRange { run, .. } | Check::Exceedance { run, .. } => vec![run],
         }
     }
 }
@@ -146,6 +206,10 @@ pub struct ValidateOptions {
     pub only: Option<String>,
     /// Override every scenario's sample count.
     pub samples: Option<u64>,
+    /// Run the published sample counts (`full_samples`) instead of the shorter defaults.
+    pub full: bool,
+    /// Interrupts raised so far across all runs, for a progress display.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 const TRACE_PACKETS: usize = 64;
@@ -199,7 +263,7 @@ impl Experiment {
     pub fn validate(
         &self,
         opts: &ValidateOptions,
-    ) -> Result<(Vec<ValidationRow>, ExperimentRuns), ScenarioError> {
+    ) -> Result<(Vec<ValidationRow>, ExperimentRuns, Vec<String>), ScenarioError> {
         let checks: Vec<&Check> = self
             .file
             .check
@@ -220,23 +284,60 @@ impl Experiment {
             .collect();
         // Independent runs: on all cores, each exactly as it would run alone.
         use rayon::prelude::*;
+        let mut notes = Vec::new();
         let results: BTreeMap<String, RunResult> = needed
             .par_iter()
             .map(|spec| -> Result<(String, RunResult), ScenarioError> {
                 let scenario = Scenario::load(dir.join(&spec.scenario), &spec.set)?;
-                let samples = opts.samples.unwrap_or(scenario.file.samples);
-                let result = scenario.run(scenario.file.seed, samples, TRACE_PACKETS)?;
+                let samples = opts.samples.unwrap_or(match spec.full_samples {
+                    Some(full) if opts.full => full,
+                    _ => scenario.file.samples,
+                });
+                let result = scenario.run_replicated(
+                    scenario.file.seed,
+                    samples,
+                    TRACE_PACKETS,
+                    spec.replications,
+                    opts.progress.clone(),
+                )?;
                 Ok((spec.id.clone(), result))
             })
             .collect::<Result<_, _>>()?;
+        for spec in &needed {
+            let Some(full) = spec.full_samples else {
+                continue;
+            };
+            let scenario = Scenario::load(dir.join(&spec.scenario), &spec.set)?;
+            let ran = opts.samples.unwrap_or(if opts.full {
+                full
+            } else {
+                scenario.file.samples
+            });
+            notes.push(if ran == full {
+                format!(
+                    "{} ran the published {} samples ({} replications)",
+                    spec.id,
+                    thousands(full),
+                    spec.replications
+                )
+            } else {
+                format!(
+                    "{} ran {} of the published {} samples; `irqlab validate --full` runs them all",
+                    spec.id,
+                    thousands(ran),
+                    thousands(full)
+                )
+            });
+        }
         let rows = checks.iter().map(|c| self.evaluate(c, &results)).collect();
         let mut histograms = Vec::new();
         for spec in &needed {
             let r = &results[&spec.id];
-            histograms.push(HistogramData::of(&format!("{} isr", spec.id), &r.isr));
-            histograms.push(HistogramData::of(
-                &format!("{} tasklet", spec.id),
-                &r.tasklet,
+            let has_tasklet = !r.tasklet.is_empty();
+            histograms.extend(crate::report::histograms(
+                r,
+                has_tasklet,
+                &format!("{} ", spec.id),
             ));
         }
         Ok((
@@ -246,6 +347,7 @@ impl Experiment {
                 title: self.file.title.clone(),
                 histograms,
             },
+            notes,
         ))
     }
 
@@ -264,14 +366,7 @@ impl Experiment {
     }
 
     fn evaluate(&self, check: &Check, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
-        let mean = |r: &str, m: LatencyMetric| {
-            let res = &runs[r];
-            match m {
-                LatencyMetric::IsrLatency => res.isr.mean_ns(),
-                LatencyMetric::TaskletLatency => res.tasklet.mean_ns(),
-            }
-            .unwrap_or(f64::NAN)
-        };
+        let mean = |r: &str, m: LatencyMetric| m.of(&runs[r]).mean_ns().unwrap_or(f64::NAN);
         match check {
             Check::Ratio {
                 id,
@@ -286,10 +381,7 @@ impl Experiment {
                 let (n, d) = (mean(numerator, *metric), mean(denominator, *metric));
                 let ratio = n / d;
                 let err = ratio / published - 1.0;
-                let name = match metric {
-                    LatencyMetric::IsrLatency => "ISR latency",
-                    LatencyMetric::TaskletLatency => "tasklet latency",
-                };
+                let name = metric.name();
                 let mut row = self.row(id, format!("{name} {numerator} / {denominator}"), source);
                 row.published = format!("{published:.1}x ({published_text})");
                 row.simulated = format!("{ratio:.2}x");
@@ -392,8 +484,104 @@ impl Experiment {
                 row.detail = notes.join("; ");
                 row
             }
+            Check::QuantileRange {
+                id,
+                run,
+                metric,
+                quantile,
+                low_ns,
+                high_ns,
+                published_text,
+                source,
+            } => {
+                let h = metric.of(&runs[run]);
+                let q = h.quantile_ns(*quantile).ok().flatten();
+                let label = quantile_label(*quantile);
+                let mut row = self.row(id, format!("{label} {} of {run}", metric.name()), source);
+                row.published = format!("{} ({published_text})", us_range(*low_ns, *high_ns));
+                row.simulated =
+                    q.map_or("no samples".into(), |v| format!("{:.2} us", v as f64 / 1e3));
+                row.tolerance = "range".into();
+                row.verdict = match q {
+                    Some(v) if (*low_ns..=*high_ns).contains(&v) => Verdict::Pass,
+                    _ => Verdict::Fail,
+                };
+                row.detail = format!(
+                    "{label} of {} samples: {} ns; published range {low_ns}..{high_ns} ns",
+                    h.count(),
+                    q.map_or("-".into(), |v| v.to_string())
+                );
+                row
+            }
+            Check::Exceedance {
+                id,
+                run,
+                metric,
+                threshold_ns,
+                inclusive,
+                low,
+                high,
+                published_text,
+                source,
+            } => {
+                let h = metric.of(&runs[run]);
+                let n = h.count();
+                let above: u64 = h
+                    .iter_buckets(1)
+                    .filter(|&(v, _)| {
+                        if *inclusive {
+                            v >= *threshold_ns
+                        } else {
+                            v > *threshold_ns
+                        }
+                    })
+                    .map(|(_, c)| c)
+                    .sum();
+                let p = above as f64 / n.max(1) as f64;
+                let op = if *inclusive { ">=" } else { ">" };
+                let t_us = *threshold_ns as f64 / 1e3;
+                let mut row = self.row(
+                    id,
+                    format!("P({} {op} {t_us} us) of {run}", metric.name()),
+                    source,
+                );
+                row.published = published_text.clone();
+                row.simulated = format!("{p:.1e} ({} of {})", thousands(above), thousands(n));
+                row.tolerance = if *low > 0.0 {
+                    format!("{low:.0e} .. {high:.0e}")
+                } else {
+                    format!("<= {high:.0e}")
+                };
+                row.verdict = if n > 0 && p >= *low && p <= *high {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                };
+                row.detail = format!(
+                    "{above} of {n} samples {op} {threshold_ns} ns: {p:.3e}, expected {} .. {high:e}",
+                    low
+                );
+                row
+            }
         }
     }
+}
+
+/// "median", "p99", "p99.9" for a quantile.
+fn quantile_label(q: f64) -> String {
+    if q == 0.5 {
+        return "median".into();
+    }
+    let p = q * 100.0;
+    if p.fract() == 0.0 {
+        format!("p{p:.0}")
+    } else {
+        format!("p{p}")
+    }
+}
+
+fn us_range(low_ns: u64, high_ns: u64) -> String {
+    format!("{:.1}-{:.1} us", low_ns as f64 / 1e3, high_ns as f64 / 1e3)
 }
 
 /// "TYPE ADDRESS" strings of the packets from the first interrupt packet on.
@@ -423,6 +611,34 @@ fn packet_matches(got: &str, expected: &str) -> bool {
     }
 }
 
+/// How many interrupts `validate_dir` will simulate with these options (for a progress bar).
+pub fn planned_samples(
+    dir: impl AsRef<Path>,
+    opts: &ValidateOptions,
+) -> Result<u64, ScenarioError> {
+    let mut total = 0;
+    for e in Experiment::load_dir(dir)? {
+        let edir = e.path.parent().unwrap_or(Path::new(".")).to_owned();
+        for spec in &e.file.run {
+            let needed = e.file.check.iter().any(|c| {
+                opts.only
+                    .as_deref()
+                    .is_none_or(|p| matches_pattern(c.id(), p))
+                    && c.runs().contains(&spec.id.as_str())
+            });
+            if !needed {
+                continue;
+            }
+            let scenario = Scenario::load(edir.join(&spec.scenario), &spec.set)?;
+            total += opts.samples.unwrap_or(match spec.full_samples {
+                Some(full) if opts.full => full,
+                _ => scenario.file.samples,
+            });
+        }
+    }
+    Ok(total)
+}
+
 /// Validate every experiment in `dir`.
 pub fn validate_dir(
     dir: impl AsRef<Path>,
@@ -430,17 +646,20 @@ pub fn validate_dir(
 ) -> Result<ValidationReport, ScenarioError> {
     let mut rows = Vec::new();
     let mut experiments = Vec::new();
+    let mut notes = Vec::new();
     for e in Experiment::load_dir(dir)? {
-        let (r, runs) = e.validate(opts)?;
+        let (r, runs, n) = e.validate(opts)?;
         if !r.is_empty() {
             rows.extend(r);
             experiments.push(runs);
+            notes.extend(n);
         }
     }
     Ok(ValidationReport {
         schema_version: SCHEMA_VERSION,
         rows,
         experiments,
+        notes,
     })
 }
 

@@ -12,6 +12,7 @@ use crate::hw::lapic::{self, LocalApic};
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 use crate::kernel::context::PreemptCount;
+use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::frames::{Access, Frame, Op, StepCtx};
 use crate::kernel::Kernel;
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
@@ -21,6 +22,8 @@ use crate::probes::analyzer::{Analyzer, LatencyProbe};
 enum Ev {
     /// Device k's interrupt generator fires.
     Generate(u8),
+    /// Device k's DMA stream s (0 writes, 1 reads) issues its next request.
+    Dma(u8, u8),
     /// Packet p reaches its next hop (or, past the last, its destination).
     Hop(u32),
     /// Device k re-checks its INTx line after a clear write.
@@ -32,6 +35,8 @@ enum Ev {
     CpuResume,
     /// The Local APIC timer fires: the kernel's periodic tick.
     Tick,
+    /// A System Management Interrupt: the core leaves the OS for firmware.
+    Smi,
 }
 
 struct Packet {
@@ -74,6 +79,10 @@ pub struct Cpu {
     /// depth of the frame that produced it. An interrupt taken in between runs first; the op
     /// waits until its frame is on top again (a stack, since interrupts nest).
     parked: Vec<(usize, Op)>,
+    /// Idle states and their governor (cpuidle); `None`: HLT with `halt_exit`.
+    pub cpuidle: Option<Cpuidle>,
+    /// In System Management Mode until then: the core runs no OS code.
+    smm_until: SimTime,
 }
 
 impl Cpu {
@@ -89,6 +98,8 @@ impl Cpu {
             preempt: PreemptCount::default(),
             value: 0,
             parked: Vec::new(),
+            cpuidle: None,
+            smm_until: SimTime::ZERO,
         }
     }
 }
@@ -110,6 +121,14 @@ pub struct Counters {
     pub mmio_reads: u64,
     /// Local timer ticks the kernel handled.
     pub ticks: u64,
+    /// System Management Interrupts taken.
+    pub smis: u64,
+    /// Idle periods per idle state (cpuidle), in the platform's state order.
+    pub idle_entries: Vec<(String, u64)>,
+    /// TLPs replayed after a bit error, on every device link.
+    pub link_replays: u64,
+    /// DMA requests the devices sent.
+    pub dma_requests: u64,
     pub events: u64,
     /// The run hit its event limit before settling.
     pub truncated: bool,
@@ -148,6 +167,27 @@ pub struct Machine {
     pub strict: bool,
     /// Interrupts raised so far, shared with a progress display (every [`PROGRESS_EVERY`]).
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// When the next tick fires (the governor's next timer event).
+    next_tick: Option<SimTime>,
+    /// System Management Interrupts, if the platform has them.
+    pub smi: Option<Smi>,
+}
+
+/// The platform's System Management Interrupts: firmware that takes every core away from the OS
+/// for a while, invisible to it (Intel SDM vol. 3, ch. 32). Poisson arrivals.
+pub struct Smi {
+    pub mean_interval: SimDuration,
+    pub duration: SimDuration,
+    pub rng: crate::engine::Stream,
+    pub count: u64,
+}
+
+impl Smi {
+    fn next_gap(&mut self) -> SimDuration {
+        use rand::Rng;
+        let u: f64 = self.rng.gen();
+        SimDuration::from_ps((-(1.0 - u).ln() * self.mean_interval.as_ps() as f64).round() as u64)
+    }
 }
 
 impl Counters {
@@ -162,6 +202,15 @@ impl Counters {
         self.interrupt_acknowledges += o.interrupt_acknowledges;
         self.mmio_reads += o.mmio_reads;
         self.ticks += o.ticks;
+        self.smis += o.smis;
+        self.link_replays += o.link_replays;
+        self.dma_requests += o.dma_requests;
+        for (i, (_, n)) in o.idle_entries.iter().enumerate() {
+            match self.idle_entries.get_mut(i) {
+                Some(e) => e.1 += n,
+                None => self.idle_entries.push(o.idle_entries[i].clone()),
+            }
+        }
         self.events += o.events;
         self.truncated |= o.truncated;
         self.packets_on_link += o.packets_on_link;
@@ -208,6 +257,8 @@ impl Machine {
             event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
             strict: false,
             progress: None,
+            next_tick: None,
+            smi: None,
         }
     }
 
@@ -215,12 +266,24 @@ impl Machine {
     pub fn run(&mut self) -> Counters {
         self.q.schedule_at(SimTime::ZERO, Ev::CpuResume);
         if let Some(t) = &self.kernel.tick {
+            self.next_tick = Some(SimTime::ZERO + t.period);
             self.q.schedule_in(t.period, Ev::Tick);
+        }
+        if let Some(smi) = &mut self.smi {
+            let gap = smi.next_gap();
+            self.q.schedule_in(gap, Ev::Smi);
         }
         for k in 0..self.devices.len() {
             if self.devices[k].cfg.generates {
-                let gap = self.devices[k].next_gap();
+                let gap = self.devices[k].first_gap();
                 self.q.schedule_in(gap, Ev::Generate(k as u8));
+            }
+            for stream in 0..2u8 {
+                let d = &self.devices[k].cfg;
+                if [&d.dma_writes, &d.dma_reads][usize::from(stream)].is_some() {
+                    let gap = self.devices[k].next_dma_gap(stream);
+                    self.q.schedule_in(gap, Ev::Dma(k as u8, stream));
+                }
             }
         }
         let mut truncated = false;
@@ -232,6 +295,7 @@ impl Machine {
             }
             match ev {
                 Ev::Generate(k) => self.on_generate(k),
+                Ev::Dma(k, stream) => self.on_dma(k, stream),
                 Ev::Hop(p) => self.on_hop(p),
                 Ev::CheckDeassert(k) => {
                     if let Some(tlp) = self.devices[usize::from(k)].check_deassert() {
@@ -245,6 +309,7 @@ impl Machine {
                     self.cpu_run();
                 }
                 Ev::Tick => self.on_tick(),
+                Ev::Smi => self.on_smi(),
             }
         }
         Counters {
@@ -257,6 +322,16 @@ impl Machine {
             interrupt_acknowledges: self.interrupt_acknowledges,
             mmio_reads: self.mmio_reads,
             ticks: self.kernel.ticks,
+            smis: self.smi.as_ref().map_or(0, |s| s.count),
+            link_replays: self.fabric.links.iter().map(|l| l.path.replays).sum(),
+            dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),
+            idle_entries: self.cpu.cpuidle.as_ref().map_or(Vec::new(), |c| {
+                c.states
+                    .iter()
+                    .zip(&c.entered)
+                    .map(|(s, n)| (s.name.clone(), *n))
+                    .collect()
+            }),
             events: self.events,
             truncated,
             packets_on_link: self.analyzer.packets,
@@ -272,9 +347,26 @@ impl Machine {
     fn on_generate(&mut self, k: u8) {
         if self.wants_more() {
             self.raise(k);
-            let gap = self.devices[usize::from(k)].next_gap();
-            self.q.schedule_in(gap, Ev::Generate(k));
+            // A card that counts its interval from the service write schedules its next
+            // interrupt when that write arrives.
+            if !self.devices[usize::from(k)].cfg.interval_from_service {
+                let gap = self.devices[usize::from(k)].next_gap();
+                self.q.schedule_in(gap, Ev::Generate(k));
+            }
         }
+    }
+
+    /// A DMA request leaves the card (after its PCIe core's pipeline), and the next is planned.
+    fn on_dma(&mut self, k: u8, stream: u8) {
+        if !self.wants_more() {
+            return;
+        }
+        let dev = &mut self.devices[usize::from(k)];
+        let tlp = dev.dma_request(stream);
+        let delay = dev.cfg.core_tx;
+        let gap = dev.next_dma_gap(stream);
+        self.send(Endpoint::Device(k), Endpoint::Memory, tlp, delay);
+        self.q.schedule_in(gap, Ev::Dma(k, stream));
     }
 
     /// The Local APIC timer's periodic interrupt. It stops with the generators, so the run can
@@ -288,11 +380,28 @@ impl Machine {
         let (vector, period) = (t.vector, t.period);
         self.cpu.lapic.accept(vector, false);
         self.poke_cpu();
+        self.next_tick = Some(self.q.now() + period);
         self.q.schedule_in(period, Ev::Tick);
     }
 
+    /// An SMI: the core is in System Management Mode for its duration, whatever it was doing.
+    /// Interrupts that arrive meanwhile stay pending in the Local APIC; a read in flight
+    /// completes, but the core only goes on afterwards.
+    fn on_smi(&mut self) {
+        if !self.wants_more() {
+            return;
+        }
+        let smi = self.smi.as_mut().expect("SMI events only with SMIs");
+        smi.count += 1;
+        let end = self.q.now() + smi.duration;
+        let gap = smi.duration + smi.next_gap();
+        self.cpu.smm_until = self.cpu.smm_until.max(end);
+        self.q.schedule_in(gap, Ev::Smi);
+    }
+
     fn raise(&mut self, k: u8) {
-        if let Some(tlp) = self.devices[usize::from(k)].trigger() {
+        let now = self.q.now();
+        if let Some((tlp, delay)) = self.devices[usize::from(k)].trigger_at(now) {
             if k == self.probed_device {
                 if let Some(p) = &self.progress {
                     if self.devices[usize::from(k)]
@@ -308,7 +417,7 @@ impl Machine {
             } else {
                 Endpoint::Ich
             };
-            self.send(Endpoint::Device(k), dest, tlp, SimDuration::ZERO);
+            self.send(Endpoint::Device(k), dest, tlp, delay);
         }
     }
 
@@ -429,7 +538,8 @@ impl Machine {
         match dest {
             Endpoint::Device(k) => {
                 self.release(p);
-                match self.devices[usize::from(k)].receive(&tlp) {
+                let now = self.q.now();
+                match self.devices[usize::from(k)].receive(now, &tlp) {
                     Reaction::None => {}
                     Reaction::Send(delay, reply) => {
                         self.send(Endpoint::Device(k), Endpoint::Cpu, reply, delay);
@@ -442,6 +552,15 @@ impl Machine {
                             self.raise(k);
                         }
                     }
+                    Reaction::TriggerAfter(gap) => {
+                        self.q.schedule_in(gap, Ev::Generate(k));
+                    }
+                }
+            }
+            Endpoint::Memory => {
+                self.release(p);
+                if tlp.kind == TlpKind::MemRead {
+                    self.memory_read(tlp);
                 }
             }
             Endpoint::Cpu => {
@@ -466,6 +585,32 @@ impl Machine {
                 }
             }
             Endpoint::Ich => self.ich_receive(p, tlp),
+        }
+    }
+
+    /// A device's DMA read reaches host memory: after the memory's latency the root complex
+    /// returns the data in completions of at most the read completion boundary each (64 B: what
+    /// Intel root complexes use; base spec 2.3.1.1).
+    fn memory_read(&mut self, req: Tlp) {
+        const RCB_BYTES: u32 = 64;
+        let Some(k) = self.devices.iter().position(|d| d.cfg.bdf == req.requester) else {
+            return;
+        };
+        let mut left = u32::from(req.len_dw) * 4;
+        while left > 0 {
+            let chunk = left.min(RCB_BYTES);
+            left -= chunk;
+            let cpl = Tlp {
+                kind: TlpKind::CplD,
+                requester: req.requester,
+                completer: self.root_requester,
+                tag: req.tag,
+                addr: req.addr,
+                len_dw: (chunk / 4) as u16,
+                data: 0,
+            };
+            let latency = self.fabric.memory_read;
+            self.send(Endpoint::Memory, Endpoint::Device(k as u8), cpl, latency);
         }
     }
 
@@ -585,7 +730,17 @@ impl Machine {
     fn poke_cpu(&mut self) {
         if self.cpu.state == CpuState::Halted {
             self.cpu.state = CpuState::Waking;
-            self.q.schedule_in(self.cpu.halt_exit, Ev::CpuResume);
+            // In SMM the core leaves its idle state only after the firmware resumes it.
+            let from = self.q.now().max(self.cpu.smm_until);
+            let wake = match &mut self.cpu.cpuidle {
+                Some(ci) => {
+                    let wake = ci.wake_time();
+                    ci.left(from + wake);
+                    wake
+                }
+                None => self.cpu.halt_exit,
+            };
+            self.q.schedule_at(from + wake, Ev::CpuResume);
         }
     }
 
@@ -634,6 +789,13 @@ impl Machine {
     /// scheduled in that window (`may_run_ahead`), and otherwise parks the pending op in
     /// `parked` and resumes at the right moment.
     fn cpu_run(&mut self) {
+        let now = self.q.now();
+        if now < self.cpu.smm_until {
+            // In SMM: the OS goes on when the firmware resumes (RSM).
+            self.cpu.state = CpuState::Running;
+            self.q.schedule_at(self.cpu.smm_until, Ev::CpuResume);
+            return;
+        }
         let mut acc = SimDuration::ZERO;
         loop {
             if self.strict && acc > SimDuration::ZERO {
@@ -710,15 +872,30 @@ impl Machine {
                     acc += self.cpu.timing.iret();
                     self.cpu.irqs_enabled = true;
                 }
-                Op::Halt => {
+                Op::Halt { sti } => {
                     if acc > SimDuration::ZERO {
                         self.cpu.parked.push((self.cpu.stack.len(), op));
                         return self.resume_after(acc);
                     }
-                    self.cpu.irqs_enabled = true; // sti; hlt
+                    let now = self.q.now();
+                    let next_timer = self.next_tick.map(|t| t.since(now));
+                    let polls = match &mut self.cpu.cpuidle {
+                        Some(ci) => {
+                            let i = ci.select(now, next_timer);
+                            ci.states[i].polls
+                        }
+                        None => false,
+                    };
+                    if sti || polls {
+                        // sti; hlt, or poll_idle, which spins with interrupts on.
+                        self.cpu.irqs_enabled = true;
+                    }
                     if !self.interrupt_pending() {
                         self.cpu.state = CpuState::Halted;
                         return;
+                    }
+                    if let Some(ci) = &mut self.cpu.cpuidle {
+                        ci.left(now); // MWAIT returns at once: a pending interrupt
                     }
                 }
             }

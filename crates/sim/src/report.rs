@@ -53,9 +53,17 @@ fn warnings(scenario: &Scenario) -> Vec<String> {
 
 pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunReport {
     let c = &result.counters;
+    let has_tasklet = scenario.file.device[0].driver == "seed000";
     let mut counters = vec![
         ("interrupts_raised", c.interrupts_generated),
-        ("samples_completed", result.tasklet.count()),
+        (
+            "samples_completed",
+            result
+                .tasklet
+                .count()
+                .max(result.round_trip.count())
+                .max(if has_tasklet { 0 } else { result.isr.count() }),
+        ),
         ("samples_overlapped_dropped", c.overlapped_samples),
         ("triggers_held_for_previous", c.held_triggers),
         ("unhandled_interrupts", c.unhandled_interrupts),
@@ -70,6 +78,25 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
     if c.ticks > 0 {
         counters.insert(9, ("local_timer_ticks", c.ticks));
     }
+    if scenario.file.warmup_samples > 0 {
+        counters.insert(
+            1,
+            ("warmup_samples_not_recorded", scenario.file.warmup_samples),
+        );
+    }
+    if !has_tasklet {
+        counters.retain(|(n, _)| *n != "samples_overlapped_dropped");
+    }
+    if c.smis > 0 {
+        counters.push(("smis", c.smis));
+    }
+    let idle: Vec<(String, u64)> = c
+        .idle_entries
+        .iter()
+        .map(|(name, n)| (format!("idle_entries_{}", name.to_lowercase()), *n))
+        .collect();
+    let link_replays = c.link_replays;
+    let dma = c.dma_requests;
     RunReport {
         schema_version: SCHEMA_VERSION,
         source: scenario.path.display().to_string(),
@@ -90,32 +117,71 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
             ),
             ("seed".into(), seed.to_string()),
         ],
-        metrics: vec![
-            Metric {
-                name: "isr_latency".into(),
-                description:
-                    "interrupt TLP on the device's link to the ISR's signature write on it".into(),
-                summary: result.isr.summary(),
-            },
-            Metric {
-                name: "tasklet_latency".into(),
-                description: "interrupt TLP to the tasklet's signature write".into(),
-                summary: result.tasklet.summary(),
-            },
-        ],
+        metrics: metrics(result, has_tasklet),
         counters: counters
             .iter()
-            .map(|(n, v)| Counter {
-                name: (*n).into(),
-                value: *v,
-            })
+            .map(|(n, v)| ((*n).to_string(), *v))
+            .chain(idle.into_iter().filter(|(_, n)| *n > 0))
+            .chain((link_replays > 0).then(|| ("link_replays".to_string(), link_replays)))
+            .chain((dma > 0).then(|| ("dma_requests".to_string(), dma)))
+            .map(|(name, value)| Counter { name, value })
             .collect(),
         trace: trace_rows(&result.trace),
         spike: None,
-        histograms: vec![
-            HistogramData::of("isr_latency", &result.isr),
-            HistogramData::of("tasklet_latency", &result.tasklet),
-        ],
+        histograms: histograms(result, has_tasklet, ""),
         warnings: warnings(scenario),
     }
+}
+
+/// The latencies a run measured: the card's own round-trip counter if it has one, the
+/// analyzer's ISR latency, and the tasklet latency for a driver with a tasklet.
+/// A measured latency: its name, what it spans, and its distribution.
+type Measured<'a> = (
+    &'static str,
+    &'static str,
+    &'a irqlab_stats::LatencyHistogram,
+);
+
+fn measured(result: &RunResult, has_tasklet: bool) -> Vec<Measured<'_>> {
+    let mut m = Vec::new();
+    if !result.round_trip.is_empty() {
+        m.push((
+            "round_trip",
+            "the card's counter: MSI raised to the ISR's write reaching its register (4 ns \
+             counts at 250 MHz, the register access included)",
+            &result.round_trip,
+        ));
+    }
+    m.push((
+        "isr_latency",
+        "interrupt TLP on the device's link to the ISR's write on it",
+        &result.isr,
+    ));
+    if has_tasklet {
+        m.push((
+            "tasklet_latency",
+            "interrupt TLP to the tasklet's signature write",
+            &result.tasklet,
+        ));
+    }
+    m
+}
+
+fn metrics(result: &RunResult, has_tasklet: bool) -> Vec<Metric> {
+    measured(result, has_tasklet)
+        .into_iter()
+        .map(|(name, description, h)| Metric {
+            name: name.into(),
+            description: description.into(),
+            summary: h.summary(),
+        })
+        .collect()
+}
+
+/// The run's distributions, named with `prefix` (a run id in a validation report).
+pub fn histograms(result: &RunResult, has_tasklet: bool, prefix: &str) -> Vec<HistogramData> {
+    measured(result, has_tasklet)
+        .into_iter()
+        .map(|(name, _, h)| HistogramData::of(&format!("{prefix}{name}"), h))
+        .collect()
 }

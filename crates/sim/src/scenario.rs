@@ -7,7 +7,9 @@
 //! (`platform.cpu.clock_hz`) and the kernel under `kernel.` (`kernel.instructions.do_irq`).
 //! Unknown keys and wrong types are refused with the file, line and column, or the flag.
 
-use crate::devices::exerciser::{Exerciser, ExerciserConfig, Generator};
+use crate::devices::exerciser::{
+    DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
+};
 use crate::engine::{RngStreams, SimDuration};
 use crate::hw::cpu::CpuTiming;
 use crate::hw::fabric::{Fabric, Fsb, FsbTiming};
@@ -16,10 +18,11 @@ use crate::hw::ioapic::RedirectionEntry;
 use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, IntxPin, Link, LinkConfig, LinkGen, LinkWidth};
-use crate::kernel::costs::{KernelInstructions, TickCosts};
+use crate::kernel::costs::{IdleCosts, KernelInstructions, TickCosts};
+use crate::kernel::cpuidle::{Cpuidle, IdleState};
 use crate::kernel::Tick;
-use crate::kernel::{Action, Chip, Delivery, ExerciserDriver, Flow, Isr, Kernel};
-use crate::machine::{Counters, Cpu, Machine};
+use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
+use crate::machine::{Counters, Cpu, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe, TraceRecord};
 use irqlab_stats::LatencyHistogram;
 use serde::{Deserialize, Serialize};
@@ -38,6 +41,33 @@ pub struct PlatformFile {
     pub mch: MchSection,
     pub dmi: LinkSection,
     pub ich: IchSection,
+    /// System Management Interrupts; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smi: Option<SmiSection>,
+}
+
+/// System Management Interrupts: Poisson arrivals, each holding the cores for `duration_us`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmiSection {
+    /// SMIs per second (0: none).
+    pub rate_per_s: f64,
+    pub duration_us: f64,
+}
+
+/// One idle state of the core: the kernel's table entry and the hardware's wake time.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleStateSection {
+    pub name: String,
+    /// The driver's exit latency and target residency (what the governor decides with).
+    pub exit_latency_us: f64,
+    pub target_residency_us: f64,
+    /// The hardware's time to leave the state on an interrupt.
+    pub wake_ns: f64,
+    /// `poll_idle`: spin with interrupts on instead of entering a hardware state.
+    #[serde(default)]
+    pub polls: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -50,6 +80,10 @@ pub struct CpuSection {
     pub lapic_access_cycles: f64,
     pub halt_exit_ns: f64,
     pub apic_id: u8,
+    /// Idle states, shallowest first, for a kernel with cpuidle (`[idle]` in its file). Empty:
+    /// HLT with `halt_exit_ns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_states: Vec<IdleStateSection>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -68,6 +102,10 @@ pub struct MchSection {
     pub crossing_ns: f64,
     /// PHY + data-link pipeline of a root port link (both ends), per direction.
     pub root_port_pipeline_ns: f64,
+    /// From a device's DMA read request reaching the root complex to its data leaving it; only
+    /// scenarios with DMA reads need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_read_ns: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -139,6 +177,9 @@ pub struct KernelFile {
     /// The local timer tick; absent or `hz = 0`: not modelled.
     #[serde(default)]
     pub tick: Option<TickCosts>,
+    /// The cpuidle idle path; absent: the 2.6 `sti; hlt` idle loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleCosts>,
 }
 
 /// A scenario file.
@@ -151,6 +192,9 @@ pub struct ScenarioFile {
     pub delivery: Delivery,
     pub samples: u64,
     pub seed: u64,
+    /// Interrupts run before the recorded samples, in every replication, and not recorded.
+    #[serde(default)]
+    pub warmup_samples: u64,
     pub device: Vec<DeviceSection>,
 }
 
@@ -180,6 +224,74 @@ pub struct DeviceSection {
     /// "poisson" or "periodic", or "none" for a card that only shares the line.
     pub interrupts: String,
     pub interval_us: f64,
+    /// The card's oscillator against its nominal frequency, in parts per million: its interval
+    /// and its counter run this much fast (+) or slow (-) against the host's clocks.
+    #[serde(default)]
+    pub clock_ppm: f64,
+    /// Count the interval from the last interrupt ("trigger", the default) or from the host's
+    /// answer to it ("service": the card raises the next one a gap after the answer arrived).
+    #[serde(default = "default_interval_from")]
+    pub interval_from: String,
+    /// The driver: "seed000" (Figures 3-5, the default), "round-trip" (seed 002: acknowledge
+    /// write, counter read) or "generic" (status reads and a clear write).
+    #[serde(default = "default_driver")]
+    pub driver: String,
+    /// The driver's ISR instructions besides its device accesses ("round-trip": filing the
+    /// count; "generic": its work).
+    #[serde(default)]
+    pub isr_instructions: u32,
+    /// Status register reads of a "generic" driver's ISR.
+    #[serde(default)]
+    pub isr_status_reads: u8,
+    /// The card's PCIe core: from its logic to the link and back (0 when its turnarounds
+    /// include it).
+    #[serde(default)]
+    pub core_tx_ns: f64,
+    #[serde(default)]
+    pub core_rx_ns: f64,
+    /// A counter that times each interrupt to the ISR's write (seed 002's instrument).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip: Option<RoundTripSection>,
+    /// PCIe switches between the card and its root port, and each one's port-to-port latency.
+    #[serde(default)]
+    pub switches: u8,
+    #[serde(default)]
+    pub switch_latency_ns: f64,
+    /// Bit error rate of each link segment, and the receiver's NAK latency (the Ack/Nak
+    /// transmission latency limit) that a corrupted TLP waits before its replay.
+    #[serde(default)]
+    pub bit_error_rate: f64,
+    #[serde(default)]
+    pub ack_nak_latency_ns: f64,
+    /// DMA traffic besides the interrupts: writes to host memory and reads from it, each as a
+    /// Poisson stream of requests of one size at a mean data rate (0: none).
+    #[serde(default)]
+    pub dma_write_mb_per_s: f64,
+    #[serde(default = "default_dma_bytes")]
+    pub dma_write_bytes: u32,
+    #[serde(default)]
+    pub dma_read_mb_per_s: f64,
+    #[serde(default = "default_dma_bytes")]
+    pub dma_read_bytes: u32,
+}
+
+/// Seed 002's counter.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoundTripSection {
+    pub counter_hz: f64,
+    /// From the write leaving the card's PCIe core to the register that stops the counter.
+    pub register_access_ns: f64,
+}
+
+fn default_interval_from() -> String {
+    "trigger".into()
+}
+fn default_driver() -> String {
+    "seed000".into()
+}
+fn default_dma_bytes() -> u32 {
+    256
 }
 
 // ---- errors -------------------------------------------------------------------------------
@@ -337,6 +449,8 @@ pub struct Scenario {
 pub struct RunResult {
     pub isr: LatencyHistogram,
     pub tasklet: LatencyHistogram,
+    /// The measured card's own round-trip counter (seed 002's instrument); empty without one.
+    pub round_trip: LatencyHistogram,
     pub counters: Counters,
     pub trace: Vec<TraceRecord>,
 }
@@ -517,6 +631,198 @@ impl Scenario {
                     ));
                 }
                 windows.push((base, size, format!("{} of device '{}'", bar, d.name)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parts seed 002 brought: idle states, SMIs, drivers, the round-trip counter, switches,
+    /// bit errors and DMA traffic.
+    fn check_modern(&self) -> Result<(), ScenarioError> {
+        let p = &self.platform;
+        let range = |key: &str, v: f64, lo: f64, hi: f64, unit: &str| {
+            if v.is_finite() && v >= lo && v <= hi {
+                Ok(())
+            } else {
+                Err(self.invalid(
+                    key,
+                    format!(
+                        "{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"
+                    ),
+                ))
+            }
+        };
+        if let Some(idle) = &self.kernel.idle {
+            if p.cpu.idle_states.is_empty() {
+                return Err(self.invalid(
+                    "platform.cpu.idle_states",
+                    format!(
+                        "the kernel '{}' idles through cpuidle ([idle]), but the platform lists no                          idle states: add [[cpu.idle_states]] (at least C1) to the platform",
+                        self.kernel.name
+                    ),
+                ));
+            }
+            if let Some(l) = idle.latency_limit_us {
+                range("kernel.idle.latency_limit_us", l, 0.0, 1e7, "us")?;
+            }
+        }
+        let mut last_residency = 0.0;
+        for (i, st) in p.cpu.idle_states.iter().enumerate() {
+            let key = |f: &str| format!("platform.cpu.idle_states.{i}.{f}");
+            range(&key("exit_latency_us"), st.exit_latency_us, 0.0, 1e6, "us")?;
+            range(
+                &key("target_residency_us"),
+                st.target_residency_us,
+                0.0,
+                1e7,
+                "us",
+            )?;
+            range(&key("wake_ns"), st.wake_ns, 0.0, 1e9, "ns")?;
+            if st.target_residency_us < last_residency {
+                return Err(self.invalid(
+                    &key("target_residency_us"),
+                    "idle states go shallowest first: each state's target residency must be at                      least the previous one's",
+                ));
+            }
+            last_residency = st.target_residency_us;
+        }
+        if let Some(smi) = &p.smi {
+            range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;
+            range("platform.smi.duration_us", smi.duration_us, 0.0, 1e6, "us")?;
+        }
+        if let Some(m) = p.mch.memory_read_ns {
+            range("platform.mch.memory_read_ns", m, 0.0, 1e6, "ns")?;
+        }
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            if !["seed000", "round-trip", "generic"].contains(&d.driver.as_str()) {
+                return Err(self.invalid(
+                    &key("driver"),
+                    format!(
+                        "driver = \"{}\" is not a modelled driver: use \"seed000\" (seed 000's                          Figures 3-5), \"round-trip\" (seed 002's acknowledge-and-read ISR) or                          \"generic\" (status reads and a clear write)",
+                        d.driver
+                    ),
+                ));
+            }
+            if !["trigger", "service"].contains(&d.interval_from.as_str()) {
+                return Err(self.invalid(
+                    &key("interval_from"),
+                    format!(
+                        "interval_from = \"{}\": use \"trigger\" (the interval runs from one                          interrupt to the next) or \"service\" (from the host's answer)",
+                        d.interval_from
+                    ),
+                ));
+            }
+            if d.driver == "round-trip" && !(d.msi_capable && self.file.delivery == Delivery::Msi) {
+                return Err(self.invalid(
+                    &key("driver"),
+                    "the round-trip driver answers an MSI and never clears an INTx line: use it                      with msi_capable = true and delivery = \"msi\"",
+                ));
+            }
+            if d.interval_from == "service" && d.driver != "round-trip" {
+                return Err(self.invalid(
+                    &key("interval_from"),
+                    "interval_from = \"service\" needs a card whose interrupt is answered by the                      round-trip driver's write; use \"trigger\"",
+                ));
+            }
+            if let Some(rt) = &d.round_trip {
+                range(
+                    &key("round_trip.counter_hz"),
+                    rt.counter_hz,
+                    1e3,
+                    1e11,
+                    "Hz",
+                )?;
+                range(
+                    &key("round_trip.register_access_ns"),
+                    rt.register_access_ns,
+                    0.0,
+                    1e6,
+                    "ns",
+                )?;
+                if d.driver != "round-trip" {
+                    return Err(self.invalid(
+                        &key("round_trip"),
+                        "the round-trip counter stops on the round-trip driver's write: set                          driver = \"round-trip\"",
+                    ));
+                }
+            }
+            range(&key("clock_ppm"), d.clock_ppm, -1000.0, 1000.0, "ppm")?;
+            range(&key("core_tx_ns"), d.core_tx_ns, 0.0, 1e6, "ns")?;
+            range(&key("core_rx_ns"), d.core_rx_ns, 0.0, 1e6, "ns")?;
+            range(
+                &key("switch_latency_ns"),
+                d.switch_latency_ns,
+                0.0,
+                1e6,
+                "ns",
+            )?;
+            range(
+                &key("switches"),
+                f64::from(d.switches),
+                0.0,
+                8.0,
+                "switches",
+            )?;
+            range(
+                &key("bit_error_rate"),
+                d.bit_error_rate,
+                0.0,
+                1e-4,
+                "errors per bit",
+            )?;
+            range(
+                &key("ack_nak_latency_ns"),
+                d.ack_nak_latency_ns,
+                0.0,
+                1e6,
+                "ns",
+            )?;
+            // Data rate the link can carry one way: lanes x rate x encoding efficiency.
+            let gen = LinkGen::new(d.link_generation).expect("checked");
+            let link_mb_per_s =
+                f64::from(d.link_width) * gen.transfers_per_s() / gen.line_bits_per_byte() / 1e6;
+            for (field, rate, bytes) in [
+                (
+                    "dma_write_mb_per_s",
+                    d.dma_write_mb_per_s,
+                    d.dma_write_bytes,
+                ),
+                ("dma_read_mb_per_s", d.dma_read_mb_per_s, d.dma_read_bytes),
+            ] {
+                if rate == 0.0 {
+                    continue;
+                }
+                // Framing and headers make the payload rate a link can carry lower still.
+                let wire_share = f64::from(bytes) / f64::from(bytes + 24);
+                range(&key(field), rate, 0.0, link_mb_per_s * wire_share * 0.95, "MB/s").map_err(
+                    |_| {
+                        self.invalid(
+                            &key(field),
+                            format!(
+                                "{rate} MB/s does not fit the x{} Gen{} link, which carries about                                  {:.0} MB/s of {bytes}-byte payloads one way: ask for less (a                                  saturated link's queue would grow without end)",
+                                d.link_width,
+                                d.link_generation,
+                                link_mb_per_s * wire_share
+                            ),
+                        )
+                    },
+                )?;
+                let size_field = field.replace("mb_per_s", "bytes");
+                if bytes == 0 || bytes % 4 != 0 || bytes > 4096 {
+                    return Err(self.invalid(
+                        &key(&size_field),
+                        format!(
+                            "{bytes} bytes is not a DMA request size: use a multiple of 4 up to                              4096 (the largest PCIe payload)"
+                        ),
+                    ));
+                }
+            }
+            if d.dma_read_mb_per_s > 0.0 && p.mch.memory_read_ns.is_none() {
+                return Err(self.invalid(
+                    &key("dma_read_mb_per_s"),
+                    "DMA reads need the platform's memory read latency: set                      platform.mch.memory_read_ns",
+                ));
             }
         }
         Ok(())
@@ -805,6 +1111,7 @@ impl Scenario {
             }
         }
         self.check_bars()?;
+        self.check_modern()?;
         if self.file.samples == 0 {
             return Err(self.invalid("samples", "samples must be at least 1"));
         }
@@ -827,12 +1134,31 @@ impl Scenario {
         let mut links = Vec::new();
         let mut devices = Vec::new();
         for (i, d) in self.file.device.iter().enumerate() {
-            links.push(Link::new(link(
+            let mut l = Link::new(link(
                 d.link_generation,
                 d.link_width,
                 p.mch.root_port_pipeline_ns,
-            )));
-            let interval = SimDuration::from_ns_f64(d.interval_us * 1e3);
+            ));
+            l.path.switches = d.switches;
+            l.path.switch_latency = ns(d.switch_latency_ns);
+            l.path.bit_error_rate = d.bit_error_rate;
+            // A NAK'd TLP: the receiver's NAK latency, the NAK's way back through the link
+            // pipeline, and the replay's way out again through it.
+            l.path.replay_delay = ns(d.ack_nak_latency_ns + 2.0 * p.mch.root_port_pipeline_ns);
+            if d.bit_error_rate > 0.0 {
+                l.path.rng = Some(rng.stream(&format!("device.{i}.link")));
+            }
+            links.push(l);
+            // The card's own clock: its intervals and counter periods are nominal / (1 + ppm).
+            let card_clock = 1.0 + d.clock_ppm * 1e-6;
+            let interval = SimDuration::from_ns_f64(d.interval_us * 1e3 / card_clock);
+            let dma = |mb_per_s: f64, bytes: u32, addr: u64| {
+                (mb_per_s > 0.0).then(|| DmaStream {
+                    mean_gap: ns(f64::from(bytes) / mb_per_s * 1e3),
+                    bytes,
+                    addr,
+                })
+            };
             let cfg = ExerciserConfig {
                 name: d.name.clone(),
                 bdf: Bdf::parse(&d.bdf).expect("checked"),
@@ -851,7 +1177,24 @@ impl Scenario {
                     _ => Generator::Poisson { mean: interval },
                 },
                 generates: d.interrupts != "none",
-                serviced_addr: Some(d.signature_bar + d.tasklet_signature_offset),
+                // The write that answers an interrupt: the round-trip ISR's acknowledge, or seed
+                // 000's tasklet signature.
+                serviced_addr: match d.driver.as_str() {
+                    "round-trip" => Some(d.signature_bar + d.isr_signature_offset),
+                    "seed000" => Some(d.signature_bar + d.tasklet_signature_offset),
+                    _ => None, // a generic device raises interrupts whenever it has work
+                },
+                interval_from_service: d.interval_from == "service",
+                core_tx: ns(d.core_tx_ns),
+                core_rx: ns(d.core_rx_ns),
+                round_trip: d.round_trip.as_ref().map(|r| RoundTripConfig {
+                    period: SimDuration::period_of(r.counter_hz * card_clock),
+                    nominal_period: SimDuration::period_of(r.counter_hz),
+                    register_access: ns(r.register_access_ns),
+                }),
+                // Host memory for the card's DMA: a buffer at 256 MiB (any RAM address).
+                dma_writes: dma(d.dma_write_mb_per_s, d.dma_write_bytes, 0x1000_0000),
+                dma_reads: dma(d.dma_read_mb_per_s, d.dma_read_bytes, 0x1000_0000),
             };
             devices.push(Exerciser::new(cfg, rng.stream(&format!("device.{i}"))));
         }
@@ -865,6 +1208,7 @@ impl Scenario {
             dmi: Link::new(link(p.dmi.generation, p.dmi.width, p.dmi.pipeline_ns)),
             ich_crossing: ns(p.ich.crossing_ns),
             links,
+            memory_read: ns(p.mch.memory_read_ns.unwrap_or(0.0)),
         };
         let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
         let mut elcr: u16 = 0;
@@ -891,7 +1235,7 @@ impl Scenario {
         );
         ich.pics.linux_init(elcr);
         let lapic_on = delivery != Delivery::Xtpic;
-        let cpu = Cpu::new(
+        let mut cpu = Cpu::new(
             CpuTiming {
                 clock_hz: p.cpu.clock_hz,
                 cycles_per_instruction: p.cpu.cycles_per_instruction,
@@ -902,6 +1246,24 @@ impl Scenario {
             },
             LocalApic::new(p.cpu.apic_id, lapic_on),
         );
+        if let Some(idle) = &self.kernel.idle {
+            let states = p
+                .cpu
+                .idle_states
+                .iter()
+                .map(|s| IdleState {
+                    name: s.name.clone(),
+                    exit_latency: ns(s.exit_latency_us * 1e3),
+                    target_residency: ns(s.target_residency_us * 1e3),
+                    wake: ns(s.wake_ns),
+                    polls: s.polls,
+                })
+                .collect();
+            cpu.cpuidle = Some(Cpuidle::new(
+                states,
+                idle.latency_limit_us.map(|l| ns(l * 1e3)),
+            ));
+        }
 
         // The kernel boots: on-board drivers register first; then seed 000's module probes and
         // requests its interrupt (Figure 3).
@@ -985,6 +1347,16 @@ impl Scenario {
                 .request_irq(irq, chip, flow, vector, action)
                 .map_err(|m| self.invalid(&key("msi_vector"), m))?;
             kernel.drivers.push(ExerciserDriver {
+                kind: match d.driver.as_str() {
+                    "round-trip" => DriverKind::RoundTrip {
+                        bin: d.isr_instructions,
+                    },
+                    "generic" => DriverKind::Generic {
+                        instructions: d.isr_instructions,
+                        status_reads: d.isr_status_reads,
+                    },
+                    _ => DriverKind::Seed000,
+                },
                 msi_mode,
                 status_addr: d.reg_bar + d.status_offset,
                 clear_addr: d.reg_bar + d.clear_offset,
@@ -998,12 +1370,26 @@ impl Scenario {
         }
 
         let d0 = &self.file.device[0];
-        let probe = LatencyProbe::new(
+        let mut probe = LatencyProbe::new(
             d0.signature_bar + d0.isr_signature_offset,
-            d0.signature_bar + d0.tasklet_signature_offset,
+            (d0.driver != "round-trip").then_some(d0.signature_bar + d0.tasklet_signature_offset),
         );
+        // Warm-up interrupts go first and are not recorded: the governor starts with no history
+        // and the run with every timer phase at zero, neither of which the published run had.
+        let warmup = self.file.warmup_samples;
+        probe.warmup = warmup;
+        if let Some(d) = devices.first_mut() {
+            d.warmup = warmup;
+        }
         let root = Bdf::parse(&p.mch.requester_id).expect("checked");
-        Ok(Machine::new(
+        kernel.idle = self.kernel.idle.clone();
+        let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
+            mean_interval: ns(1e9 / s.rate_per_s),
+            duration: ns(s.duration_us * 1e3),
+            rng: rng.stream("platform.smi"),
+            count: 0,
+        });
+        let mut machine = Machine::new(
             fabric,
             ich,
             cpu,
@@ -1012,8 +1398,10 @@ impl Scenario {
             Analyzer::new(trace),
             probe,
             root,
-            samples,
-        ))
+            samples + warmup,
+        );
+        machine.smi = smi;
+        Ok(machine)
     }
 
     /// Set up the INTx line of `pirq` as this kernel does and say how it registers it: with
@@ -1108,6 +1496,7 @@ impl Scenario {
                 Some(m) => {
                     m.isr.merge(&run.isr);
                     m.tasklet.merge(&run.tasklet);
+                    m.round_trip.merge(&run.round_trip);
                     m.counters.merge(&run.counters);
                 }
             }
@@ -1135,7 +1524,7 @@ impl Scenario {
             return Err(ScenarioError::Runaway {
                 path: self.path.clone(),
                 events: counters.events,
-                completed: m.probe.completed(),
+                completed: m.probe.completed().max(m.devices[0].round_trips.count()),
                 requested: samples,
             });
         }
@@ -1144,6 +1533,7 @@ impl Scenario {
         Ok(RunResult {
             isr: std::mem::take(&mut m.probe.isr),
             tasklet: std::mem::take(&mut m.probe.tasklet),
+            round_trip: std::mem::take(&mut m.devices[0].round_trips),
             counters,
             trace,
         })

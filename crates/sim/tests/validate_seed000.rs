@@ -40,7 +40,7 @@ fn seed000_rows() {
         &dir,
         &ValidateOptions {
             only: Some("msi-*".into()),
-            samples: None,
+            ..Default::default()
         },
     )
     .expect("experiments load and run");

@@ -146,6 +146,9 @@ pub struct ValidationReport {
     /// The distributions of each experiment's runs, for plots.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub experiments: Vec<ExperimentRuns>,
+    /// How the runs were made where it matters for reading them (a shortened run, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One experiment's simulated runs: their latency distributions, labelled `RUN metric`.

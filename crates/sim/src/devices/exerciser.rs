@@ -6,9 +6,10 @@
 //! 0xFAFF3174 (both in the region the driver maps as `PCI_Reg_Pointer`), and the signatures at
 //! 0xF9000040 (ISR) and 0xF9000080 (tasklet) in the region it maps as `ack_pointer`.
 
-use crate::engine::{SimDuration, Stream};
+use crate::engine::{SimDuration, SimTime, Stream};
 use crate::hw::msi::MsiCapability;
 use crate::hw::pcie::{Bdf, IntxPin, MsgCode, Tlp, TlpKind};
+use irqlab_stats::LatencyHistogram;
 use rand::Rng;
 
 /// How the exerciser spaces its interrupts.
@@ -44,6 +45,40 @@ pub struct ExerciserConfig {
     /// previous interrupt as fully serviced (the tasklet's signature). A trigger that falls
     /// while one is still in service is held back until that write arrives.
     pub serviced_addr: Option<u64>,
+    /// Count the generator's interval from the service write instead of from the last trigger:
+    /// the card raises its next interrupt a gap after the host answered the last one.
+    pub interval_from_service: bool,
+    /// The card's PCIe core between its logic and the link: transmit and receive pipelines
+    /// (0 for a card whose times are given as turnarounds).
+    pub core_tx: SimDuration,
+    pub core_rx: SimDuration,
+    /// A counter in the card that times each interrupt to its service write (seed 002).
+    pub round_trip: Option<RoundTripConfig>,
+    /// DMA traffic the card keeps on its link besides its interrupts.
+    pub dma_writes: Option<DmaStream>,
+    pub dma_reads: Option<DmaStream>,
+}
+
+/// Seed 002's instrument: a counter that starts on a clock edge as the card asserts its MSI and
+/// stops when the host's write reaches the card's register.
+#[derive(Clone, Debug)]
+pub struct RoundTripConfig {
+    /// The counter's clock period as it runs (its oscillator's error included) ...
+    pub period: SimDuration,
+    /// ... and as the measurement reads it: counts x the nominal period (4 ns at 250 MHz).
+    pub nominal_period: SimDuration,
+    /// From the write leaving the PCIe core to the register that stops the counter.
+    pub register_access: SimDuration,
+}
+
+/// A stream of DMA requests of one size at a mean rate (Poisson arrivals).
+#[derive(Clone, Debug)]
+pub struct DmaStream {
+    pub mean_gap: SimDuration,
+    /// Payload per request (a write's data, or a read's requested length).
+    pub bytes: u32,
+    /// The host memory address the requests target.
+    pub addr: u64,
 }
 
 /// What a TLP arriving at the card makes it do.
@@ -56,6 +91,8 @@ pub enum Reaction {
     CheckDeassert(SimDuration),
     /// Raise the interrupt that was held back.
     Trigger,
+    /// Raise the next interrupt after this gap (interval counted from the service write).
+    TriggerAfter(SimDuration),
 }
 
 pub struct Exerciser {
@@ -73,6 +110,13 @@ pub struct Exerciser {
     pub held_triggers: u64,
     /// Register reads the card answered (its driver's "is it mine?" checks among them).
     pub reads_answered: u64,
+    /// The round-trip counter's start (running), and the times it measured.
+    counter_start: Option<SimTime>,
+    pub round_trips: LatencyHistogram,
+    /// Round trips still to discard (the run's warm-up).
+    pub warmup: u64,
+    /// DMA requests sent.
+    pub dma_requests: u64,
     rng: Stream,
 }
 
@@ -89,6 +133,10 @@ impl Exerciser {
             held_trigger: false,
             held_triggers: 0,
             reads_answered: 0,
+            counter_start: None,
+            round_trips: LatencyHistogram::new(),
+            warmup: 0,
+            dma_requests: 0,
             rng,
         }
     }
@@ -111,17 +159,69 @@ impl Exerciser {
         }
     }
 
+    /// The gap to the first interrupt: a periodic card is switched on at an arbitrary moment of
+    /// its period (uniformly drawn), so its phase against the host's timers is not fixed.
+    pub fn first_gap(&mut self) -> SimDuration {
+        let gap = self.next_gap();
+        match self.cfg.generator {
+            Generator::Periodic { .. } => {
+                let u: f64 = self.rng.gen();
+                SimDuration::from_ps((gap.as_ps() as f64 * u).round() as u64)
+            }
+            Generator::Poisson { .. } => gap,
+        }
+    }
+
     /// The gap to the next interrupt.
     pub fn next_gap(&mut self) -> SimDuration {
         match self.cfg.generator {
             Generator::Periodic { interval } => interval,
-            Generator::Poisson { mean } => {
-                // Inverse-CDF sampling; 1 - u is in (0, 1], so ln never sees 0.
-                let u: f64 = self.rng.gen();
-                let gap_ps = -(1.0 - u).ln() * mean.as_ps() as f64;
-                SimDuration::from_ps(gap_ps.round() as u64)
-            }
+            Generator::Poisson { mean } => self.exponential(mean),
         }
+    }
+
+    /// An exponentially distributed gap with this mean (inverse-CDF sampling; 1 - u is in
+    /// (0, 1], so ln never sees 0).
+    fn exponential(&mut self, mean: SimDuration) -> SimDuration {
+        let u: f64 = self.rng.gen();
+        SimDuration::from_ps((-(1.0 - u).ln() * mean.as_ps() as f64).round() as u64)
+    }
+
+    /// The gap to the next DMA request of a stream (0: writes, 1: reads).
+    pub fn next_dma_gap(&mut self, stream: u8) -> SimDuration {
+        let s = if stream == 0 {
+            &self.cfg.dma_writes
+        } else {
+            &self.cfg.dma_reads
+        };
+        let mean = s.as_ref().expect("a configured stream").mean_gap;
+        self.exponential(mean)
+    }
+
+    /// The next DMA request of a stream: a memory write with its payload, or a read request.
+    pub fn dma_request(&mut self, stream: u8) -> Tlp {
+        self.dma_requests += 1;
+        let (kind, s) = if stream == 0 {
+            (TlpKind::MemWrite, self.cfg.dma_writes.clone())
+        } else {
+            (TlpKind::MemRead, self.cfg.dma_reads.clone())
+        };
+        let s = s.expect("a configured stream");
+        self.request(kind, s.addr, (s.bytes / 4) as u16, 0)
+    }
+
+    /// Raise an interrupt at `now`. Returns the TLP and how long after `now` it reaches the
+    /// link: a round-trip counter starts at its next clock edge, and the PCIe core's transmit
+    /// pipeline lies between the card's logic and the link.
+    pub fn trigger_at(&mut self, now: SimTime) -> Option<(Tlp, SimDuration)> {
+        let tlp = self.trigger()?;
+        let mut delay = self.cfg.core_tx;
+        if let Some(rt) = &self.cfg.round_trip {
+            let edge = now.next_edge(rt.period);
+            self.counter_start = Some(edge);
+            delay += edge.since(now);
+        }
+        Some((tlp, delay))
     }
 
     /// Raise an interrupt: set the pending status, then signal with an MSI write or, if the INTx
@@ -165,8 +265,8 @@ impl Exerciser {
                 && addr < self.cfg.signature_bar + self.cfg.signature_bar_size)
     }
 
-    /// A TLP addressed to the card arrives.
-    pub fn receive(&mut self, tlp: &Tlp) -> Reaction {
+    /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
+    pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Reaction {
         match tlp.kind {
             TlpKind::MemRead => {
                 self.reads_answered += 1;
@@ -183,16 +283,35 @@ impl Exerciser {
                     len_dw: 1,
                     data: value,
                 };
-                Reaction::Send(self.cfg.read_turnaround, cpl)
+                Reaction::Send(
+                    self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx,
+                    cpl,
+                )
             }
             TlpKind::MemWrite => match self.in_reg_bar(tlp.addr) {
                 Some(off) if off == self.cfg.clear_offset => {
                     self.status &= !tlp.data;
-                    Reaction::CheckDeassert(self.cfg.deassert_delay)
+                    Reaction::CheckDeassert(self.cfg.core_rx + self.cfg.deassert_delay)
                 }
                 _ if Some(tlp.addr) == self.cfg.serviced_addr => {
                     self.in_service = false;
-                    if std::mem::take(&mut self.held_trigger) {
+                    let arrived = now + self.cfg.core_rx;
+                    if let (Some(rt), Some(start)) = (&self.cfg.round_trip, self.counter_start) {
+                        // The register stops the counter: it has counted every edge up to then.
+                        let stop = arrived + rt.register_access;
+                        let ticks = stop.since(start).as_ps().div_ceil(rt.period.as_ps());
+                        let ns = (ticks * rt.nominal_period.as_ps()).div_ceil(1000);
+                        if self.warmup > 0 {
+                            self.warmup -= 1;
+                        } else {
+                            self.round_trips.record(ns);
+                        }
+                        self.counter_start = None;
+                    }
+                    if self.cfg.interval_from_service {
+                        let gap = self.cfg.core_rx + self.next_gap();
+                        Reaction::TriggerAfter(gap)
+                    } else if std::mem::take(&mut self.held_trigger) {
                         Reaction::Trigger
                     } else {
                         Reaction::None

@@ -72,6 +72,8 @@ pub enum Endpoint {
     Cpu,
     Device(u8),
     Ich,
+    /// Host memory behind the root complex (a device's DMA).
+    Memory,
 }
 
 /// A fixed sequence of hops (at most 4 in this topology).
@@ -113,6 +115,8 @@ impl Route {
             (Cpu, Ich) => Route::of(&[Hop::Fsb, Hop::Mch, Hop::Dmi(Down), Hop::Ich]),
             (Ich, Cpu) => Route::of(&[Hop::Ich, Hop::Dmi(Up), Hop::Mch, Hop::Fsb]),
             (Ich, Device(k)) => Route::of(&[Hop::Ich, Hop::Dmi(Up), Hop::Mch, Hop::Link(k, Down)]),
+            (Device(k), Memory) => Route::of(&[Hop::Link(k, Up), Hop::Mch]),
+            (Memory, Device(k)) => Route::of(&[Hop::Mch, Hop::Link(k, Down)]),
             (a, b) => panic!("no route from {a:?} to {b:?} in this topology"),
         }
     }
@@ -129,6 +133,9 @@ pub struct Fabric {
     pub ich_crossing: SimDuration,
     /// One link per root port with a device.
     pub links: Vec<Link>,
+    /// From a device's read request reaching the root complex to its data leaving it (memory
+    /// controller and DRAM, coherency); only DMA reads use it.
+    pub memory_read: SimDuration,
 }
 
 /// The outcome of crossing one hop.

@@ -8,7 +8,7 @@
 //! Gen3+ send a 4 B STP token that carries the sequence number, plus the 4 B LCRC = 8 B
 //! (base spec 4.2.2.3; the same 8 B as pcie-bench's `pcie-model/model/pcie.py`).
 
-use crate::engine::{SimDuration, SimTime};
+use crate::engine::{SimDuration, SimTime, Stream};
 use serde::Serialize;
 use std::fmt;
 
@@ -104,10 +104,30 @@ pub enum Dir {
     Up,
 }
 
+/// What lies between a device and its root port besides the link itself: switches, and bit
+/// errors that the data-link layer repairs by replaying the TLP.
+#[derive(Clone, Debug, Default)]
+pub struct LinkPath {
+    /// PCIe switches between the device and the root port. Each adds its port-to-port
+    /// (cut-through) latency and one more link segment with the same error rate.
+    pub switches: u8,
+    pub switch_latency: SimDuration,
+    /// Bit error rate of each link segment (the base spec requires at most 1e-12).
+    pub bit_error_rate: f64,
+    /// From the end of a corrupted TLP to the start of its replay: the receiver's NAK
+    /// scheduling (the Ack/Nak latency limit), the NAK DLLP's trip back, and the replay start.
+    pub replay_delay: SimDuration,
+    /// Draws the bit errors; only used when `bit_error_rate > 0`.
+    pub rng: Option<Stream>,
+    /// TLPs that had to be replayed.
+    pub replays: u64,
+}
+
 /// A link with a FIFO transmitter in each direction.
 #[derive(Clone, Debug)]
 pub struct Link {
     pub cfg: LinkConfig,
+    pub path: LinkPath,
     busy_until: [SimTime; 2],
     /// Serialization time of every TLP size up to `SMALL_TLP_BYTES`, computed once: interrupt
     /// traffic is all small TLPs, and this saves two divisions per crossing.
@@ -129,6 +149,7 @@ impl Link {
     pub fn new(cfg: LinkConfig) -> Self {
         Link {
             cfg,
+            path: LinkPath::default(),
             busy_until: [SimTime::ZERO; 2],
             small: (0..=SMALL_TLP_BYTES)
                 .map(|b| cfg.serialization(b))
@@ -138,19 +159,45 @@ impl Link {
 
     /// Queue a TLP of `bytes` on the wire at `now`; it starts when the transmitter is free.
     pub fn transmit(&mut self, now: SimTime, dir: Dir, bytes: u32) -> Transmission {
-        let slot = &mut self.busy_until[dir as usize];
-        let start = now.max(*slot);
+        let start = now.max(self.busy_until[dir as usize]);
         let ser = match self.small.get(bytes as usize) {
             Some(d) => *d,
             None => self.cfg.serialization(bytes),
         };
-        let end = start + ser;
-        *slot = end;
+        let mut end = start + ser;
+        let mut arrival = end + self.cfg.pipeline_latency;
+        if self.path.switches > 0 || self.path.bit_error_rate > 0.0 {
+            // Each segment: a corrupted TLP fails its LCRC check at the receiver, which NAKs it;
+            // the transmitter replays it from its replay buffer (base spec 3.6). The first
+            // segment's transmitter is this one, busy until the replay is through.
+            let bits = f64::from(bytes) * self.cfg.gen.line_bits_per_byte();
+            let p_error = -(-self.path.bit_error_rate).ln_1p() * bits; // ~ 1 - (1 - BER)^bits
+            for segment in 0..=self.path.switches {
+                if segment > 0 {
+                    arrival += self.path.switch_latency;
+                }
+                if let Some(rng) = self.path.rng.as_mut() {
+                    use rand::Rng;
+                    while rng.gen::<f64>() < p_error {
+                        self.path.replays += 1;
+                        arrival += self.path.replay_delay + ser;
+                        if segment == 0 {
+                            end += self.path.replay_delay + ser;
+                        }
+                    }
+                }
+            }
+        }
+        *self.busy_until_mut(dir) = end;
         Transmission {
             start,
             end,
-            arrival: end + self.cfg.pipeline_latency,
+            arrival,
         }
+    }
+
+    fn busy_until_mut(&mut self, dir: Dir) -> &mut SimTime {
+        &mut self.busy_until[dir as usize]
     }
 }
 

@@ -59,3 +59,20 @@ pub struct TickCosts {
     /// `run_timer_softirq` when no timer expires, run from `irq_exit` with interrupts on.
     pub timer_softirq: u32,
 }
+
+/// The idle path of a kernel whose idle loop enters idle states through cpuidle
+/// (`do_idle` -> `cpuidle_idle_call` -> governor -> driver). Absent: the 2.6 `sti; hlt` loop.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IdleCosts {
+    /// From `local_irq_disable` in `do_idle` to the MWAIT: the governor's selection, tick
+    /// bookkeeping, the driver's entry.
+    pub entry: u32,
+    /// From leaving the idle state to `local_irq_enable`: residency accounting, the governor's
+    /// update, tick restart. A pending interrupt waits for it (MWAIT is entered with interrupts
+    /// off and wakes on a pending interrupt without taking it, Intel SDM vol. 2, MWAIT ECX[0]).
+    pub exit: u32,
+    /// The PM QoS CPU latency limit in microseconds (`/dev/cpu_dma_latency`), or absent for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_limit_us: Option<f64>,
+}

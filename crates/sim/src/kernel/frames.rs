@@ -18,7 +18,7 @@
 
 use super::context::PreemptCount;
 use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
-use super::{Flow, Isr, Kernel};
+use super::{DriverKind, Flow, Isr, Kernel};
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
 use crate::hw::lapic;
@@ -56,8 +56,11 @@ pub enum Op {
     Return(u32),
     /// Leave the interrupt frame: IRET restores the interrupted context's flags.
     Iret,
-    /// `sti; hlt`: wait for an interrupt.
-    Halt,
+    /// Wait for an interrupt: `sti; hlt` (`sti`), or the idle state the governor picks, entered
+    /// with interrupts off (MWAIT wakes on a pending interrupt without taking it).
+    Halt {
+        sti: bool,
+    },
 }
 
 /// The per-CPU state a frame may look at or change while it steps.
@@ -125,6 +128,17 @@ pub enum Frame {
         pc: u8,
         driver: u16,
     },
+    /// Seed 002's ISR: acknowledge write, counter read, histogram.
+    RoundTripIsr {
+        pc: u8,
+        driver: u16,
+    },
+    /// A generic device ISR: status reads, then a clear write.
+    GenericIsr {
+        pc: u8,
+        driver: u16,
+        reads: u8,
+    },
     /// Another driver on a shared line: a status read by port I/O, then IRQ_NONE.
     PortStatusIsr {
         pc: u8,
@@ -181,14 +195,34 @@ impl Frame {
         let k = &mut *cx.kernel;
         let c = &k.cost;
         match self {
-            Frame::Idle { pc } => {
-                *pc ^= 1;
-                if *pc == 1 {
-                    Op::Run(c.idle_loop)
-                } else {
-                    Op::Halt
+            Frame::Idle { pc } => match &k.idle {
+                // 2.6: `default_idle` -> `safe_halt` (sti; hlt): the interrupt is taken at once.
+                None => {
+                    *pc ^= 1;
+                    if *pc == 1 {
+                        Op::Run(c.idle_loop)
+                    } else {
+                        Op::Halt { sti: true }
+                    }
                 }
-            }
+                // cpuidle: entered with interrupts off; after the wake-up the exit path runs
+                // before `local_irq_enable` lets the interrupt in.
+                Some(idle) => loop {
+                    *pc = *pc % 4 + 1;
+                    match *pc {
+                        1 => {
+                            *cx.irqs_enabled = false;
+                            run!(cx, c.idle_loop + idle.entry)
+                        }
+                        2 => return Op::Halt { sti: false },
+                        3 => run!(cx, idle.exit),
+                        _ => {
+                            *cx.irqs_enabled = true;
+                            return Op::Run(0);
+                        }
+                    }
+                },
+            },
 
             Frame::Interrupt {
                 pc,
@@ -429,7 +463,17 @@ impl Frame {
                     _ => {
                         *pc = 3;
                         return Op::Call(match d.actions[usize::from(*next)].isr {
-                            Isr::Exerciser(driver) => Frame::ExerciserIsr { pc: 0, driver },
+                            Isr::Exerciser(driver) => match k.drivers[usize::from(driver)].kind {
+                                DriverKind::Seed000 => Frame::ExerciserIsr { pc: 0, driver },
+                                DriverKind::RoundTrip { .. } => {
+                                    Frame::RoundTripIsr { pc: 0, driver }
+                                }
+                                DriverKind::Generic { .. } => Frame::GenericIsr {
+                                    pc: 0,
+                                    driver,
+                                    reads: 0,
+                                },
+                            },
                             Isr::PortStatusCheck { port, instructions } => Frame::PortStatusIsr {
                                 pc: 0,
                                 port,
@@ -473,6 +517,64 @@ impl Frame {
                         let t = drv.tasklet;
                         super::tasklet_schedule(&mut k.tasklets, &mut k.softirq, t);
                         run!(cx, c.tasklet_schedule)
+                    }
+                    _ => return Op::Return(IRQ_HANDLED),
+                }
+            },
+
+            Frame::RoundTripIsr { pc, driver } => loop {
+                let drv = &mut k.drivers[usize::from(*driver)];
+                let DriverKind::RoundTrip { bin } = drv.kind else {
+                    unreachable!("a round-trip ISR runs a round-trip driver")
+                };
+                *pc += 1;
+                match *pc {
+                    1 => run!(cx, c.driver_isr),
+                    // "the ISR at the host returns write data back to the FPGA" (seed 002).
+                    2 => {
+                        drv.int_count = drv.int_count.wrapping_add(1);
+                        return Op::Access(Access::MmioWrite {
+                            addr: drv.isr_signature_addr,
+                            data: drv.int_count,
+                        });
+                    }
+                    // "The histogram ... was created directly in a Linux's ISR": read the count.
+                    3 => {
+                        return Op::Access(Access::MmioRead {
+                            addr: drv.status_addr,
+                        })
+                    }
+                    4 => run!(cx, bin),
+                    _ => return Op::Return(IRQ_HANDLED),
+                }
+            },
+
+            Frame::GenericIsr { pc, driver, reads } => loop {
+                let drv = &k.drivers[usize::from(*driver)];
+                let DriverKind::Generic {
+                    instructions,
+                    status_reads,
+                } = drv.kind
+                else {
+                    unreachable!("a generic ISR runs a generic driver")
+                };
+                match *pc {
+                    0 => {
+                        *pc = 1;
+                        run!(cx, c.driver_isr + instructions)
+                    }
+                    1 if *reads < status_reads => {
+                        *reads += 1;
+                        return Op::Access(Access::MmioRead {
+                            addr: drv.status_addr,
+                        });
+                    }
+                    1 => {
+                        *pc = 2;
+                        return Op::Access(Access::MmioWrite {
+                            addr: drv.clear_addr,
+                            data: drv.clear_mask,
+                        });
                     }
                     _ => return Op::Return(IRQ_HANDLED),
                 }

@@ -8,10 +8,11 @@
 
 pub mod context;
 pub mod costs;
+pub mod cpuidle;
 pub mod frames;
 pub mod softirq;
 
-use costs::KernelInstructions;
+use costs::{IdleCosts, KernelInstructions};
 use serde::Serialize;
 use softirq::{SoftirqState, Tasklet, TaskletId};
 
@@ -79,9 +80,23 @@ pub struct IrqDesc {
     pub unhandled: u64,
 }
 
+/// Which driver runs a card.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum DriverKind {
+    /// Seed 000's driver (Figures 3-5): status check (legacy), ISR signature, tasklet.
+    Seed000,
+    /// Seed 002's ISR: write the acknowledge register (stopping the card's counter), read the
+    /// counter back and file it in a histogram (`bin` instructions). No tasklet.
+    RoundTrip { bin: u32 },
+    /// A typical device ISR: `instructions` of its own, `status_reads` register reads, then a
+    /// write that clears the interrupt. A source of other interrupts on the CPU.
+    Generic { instructions: u32, status_reads: u8 },
+}
+
 /// What a driver's ISR and tasklet do. The exerciser driver is seed 000's Figures 3-5.
 #[derive(Clone, Debug, Serialize)]
 pub struct ExerciserDriver {
+    pub kind: DriverKind,
     /// MSI mode (`msi_mode=1`): Figure 5's ISR; otherwise Figure 4's.
     pub msi_mode: bool,
     /// BAR0 addresses of the status and interrupt-clear registers (Figure 7: 0xFAFF2004 and
@@ -126,6 +141,8 @@ pub struct Kernel {
     pub tick: Option<Tick>,
     /// Tick interrupts handled.
     pub ticks: u64,
+    /// The cpuidle idle path, if this kernel has one (else `sti; hlt`).
+    pub idle: Option<IdleCosts>,
 }
 
 impl Kernel {
@@ -141,6 +158,7 @@ impl Kernel {
             spurious_8259: 0,
             tick: None,
             ticks: 0,
+            idle: None,
         }
     }
 

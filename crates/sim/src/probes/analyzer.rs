@@ -56,7 +56,10 @@ impl Analyzer {
 #[derive(Debug)]
 pub struct LatencyProbe {
     pub isr_signature_addr: u64,
-    pub tasklet_signature_addr: u64,
+    /// `None` for a driver without a tasklet: a sample ends with the ISR's write.
+    pub tasklet_signature_addr: Option<u64>,
+    /// Samples still to discard before recording (the run's warm-up).
+    pub warmup: u64,
     /// The interrupt packet of the measurement in progress.
     start: Option<SimTime>,
     isr_seen: bool,
@@ -68,10 +71,11 @@ pub struct LatencyProbe {
 }
 
 impl LatencyProbe {
-    pub fn new(isr_signature_addr: u64, tasklet_signature_addr: u64) -> Self {
+    pub fn new(isr_signature_addr: u64, tasklet_signature_addr: Option<u64>) -> Self {
         LatencyProbe {
             isr_signature_addr,
             tasklet_signature_addr,
+            warmup: 0,
             start: None,
             isr_seen: false,
             isr: LatencyHistogram::new(),
@@ -80,9 +84,13 @@ impl LatencyProbe {
         }
     }
 
-    /// Samples completed (ISR and tasklet both seen).
+    /// Samples completed (ISR and, with a tasklet, the tasklet seen).
     pub fn completed(&self) -> u64 {
-        self.tasklet.count()
+        if self.tasklet_signature_addr.is_some() {
+            self.tasklet.count()
+        } else {
+            self.isr.count()
+        }
     }
 
     pub fn observe(&mut self, time: SimTime, dir: Dir, tlp: &Tlp) {
@@ -111,12 +119,22 @@ impl LatencyProbe {
             return;
         }
         let ns = time.since(start).as_ns_rounded();
+        let warming = self.warmup > 0;
         if tlp.addr == self.isr_signature_addr && !self.isr_seen {
             self.isr_seen = true;
-            self.isr.record(ns);
-        } else if tlp.addr == self.tasklet_signature_addr && self.isr_seen {
-            self.tasklet.record(ns);
+            if !warming {
+                self.isr.record(ns);
+            }
+            if self.tasklet_signature_addr.is_none() {
+                self.start = None;
+                self.warmup = self.warmup.saturating_sub(1);
+            }
+        } else if Some(tlp.addr) == self.tasklet_signature_addr && self.isr_seen {
+            if !warming {
+                self.tasklet.record(ns);
+            }
             self.start = None;
+            self.warmup = self.warmup.saturating_sub(1);
         }
     }
 }

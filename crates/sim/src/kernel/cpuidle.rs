@@ -1,0 +1,200 @@
+//! cpuidle: the idle states a core can enter and the governor that picks one each time the CPU
+//! goes idle (Linux `drivers/cpuidle/governors/menu.c`).
+//!
+//! Each state has two kinds of numbers. The kernel's table (`exit_latency`, `target_residency`:
+//! `intel_idle`'s per-model tables) is what the governor decides with; the hardware's wake time
+//! (`wake`) is what an interrupt actually waits for while the core leaves the state. The table is
+//! a conservative upper bound, so the two differ, and the model keeps them apart.
+//!
+//! The governor follows menu's logic without its learned correction factors: the predicted idle
+//! time is the smaller of the time to the next timer event and the typical interval of the last
+//! eight idle periods (`get_typical_interval`, outliers discarded). The deepest state whose
+//! target residency fits the prediction and whose exit latency fits the latency limit is chosen.
+
+use crate::engine::{SimDuration, SimTime};
+
+/// One idle state.
+#[derive(Clone, Debug)]
+pub struct IdleState {
+    pub name: String,
+    /// The kernel's exit latency (the governor compares it with the latency limit).
+    pub exit_latency: SimDuration,
+    /// The kernel's target residency: the shortest idle period worth entering the state for.
+    pub target_residency: SimDuration,
+    /// The hardware's time to leave the state when an interrupt arrives.
+    pub wake: SimDuration,
+    /// `poll_idle`: the core spins with interrupts enabled instead of entering a hardware state.
+    pub polls: bool,
+}
+
+/// Number of past idle periods menu keeps (`INTERVALS`).
+pub const INTERVALS: usize = 8;
+
+/// The states, the governor's memory and what it chose.
+#[derive(Clone, Debug)]
+pub struct Cpuidle {
+    pub states: Vec<IdleState>,
+    /// PM QoS CPU latency limit (`/dev/cpu_dma_latency`); `None`: no limit.
+    pub latency_limit: Option<SimDuration>,
+    /// Past idle periods in microseconds, as menu stores them.
+    intervals: [u64; INTERVALS],
+    next_interval: usize,
+    /// The state entered, and when.
+    pub current: Option<(usize, SimTime)>,
+    /// How often each state was entered.
+    pub entered: Vec<u64>,
+}
+
+impl Cpuidle {
+    pub fn new(states: Vec<IdleState>, latency_limit: Option<SimDuration>) -> Self {
+        let n = states.len();
+        Cpuidle {
+            states,
+            latency_limit,
+            // menu starts with an empty history: zero intervals give "no typical interval".
+            intervals: [0; INTERVALS],
+            next_interval: 0,
+            current: None,
+            entered: vec![0; n],
+        }
+    }
+
+    /// menu's `get_typical_interval`: the average of the recent idle periods if they are
+    /// consistent (standard deviation at most 20 us, or under a sixth of the average), after
+    /// discarding the largest ones while three quarters remain; `None` otherwise.
+    pub fn typical_interval_us(&self) -> Option<u64> {
+        let mut thresh = u64::MAX;
+        loop {
+            let kept: Vec<u64> = self
+                .intervals
+                .iter()
+                .copied()
+                .filter(|&v| v <= thresh)
+                .collect();
+            let max = kept.iter().copied().max().unwrap_or(0);
+            if max == 0 {
+                return None;
+            }
+            let n = kept.len() as u64;
+            let avg = kept.iter().sum::<u64>() / n;
+            let variance = kept
+                .iter()
+                .map(|&v| {
+                    let d = v as i64 - avg as i64;
+                    (d * d) as u64
+                })
+                .sum::<u64>()
+                / n;
+            if (avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400 {
+                return Some(avg);
+            }
+            if n * 4 <= INTERVALS as u64 * 3 {
+                return None;
+            }
+            thresh = max - 1;
+        }
+    }
+
+    /// Pick a state for an idle period starting at `now` with the next timer event `next_timer`
+    /// away; remember it as entered.
+    pub fn select(&mut self, now: SimTime, next_timer: Option<SimDuration>) -> usize {
+        let timer_us = next_timer.map_or(u64::MAX, |d| d.as_ps() / 1_000_000);
+        let predicted_us = self
+            .typical_interval_us()
+            .map_or(timer_us, |t| t.min(timer_us));
+        let mut chosen = 0;
+        for (i, s) in self.states.iter().enumerate() {
+            if s.target_residency.as_ps() / 1_000_000 > predicted_us {
+                break;
+            }
+            if self.latency_limit.is_some_and(|l| s.exit_latency > l) {
+                break;
+            }
+            chosen = i;
+        }
+        self.entered[chosen] += 1;
+        self.current = Some((chosen, now));
+        chosen
+    }
+
+    /// The hardware wake time of the state the core is in.
+    pub fn wake_time(&self) -> SimDuration {
+        self.current
+            .map_or(SimDuration::ZERO, |(i, _)| self.states[i].wake)
+    }
+
+    /// The core has left the state at `now`: record the idle period (menu_update).
+    pub fn left(&mut self, now: SimTime) {
+        if let Some((_, since)) = self.current.take() {
+            self.intervals[self.next_interval] = now.since(since).as_ps() / 1_000_000;
+            self.next_interval = (self.next_interval + 1) % INTERVALS;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(v: u64) -> SimDuration {
+        SimDuration::from_ps(v * 1_000_000)
+    }
+
+    fn skl() -> Cpuidle {
+        // intel_idle skl_cstates (drivers/idle/intel_idle.c): exit latency / target residency.
+        let s = |name: &str, exit: u64, res: u64| IdleState {
+            name: name.into(),
+            exit_latency: us(exit),
+            target_residency: us(res),
+            wake: SimDuration::from_ps(exit * 500_000),
+            polls: name == "POLL",
+        };
+        Cpuidle::new(
+            vec![
+                s("POLL", 0, 0),
+                s("C1", 2, 2),
+                s("C1E", 10, 20),
+                s("C6", 85, 200),
+            ],
+            None,
+        )
+    }
+
+    #[test]
+    fn without_history_the_next_timer_decides() {
+        let mut c = skl();
+        assert_eq!(c.select(SimTime::ZERO, Some(us(4000))), 3);
+        assert_eq!(c.select(SimTime::ZERO, Some(us(15))), 1);
+        assert_eq!(c.select(SimTime::ZERO, Some(us(1))), 0);
+        assert_eq!(c.entered, vec![1, 1, 0, 1]);
+    }
+
+    #[test]
+    fn a_steady_short_interval_keeps_the_core_shallow_despite_a_far_timer() {
+        let mut c = skl();
+        for i in 0..8 {
+            c.select(SimTime::from_ps(i * 20_000_000), Some(us(4000)));
+            c.left(SimTime::from_ps(i * 20_000_000 + 9_000_000));
+        }
+        assert_eq!(c.typical_interval_us(), Some(9));
+        assert_eq!(c.select(SimTime::ZERO, Some(us(4000))), 1, "C1 for 9 us");
+    }
+
+    #[test]
+    fn outliers_are_discarded_and_scattered_history_gives_no_prediction() {
+        let mut c = skl();
+        c.intervals = [10, 10, 10, 10, 10, 10, 10, 5000];
+        assert_eq!(c.typical_interval_us(), Some(10));
+        c.intervals = [1, 900, 40, 3000, 70, 2, 600, 5000];
+        assert_eq!(c.typical_interval_us(), None);
+    }
+
+    #[test]
+    fn the_latency_limit_caps_the_depth() {
+        let mut c = skl();
+        c.latency_limit = Some(us(10));
+        assert_eq!(c.select(SimTime::ZERO, Some(us(4000))), 2);
+        c.latency_limit = Some(SimDuration::ZERO);
+        assert_eq!(c.select(SimTime::ZERO, Some(us(4000))), 0);
+    }
+}
