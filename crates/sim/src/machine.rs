@@ -169,6 +169,9 @@ pub struct Machine {
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// When the next tick fires (the governor's next timer event).
     next_tick: Option<SimTime>,
+    /// When the next SMI comes: an SMI is not masked by the interrupt flag, so the core may run
+    /// ahead with interrupts off only up to it.
+    next_smi: SimTime,
     /// System Management Interrupts, if the platform has them.
     pub smi: Option<Smi>,
 }
@@ -258,6 +261,7 @@ impl Machine {
             strict: false,
             progress: None,
             next_tick: None,
+            next_smi: SimTime::from_ps(u64::MAX),
             smi: None,
         }
     }
@@ -271,6 +275,7 @@ impl Machine {
         }
         if let Some(smi) = &mut self.smi {
             let gap = smi.next_gap();
+            self.next_smi = SimTime::ZERO + gap;
             self.q.schedule_in(gap, Ev::Smi);
         }
         for k in 0..self.devices.len() {
@@ -396,6 +401,7 @@ impl Machine {
         let end = self.q.now() + smi.duration;
         let gap = smi.duration + smi.next_gap();
         self.cpu.smm_until = self.cpu.smm_until.max(end);
+        self.next_smi = self.q.now() + gap;
         self.q.schedule_in(gap, Ev::Smi);
     }
 
@@ -801,6 +807,11 @@ impl Machine {
             if self.strict && acc > SimDuration::ZERO {
                 return self.resume_after(acc);
             }
+            // An SMI takes the core at the first step boundary at or after its time, as in the
+            // reference mode, whatever the interrupt flag.
+            if acc > SimDuration::ZERO && now + acc >= self.next_smi {
+                return self.resume_after(acc);
+            }
             if self.cpu.irqs_enabled {
                 // An interrupt taken at this instruction boundary may have arrived while the core
                 // ran ahead with interrupts off: catch up with the clock before deciding.
@@ -827,6 +838,7 @@ impl Machine {
                         kernel: &mut self.kernel,
                         costs: &cpu.timing,
                         fold: !self.strict,
+                        horizon: self.next_smi.since_or_zero(now + acc),
                         charged: SimDuration::ZERO,
                         value: cpu.value,
                         irqs_enabled: &mut cpu.irqs_enabled,

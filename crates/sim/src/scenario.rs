@@ -662,9 +662,13 @@ impl Scenario {
                     ),
                 ));
             }
-            if let Some(l) = idle.latency_limit_us {
-                range("kernel.idle.latency_limit_us", l, 0.0, 1e7, "us")?;
-            }
+            range(
+                "kernel.idle.latency_limit_us",
+                idle.latency_limit_us,
+                0.0,
+                2e9,
+                "us",
+            )?;
         }
         let mut last_residency = 0.0;
         for (i, st) in p.cpu.idle_states.iter().enumerate() {
@@ -1259,10 +1263,7 @@ impl Scenario {
                     polls: s.polls,
                 })
                 .collect();
-            cpu.cpuidle = Some(Cpuidle::new(
-                states,
-                idle.latency_limit_us.map(|l| ns(l * 1e3)),
-            ));
+            cpu.cpuidle = Some(Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3))));
         }
 
         // The kernel boots: on-board drivers register first; then seed 000's module probes and

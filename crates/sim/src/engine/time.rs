@@ -32,6 +32,11 @@ impl SimTime {
     }
     /// The span from `earlier` to `self`; panics if `earlier` is later, which would be a
     /// causality bug in the model rather than a user error.
+    /// `self - earlier`, or zero if `earlier` is later.
+    pub fn since_or_zero(self, earlier: SimTime) -> SimDuration {
+        SimDuration(self.0.saturating_sub(earlier.0))
+    }
+
     pub fn since(self, earlier: SimTime) -> SimDuration {
         SimDuration(
             self.0

@@ -72,7 +72,13 @@ pub struct IdleCosts {
     /// update, tick restart. A pending interrupt waits for it (MWAIT is entered with interrupts
     /// off and wakes on a pending interrupt without taking it, Intel SDM vol. 2, MWAIT ECX[0]).
     pub exit: u32,
-    /// The PM QoS CPU latency limit in microseconds (`/dev/cpu_dma_latency`), or absent for none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_limit_us: Option<f64>,
+    /// The PM QoS CPU latency limit in microseconds (`/dev/cpu_dma_latency`): idle states whose
+    /// exit latency exceeds it are not used. The kernel's default is no constraint,
+    /// PM_QOS_CPU_LATENCY_DEFAULT_VALUE = 2000 s (include/linux/pm_qos.h).
+    #[serde(default = "no_latency_limit")]
+    pub latency_limit_us: f64,
+}
+
+fn no_latency_limit() -> f64 {
+    2e9
 }

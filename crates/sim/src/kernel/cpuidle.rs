@@ -6,10 +6,12 @@
 //! (`wake`) is what an interrupt actually waits for while the core leaves the state. The table is
 //! a conservative upper bound, so the two differ, and the model keeps them apart.
 //!
-//! The governor follows menu's logic without its learned correction factors: the predicted idle
-//! time is the smaller of the time to the next timer event and the typical interval of the last
-//! eight idle periods (`get_typical_interval`, outliers discarded). The deepest state whose
-//! target residency fits the prediction and whose exit latency fits the latency limit is chosen.
+//! The governor follows menu's logic of Linux 5.x-6.5 (without the iowait buckets): the time to
+//! the next timer event, scaled by a correction factor learned per decade of that time (how long
+//! idle periods really lasted against the timer), and the typical interval of the last eight idle
+//! periods (`get_typical_interval`, outliers discarded); the smaller is the prediction. The
+//! deepest state whose target residency fits the prediction and whose exit latency fits the
+//! latency limit is chosen.
 
 use crate::engine::{SimDuration, SimTime};
 
@@ -29,6 +31,15 @@ pub struct IdleState {
 
 /// Number of past idle periods menu keeps (`INTERVALS`).
 pub const INTERVALS: usize = 8;
+/// menu.c: correction factors are fixed point with `RESOLUTION * DECAY` as 1.0, and each new
+/// observation has weight 1/DECAY.
+const RESOLUTION: u64 = 1024;
+const DECAY: u64 = 8;
+/// Buckets by the decade of the time to the next timer: <10 us, <100 us, <1 ms, <10 ms,
+/// <100 ms, longer (menu.c `which_bucket` without its iowait half).
+const BUCKETS: usize = 6;
+/// menu.c MAX_INTERESTING: 50 ms.
+const MAX_INTERESTING_US: u64 = 50_000;
 
 /// The states, the governor's memory and what it chose.
 #[derive(Clone, Debug)]
@@ -39,6 +50,10 @@ pub struct Cpuidle {
     /// Past idle periods in microseconds, as menu stores them.
     intervals: [u64; INTERVALS],
     next_interval: usize,
+    /// menu's `correction_factor[]`, and the bucket and timer distance of the current period.
+    correction: [u64; BUCKETS],
+    bucket: usize,
+    next_timer_us: u64,
     /// The state entered, and when.
     pub current: Option<(usize, SimTime)>,
     /// How often each state was entered.
@@ -54,6 +69,9 @@ impl Cpuidle {
             // menu starts with an empty history: zero intervals give "no typical interval".
             intervals: [0; INTERVALS],
             next_interval: 0,
+            correction: [RESOLUTION * DECAY; BUCKETS],
+            bucket: 0,
+            next_timer_us: 0,
             current: None,
             entered: vec![0; n],
         }
@@ -98,10 +116,22 @@ impl Cpuidle {
     /// Pick a state for an idle period starting at `now` with the next timer event `next_timer`
     /// away; remember it as entered.
     pub fn select(&mut self, now: SimTime, next_timer: Option<SimDuration>) -> usize {
-        let timer_us = next_timer.map_or(u64::MAX, |d| d.as_ps() / 1_000_000);
+        // No timer at all (a tickless model without one): menu's KTIME_MAX, in the last bucket.
+        let timer_us = next_timer.map_or(u64::MAX / 2, |d| d.as_ps() / 1_000_000);
+        self.next_timer_us = timer_us;
+        self.bucket = match timer_us {
+            0..10 => 0,
+            10..100 => 1,
+            100..1_000 => 2,
+            1_000..10_000 => 3,
+            10_000..100_000 => 4,
+            _ => 5,
+        };
+        let corrected = (u128::from(timer_us) * u128::from(self.correction[self.bucket])
+            / u128::from(RESOLUTION * DECAY)) as u64;
         let predicted_us = self
             .typical_interval_us()
-            .map_or(timer_us, |t| t.min(timer_us));
+            .map_or(corrected, |t| t.min(corrected));
         let mut chosen = 0;
         for (i, s) in self.states.iter().enumerate() {
             if s.target_residency.as_ps() / 1_000_000 > predicted_us {
@@ -123,10 +153,28 @@ impl Cpuidle {
             .map_or(SimDuration::ZERO, |(i, _)| self.states[i].wake)
     }
 
-    /// The core has left the state at `now`: record the idle period (menu_update).
+    /// The core has left the state at `now`: learn from the idle period (menu_update): the
+    /// residency less the state's exit latency, against the timer it expected.
     pub fn left(&mut self, now: SimTime) {
-        if let Some((_, since)) = self.current.take() {
-            self.intervals[self.next_interval] = now.since(since).as_ps() / 1_000_000;
+        if let Some((state, since)) = self.current.take() {
+            let residency_us = now.since(since).as_ps() / 1_000_000;
+            let exit_us = self.states[state].exit_latency.as_ps() / 1_000_000;
+            let mut measured_us = if residency_us > 2 * exit_us {
+                residency_us - exit_us
+            } else {
+                residency_us / 2
+            };
+            measured_us = measured_us.min(self.next_timer_us);
+            let cf = &mut self.correction[self.bucket];
+            *cf -= *cf / DECAY;
+            *cf += if self.next_timer_us > 0 && measured_us < MAX_INTERESTING_US {
+                RESOLUTION * measured_us / self.next_timer_us
+            } else {
+                RESOLUTION
+            };
+            // menu.c: "We don't want 0 as factor; we always want at least a tiny bit".
+            *cf = (*cf).max(1);
+            self.intervals[self.next_interval] = measured_us;
             self.next_interval = (self.next_interval + 1) % INTERVALS;
         }
     }
@@ -172,12 +220,16 @@ mod tests {
     #[test]
     fn a_steady_short_interval_keeps_the_core_shallow_despite_a_far_timer() {
         let mut c = skl();
-        for i in 0..8 {
-            c.select(SimTime::from_ps(i * 20_000_000), Some(us(4000)));
+        let mut chosen = Vec::new();
+        for i in 0..16 {
+            chosen.push(c.select(SimTime::from_ps(i * 20_000_000), Some(us(4000))));
             c.left(SimTime::from_ps(i * 20_000_000 + 9_000_000));
         }
-        assert_eq!(c.typical_interval_us(), Some(9));
-        assert_eq!(c.select(SimTime::ZERO, Some(us(4000))), 1, "C1 for 9 us");
+        // The first period goes deep (no history, a 4 ms timer); the 9 us periods then teach
+        // both the typical interval (9 us less C1's 2 us exit latency) and the correction factor.
+        assert_eq!(chosen[0], 3);
+        assert_eq!(c.typical_interval_us(), Some(7));
+        assert_eq!(chosen[15], 1, "C1 for 9 us: {chosen:?}");
     }
 
     #[test]

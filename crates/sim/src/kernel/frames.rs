@@ -71,6 +71,8 @@ pub struct StepCtx<'a> {
     /// May instructions run with interrupts off be folded into the step (`run!`)? Not in the
     /// reference mode, which ends every timed step at an event.
     pub fold: bool,
+    /// Folding may not reach this far (the next SMI, which the interrupt flag does not hold).
+    pub horizon: SimDuration,
     /// Time of the instructions folded into this step; it passes before the returned op.
     pub charged: SimDuration,
     /// The value of the last completed read, or the last callee's return value.
@@ -179,8 +181,9 @@ const IRQ_HANDLED: u32 = 1;
 macro_rules! run {
     ($cx:ident, $n:expr) => {{
         let n: u32 = $n;
-        if $cx.fold && !*$cx.irqs_enabled {
-            $cx.charged += $cx.costs.instructions(n);
+        let t = $cx.costs.instructions(n);
+        if $cx.fold && !*$cx.irqs_enabled && $cx.charged + t < $cx.horizon {
+            $cx.charged += t;
         } else {
             return Op::Run(n);
         }

@@ -1,0 +1,68 @@
+//! `irqlab validate`'s seed-002 rows, run in `cargo test` on a shortened run (the published
+//! 256M samples take `irqlab validate --full`).
+//!
+//! As for seed 000, every row must pass except those in `KNOWN_GAPS`, and a listed row that
+//! starts to pass fails this test until it is taken off the list.
+
+use irqlab_sim::experiment::{validate_dir, ValidateOptions};
+use irqlab_stats::results::Verdict;
+use std::path::Path;
+
+/// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    (
+        "fpga-median",
+        "the median round trip is 1.97 us, just under the published 2.0-2.5 us: the core's clock \
+         is taken at its 3.7 GHz base, and HWP's choice for a lightly loaded core is not known \
+         (at 2.0 GHz the median is 2.17 us)",
+    ),
+    (
+        "fpga-tail",
+        "no round trip exceeds 5 us: the tick (2.35 us, sized from traced local-timer durations) \
+         and a PCH device's interrupt (~2.5 us) colliding with a round trip add at most ~2.5 us \
+         to 1.97 us; the post's 7 us needs a longer interrupts-off stretch than the model knows",
+    ),
+];
+
+const ROWS: [&str; 3] = ["fpga-median", "fpga-tail", "fpga-extreme"];
+
+#[test]
+fn seed002_rows() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let report = validate_dir(
+        &dir,
+        &ValidateOptions {
+            only: Some("fpga-*".into()),
+            samples: Some(400_000),
+            ..Default::default()
+        },
+    )
+    .expect("experiments load and run");
+    let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ROWS, "the three fpga rows of DESIGN.md, in order");
+    assert!(
+        report
+            .notes
+            .iter()
+            .any(|n| n.contains("400,000 of the published 256,000,000")),
+        "a shortened run says so: {:?}",
+        report.notes
+    );
+    let mut problems = Vec::new();
+    for row in &report.rows {
+        assert!(!row.published.is_empty() && !row.simulated.is_empty() && !row.source.is_empty());
+        let gap = KNOWN_GAPS.iter().find(|(id, _)| *id == row.id);
+        match (row.verdict, gap) {
+            (Verdict::Pass, None) => {}
+            (Verdict::Fail, Some((_, why))) => {
+                println!("known gap {}: {} ({why})", row.id, row.detail)
+            }
+            (Verdict::Fail, None) => problems.push(format!("{} fails: {}", row.id, row.detail)),
+            (Verdict::Pass, Some(_)) => problems.push(format!(
+                "{} now passes: take it off KNOWN_GAPS ({})",
+                row.id, row.detail
+            )),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
