@@ -210,6 +210,7 @@ fn build(
             spike,
             histograms,
             warnings,
+            series: Vec::new(),
         },
         thread_histograms: run
             .per_cpu

@@ -4,12 +4,14 @@
 //! - `NAME-histogram.svg`: latency histogram with a logarithmic count axis, the view of
 //!   OSADL's latency plots and of seed 002's post, where a tail of rare samples stays visible
 //!   beside the bulk;
-//! - `NAME-cumulative.svg`: the fraction of samples at or below each latency (seed 004, Fig. 4).
+//! - `NAME-cumulative.svg`: the fraction of samples at or below each latency (seed 004, Fig. 4);
+//! - `NAME-series.svg`: latency against sample number (seed 004, Fig. 2), when the run kept its
+//!   series (simulations do; long runs keep each stretch's minimum and maximum).
 //!
 //! Every metric of the run is drawn on the same axes, so a run's ISR and tasklet latencies, or
 //! a measurement's CPUs, compare at a glance.
 
-use irqlab_stats::results::{HistogramData, RunReport, ValidationReport};
+use irqlab_stats::results::{HistogramData, NamedSeries, RunReport, ValidationReport};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -97,7 +99,94 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
     histogram(&hist_path, &r.title, &hists, min_ns, max_ns)?;
     let cum_path = dir.join(format!("{name}-cumulative.svg"));
     cumulative(&cum_path, &r.title, &hists, min_ns, max_ns)?;
-    Ok(vec![hist_path, cum_path])
+    let mut files = vec![hist_path, cum_path];
+    if !r.series.is_empty() {
+        let path = dir.join(format!("{name}-series.svg"));
+        sample_series(&path, &r.title, &r.series)?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// Latency against sample number (seed 004, Fig. 2). A point that stands for several samples
+/// (a long run) is drawn as a bar from their minimum to their maximum.
+fn sample_series(path: &Path, title: &str, series: &[NamedSeries]) -> Result<(), PlotError> {
+    let err = draw_err(path);
+    let max_ns = series
+        .iter()
+        .flat_map(|s| s.series.points.iter().map(|p| p.max_ns))
+        .max()
+        .unwrap_or(1);
+    let min_ns = series
+        .iter()
+        .flat_map(|s| s.series.points.iter().map(|p| p.min_ns))
+        .min()
+        .unwrap_or(0);
+    let samples = series
+        .iter()
+        .map(|s| s.series.samples)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let (unit, scale) = unit_for(max_ns);
+    let pad = ((max_ns - min_ns) / 20).max(1);
+    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{title}: sample series"), ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(
+            0f64..samples as f64,
+            (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
+        )
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc("sample number")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_desc(format!("latency ({unit})"))
+        .y_label_formatter(&axis_number)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (i, s) in series.iter().enumerate() {
+        let color = palette(i);
+        let stride = s.series.stride;
+        let label = if stride == 1 {
+            format!("{} ({} samples)", s.metric, s.series.samples)
+        } else {
+            format!(
+                "{} ({} samples, each bar the min-max of {stride})",
+                s.metric, s.series.samples
+            )
+        };
+        let pts = &s.series.points;
+        if stride == 1 {
+            chart
+                .draw_series(pts.iter().map(|p| {
+                    Circle::new((p.first as f64, p.max_ns as f64 / scale), 2, color.filled())
+                }))
+                .map_err(|e| err(e.to_string()))?
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
+        } else {
+            chart
+                .draw_series(pts.iter().map(|p| {
+                    let x = (p.first + p.count / 2) as f64;
+                    PathElement::new(
+                        vec![(x, p.min_ns as f64 / scale), (x, p.max_ns as f64 / scale)],
+                        color,
+                    )
+                }))
+                .map_err(|e| err(e.to_string()))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        }
+    }
+    legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&err)?;
+    root.present().map_err(|e| err(e.to_string()))
 }
 
 /// Draw each experiment's runs overlaid, ISR and tasklet latency separately:
@@ -135,6 +224,7 @@ pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>,
                 spike: None,
                 histograms,
                 warnings: Vec::new(),
+                series: Vec::new(),
             };
             files.extend(plot_run(&r, dir, &format!("{}-{kind}", e.experiment))?);
         }
@@ -224,7 +314,7 @@ fn histogram(
         );
         line(&mut chart, pts, color, label).map_err(&err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperMiddle).map_err(&err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&err)?;
     root.present().map_err(|e| err(e.to_string()))
 }
 
@@ -360,6 +450,7 @@ mod tests {
             spike: None,
             histograms: vec![HistogramData::of("round_trip", &h)],
             warnings: vec![],
+            series: Vec::new(),
         };
         let dir = tempfile::tempdir().unwrap();
         let files = plot_run(&r, dir.path(), "My run").unwrap();

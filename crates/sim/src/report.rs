@@ -3,7 +3,9 @@
 use crate::hw::pcie::{Dir, TlpKind};
 use crate::probes::analyzer::TraceRecord;
 use crate::scenario::{RunResult, Scenario};
-use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, TraceRow, SCHEMA_VERSION};
+use irqlab_stats::results::{
+    Counter, HistogramData, Metric, NamedSeries, RunReport, TraceRow, SCHEMA_VERSION,
+};
 
 /// Printable rows for analyzer records, with time relative to the first.
 pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
@@ -129,6 +131,14 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
         trace: trace_rows(&result.trace),
         spike: None,
         histograms: histograms(result, has_tasklet, ""),
+        series: result
+            .series
+            .iter()
+            .map(|(metric, s)| NamedSeries {
+                metric: metric.to_string(),
+                series: s.clone(),
+            })
+            .collect(),
         warnings: warnings(scenario),
     }
 }

@@ -24,7 +24,11 @@ use crate::kernel::Tick;
 use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
 use crate::machine::{Counters, Cpu, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe, TraceRecord};
+use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
+
+/// Points of a run's sample series: exact up to this many samples, min/max per stretch beyond.
+pub const SERIES_POINTS: usize = 4096;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -451,6 +455,9 @@ pub struct RunResult {
     pub tasklet: LatencyHistogram,
     /// The measured card's own round-trip counter (seed 002's instrument); empty without one.
     pub round_trip: LatencyHistogram,
+    /// The headline latency (round trip, or else ISR latency) sample by sample, bounded; from
+    /// the first replication only.
+    pub series: Option<(&'static str, SampleSeries)>,
     pub counters: Counters,
     pub trace: Vec<TraceRecord>,
 }
@@ -1122,8 +1129,19 @@ impl Scenario {
         Ok(())
     }
 
-    /// Build the machine for a run.
+    /// Build the machine for a run that keeps its first `trace` TLPs and its sample series.
     pub fn build(&self, seed: u64, samples: u64, trace: usize) -> Result<Machine, ScenarioError> {
+        self.build_keeping(seed, samples, trace, true)
+    }
+
+    /// Build the machine for a run; `series`: keep the sample series (bounded).
+    fn build_keeping(
+        &self,
+        seed: u64,
+        samples: u64,
+        trace: usize,
+        series: bool,
+    ) -> Result<Machine, ScenarioError> {
         let p = &self.platform;
         let rng = RngStreams::new(seed);
         let ns = SimDuration::from_ns_f64;
@@ -1382,6 +1400,12 @@ impl Scenario {
         if let Some(d) = devices.first_mut() {
             d.warmup = warmup;
         }
+        if series {
+            probe.series = Some(SampleSeries::new(SERIES_POINTS));
+            if let Some(d) = devices.first_mut() {
+                d.series = Some(SampleSeries::new(SERIES_POINTS));
+            }
+        }
         let root = Bdf::parse(&p.mch.requester_id).expect("checked");
         kernel.idle = self.kernel.idle.clone();
         let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
@@ -1484,7 +1508,12 @@ impl Scenario {
                 } else {
                     replication_seed(seed, i)
                 };
-                let mut m = self.build(s, share(i), if i == 0 { trace } else { 0 })?;
+                // The first replication keeps the trace and the series.
+                let mut m = if i == 0 {
+                    self.build_keeping(s, share(i), trace, true)?
+                } else {
+                    self.build_keeping(s, share(i), 0, false)?
+                };
                 m.progress = progress.clone();
                 self.finish(m, share(i))
             })
@@ -1535,6 +1564,11 @@ impl Scenario {
             isr: std::mem::take(&mut m.probe.isr),
             tasklet: std::mem::take(&mut m.probe.tasklet),
             round_trip: std::mem::take(&mut m.devices[0].round_trips),
+            series: match (m.devices[0].series.take(), m.probe.series.take()) {
+                (Some(s), _) if s.samples > 0 => Some(("round_trip", s)),
+                (_, Some(s)) if s.samples > 0 => Some(("isr_latency", s)),
+                _ => None,
+            },
             counters,
             trace,
         })

@@ -37,6 +37,7 @@ pub mod activity;
 mod histogram;
 pub mod inventory;
 pub mod results;
+pub mod series;
 mod summary;
 
 pub use histogram::{

@@ -111,6 +111,17 @@ pub struct RunReport {
     /// What limited a measurement (no SCHED_FIFO, no tracefs, ...), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Latency against sample number, for the series plot (bounded: long runs keep each
+    /// stretch's minimum and maximum).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<NamedSeries>,
+}
+
+/// A metric's sample series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamedSeries {
+    pub metric: String,
+    pub series: crate::series::SampleSeries,
 }
 
 /// Pass or fail of a validation row.

@@ -9,6 +9,7 @@
 use crate::engine::{SimDuration, SimTime, Stream};
 use crate::hw::msi::MsiCapability;
 use crate::hw::pcie::{Bdf, IntxPin, MsgCode, Tlp, TlpKind};
+use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use rand::Rng;
 
@@ -113,6 +114,8 @@ pub struct Exerciser {
     /// The round-trip counter's start (running), and the times it measured.
     counter_start: Option<SimTime>,
     pub round_trips: LatencyHistogram,
+    /// The round trips in order (bounded), when asked for.
+    pub series: Option<SampleSeries>,
     /// Round trips still to discard (the run's warm-up).
     pub warmup: u64,
     /// DMA requests sent.
@@ -135,6 +138,7 @@ impl Exerciser {
             reads_answered: 0,
             counter_start: None,
             round_trips: LatencyHistogram::new(),
+            series: None,
             warmup: 0,
             dma_requests: 0,
             rng,
@@ -305,6 +309,9 @@ impl Exerciser {
                             self.warmup -= 1;
                         } else {
                             self.round_trips.record(ns);
+                            if let Some(s) = &mut self.series {
+                                s.record(ns);
+                            }
                         }
                         self.counter_start = None;
                     }

@@ -83,23 +83,24 @@ impl Cpuidle {
     pub fn typical_interval_us(&self) -> Option<u64> {
         let mut thresh = u64::MAX;
         loop {
-            let kept: Vec<u64> = self
-                .intervals
-                .iter()
-                .copied()
-                .filter(|&v| v <= thresh)
-                .collect();
-            let max = kept.iter().copied().max().unwrap_or(0);
+            // No allocation: this runs every time the core goes idle.
+            let (mut n, mut sum, mut max) = (0u64, 0u64, 0u64);
+            for &v in self.intervals.iter().filter(|&&v| v <= thresh) {
+                n += 1;
+                sum += v;
+                max = max.max(v);
+            }
             if max == 0 {
                 return None;
             }
-            let n = kept.len() as u64;
-            let avg = kept.iter().sum::<u64>() / n;
-            let variance = kept
+            let avg = sum / n;
+            let variance = self
+                .intervals
                 .iter()
+                .filter(|&&v| v <= thresh)
                 .map(|&v| {
-                    let d = v as i64 - avg as i64;
-                    (d * d) as u64
+                    let d = v.abs_diff(avg);
+                    d * d
                 })
                 .sum::<u64>()
                 / n;

@@ -8,6 +8,7 @@
 use crate::engine::SimTime;
 use crate::hw::msi;
 use crate::hw::pcie::{Dir, MsgCode, Tlp, TlpKind};
+use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use serde::Serialize;
 
@@ -65,6 +66,8 @@ pub struct LatencyProbe {
     isr_seen: bool,
     pub isr: LatencyHistogram,
     pub tasklet: LatencyHistogram,
+    /// The ISR latencies in order (bounded), when asked for.
+    pub series: Option<SampleSeries>,
     /// Interrupt packets seen while a measurement was still open (the interrupts came too fast
     /// for the one-at-a-time method); those samples are not recorded.
     pub overlapped: u64,
@@ -80,6 +83,7 @@ impl LatencyProbe {
             isr_seen: false,
             isr: LatencyHistogram::new(),
             tasklet: LatencyHistogram::new(),
+            series: None,
             overlapped: 0,
         }
     }
@@ -124,6 +128,9 @@ impl LatencyProbe {
             self.isr_seen = true;
             if !warming {
                 self.isr.record(ns);
+                if let Some(s) = &mut self.series {
+                    s.record(ns);
+                }
             }
             if self.tasklet_signature_addr.is_none() {
                 self.start = None;
