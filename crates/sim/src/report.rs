@@ -43,6 +43,13 @@ pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
 fn warnings(scenario: &Scenario) -> Vec<String> {
     let mut w = Vec::new();
     let tick = scenario.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
+    if !tick && scenario.kernel.idle.is_some() {
+        w.push(
+            "kernel.tick.hz is 0 with a cpuidle kernel: with no timer at all the idle governor \
+             expects endless idle periods, and after any irregular one it picks the deepest state"
+                .to_string(),
+        );
+    }
     if tick && scenario.file.delivery == crate::kernel::Delivery::Xtpic {
         w.push(
             "kernel.tick.hz is not modelled in XT-PIC mode (the tick comes from the PIT on IRQ 0 \
