@@ -462,6 +462,23 @@ pub struct RunResult {
     pub trace: Vec<TraceRecord>,
 }
 
+impl RunResult {
+    /// Add another replication's result: histograms and counters add up; the trace and the
+    /// series are the first replication's, whichever side holds them.
+    fn absorb(&mut self, o: RunResult) {
+        self.isr.merge(&o.isr);
+        self.tasklet.merge(&o.tasklet);
+        self.round_trip.merge(&o.round_trip);
+        self.counters.merge(&o.counters);
+        if self.trace.is_empty() {
+            self.trace = o.trace;
+        }
+        if self.series.is_none() {
+            self.series = o.series;
+        }
+    }
+}
+
 impl Scenario {
     /// Load `path` and apply `overrides` (`key=value` strings).
     pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
@@ -1499,7 +1516,9 @@ impl Scenario {
         use rayon::prelude::*;
         let r = u64::from(replications.max(1));
         let share = |i: u64| samples / r + u64::from(i < samples % r);
-        let runs: Vec<Result<RunResult, ScenarioError>> = (0..r)
+        // Merged as they finish (histograms and counters add up in any order), so memory is
+        // that of one run per thread, whatever the replication count.
+        let merged = (0..r)
             .into_par_iter()
             .filter(|&i| share(i) > 0)
             .map(|i| {
@@ -1515,22 +1534,20 @@ impl Scenario {
                     self.build_keeping(s, share(i), 0, false)?
                 };
                 m.progress = progress.clone();
-                self.finish(m, share(i))
+                self.finish(m, share(i)).map(Some)
             })
-            .collect();
-        let mut merged: Option<RunResult> = None;
-        for run in runs {
-            let run = run?;
-            match &mut merged {
-                None => merged = Some(run),
-                Some(m) => {
-                    m.isr.merge(&run.isr);
-                    m.tasklet.merge(&run.tasklet);
-                    m.round_trip.merge(&run.round_trip);
-                    m.counters.merge(&run.counters);
-                }
-            }
-        }
+            .try_reduce(
+                || None,
+                |a, b| {
+                    Ok(match (a, b) {
+                        (Some(mut a), Some(b)) => {
+                            a.absorb(b);
+                            Some(a)
+                        }
+                        (a, b) => a.or(b),
+                    })
+                },
+            )?;
         Ok(merged.expect("at least one sample"))
     }
 
