@@ -681,7 +681,8 @@ impl Scenario {
                 return Err(self.invalid(
                     "platform.cpu.idle_states",
                     format!(
-                        "the kernel '{}' idles through cpuidle ([idle]), but the platform lists no                          idle states: add [[cpu.idle_states]] (at least C1) to the platform",
+                        "the kernel '{}' idles through cpuidle ([idle]), but the platform lists no \
+                         idle states: add [[cpu.idle_states]] (at least C1) to the platform",
                         self.kernel.name
                     ),
                 ));
@@ -709,7 +710,8 @@ impl Scenario {
             if st.target_residency_us < last_residency {
                 return Err(self.invalid(
                     &key("target_residency_us"),
-                    "idle states go shallowest first: each state's target residency must be at                      least the previous one's",
+                    "idle states go shallowest first: each state's target residency must be at \
+                     least the previous one's",
                 ));
             }
             last_residency = st.target_residency_us;
@@ -727,7 +729,9 @@ impl Scenario {
                 return Err(self.invalid(
                     &key("driver"),
                     format!(
-                        "driver = \"{}\" is not a modelled driver: use \"seed000\" (seed 000's                          Figures 3-5), \"round-trip\" (seed 002's acknowledge-and-read ISR) or                          \"generic\" (status reads and a clear write)",
+                        "driver = \"{}\" is not a modelled driver: use \"seed000\" (seed 000's \
+                         Figures 3-5), \"round-trip\" (seed 002's acknowledge-and-read ISR) or \
+                         \"generic\" (status reads and a clear write)",
                         d.driver
                     ),
                 ));
@@ -736,21 +740,31 @@ impl Scenario {
                 return Err(self.invalid(
                     &key("interval_from"),
                     format!(
-                        "interval_from = \"{}\": use \"trigger\" (the interval runs from one                          interrupt to the next) or \"service\" (from the host's answer)",
+                        "interval_from = \"{}\": use \"trigger\" (the interval runs from one \
+                         interrupt to the next) or \"service\" (from the host's answer)",
                         d.interval_from
                     ),
                 ));
             }
-            if d.driver == "round-trip" && !(d.msi_capable && self.file.delivery == Delivery::Msi) {
-                return Err(self.invalid(
-                    &key("driver"),
-                    "the round-trip driver answers an MSI and never clears an INTx line: use it                      with msi_capable = true and delivery = \"msi\"",
-                ));
+            if d.driver == "round-trip" {
+                // Point at what makes it impossible: the delivery method, or the card.
+                let why = "the round-trip driver answers an MSI and never clears an INTx line: \
+                           use it with msi_capable = true and delivery = \"msi\"";
+                if self.file.delivery != Delivery::Msi {
+                    return Err(self.invalid(
+                        "delivery",
+                        format!("device '{}' runs the round-trip driver; {why}", d.name),
+                    ));
+                }
+                if !d.msi_capable {
+                    return Err(self.invalid(&key("msi_capable"), why));
+                }
             }
             if d.interval_from == "service" && d.driver != "round-trip" {
                 return Err(self.invalid(
                     &key("interval_from"),
-                    "interval_from = \"service\" needs a card whose interrupt is answered by the                      round-trip driver's write; use \"trigger\"",
+                    "interval_from = \"service\" needs a card whose interrupt is answered by the \
+                     round-trip driver's write; use \"trigger\"",
                 ));
             }
             if let Some(rt) = &d.round_trip {
@@ -771,7 +785,8 @@ impl Scenario {
                 if d.driver != "round-trip" {
                     return Err(self.invalid(
                         &key("round_trip"),
-                        "the round-trip counter stops on the round-trip driver's write: set                          driver = \"round-trip\"",
+                        "the round-trip counter stops on the round-trip driver's write: set driver \
+                         = \"round-trip\"",
                     ));
                 }
             }
@@ -818,38 +833,48 @@ impl Scenario {
                 ),
                 ("dma_read_mb_per_s", d.dma_read_mb_per_s, d.dma_read_bytes),
             ] {
-                if rate == 0.0 {
-                    continue;
-                }
-                // Framing and headers make the payload rate a link can carry lower still.
-                let wire_share = f64::from(bytes) / f64::from(bytes + 24);
-                range(&key(field), rate, 0.0, link_mb_per_s * wire_share * 0.95, "MB/s").map_err(
-                    |_| {
-                        self.invalid(
-                            &key(field),
-                            format!(
-                                "{rate} MB/s does not fit the x{} Gen{} link, which carries about                                  {:.0} MB/s of {bytes}-byte payloads one way: ask for less (a                                  saturated link's queue would grow without end)",
-                                d.link_width,
-                                d.link_generation,
-                                link_mb_per_s * wire_share
-                            ),
-                        )
-                    },
-                )?;
                 let size_field = field.replace("mb_per_s", "bytes");
-                if bytes == 0 || bytes % 4 != 0 || bytes > 4096 {
+                if bytes == 0 || !bytes.is_multiple_of(4) || bytes > 4096 {
                     return Err(self.invalid(
                         &key(&size_field),
                         format!(
-                            "{bytes} bytes is not a DMA request size: use a multiple of 4 up to                              4096 (the largest PCIe payload)"
+                            "{bytes} bytes is not a DMA request size: use a multiple of 4 up to \
+                             4096 (the largest PCIe payload)"
                         ),
                     ));
                 }
+                if rate == 0.0 {
+                    continue;
+                }
+                range(&key(field), rate, 0.0, 1e6, "MB/s")?;
+                // Framing and headers make the payload rate a link can carry lower still.
+                let wire_share = f64::from(bytes) / f64::from(bytes + 24);
+                range(
+                    &key(field),
+                    rate,
+                    0.0,
+                    link_mb_per_s * wire_share * 0.95,
+                    "MB/s",
+                )
+                .map_err(|_| {
+                    self.invalid(
+                        &key(field),
+                        format!(
+                            "{rate} MB/s does not fit the x{} Gen{} link, which carries about \
+                                 {:.0} MB/s of {bytes}-byte payloads one way: ask for less (a \
+                                 saturated link's queue would grow without end)",
+                            d.link_width,
+                            d.link_generation,
+                            link_mb_per_s * wire_share
+                        ),
+                    )
+                })?;
             }
             if d.dma_read_mb_per_s > 0.0 && p.mch.memory_read_ns.is_none() {
                 return Err(self.invalid(
                     &key("dma_read_mb_per_s"),
-                    "DMA reads need the platform's memory read latency: set                      platform.mch.memory_read_ns",
+                    "DMA reads need the platform's memory read latency: set \
+                     platform.mch.memory_read_ns",
                 ));
             }
         }
@@ -1142,6 +1167,16 @@ impl Scenario {
         self.check_modern()?;
         if self.file.samples == 0 {
             return Err(self.invalid("samples", "samples must be at least 1"));
+        }
+        if self.file.warmup_samples > 1_000_000_000 {
+            return Err(self.invalid(
+                "warmup_samples",
+                format!(
+                    "{} warm-up interrupts is more than this model accepts (1,000,000,000); a \
+                     few hundred let the idle governor learn the device's rhythm",
+                    self.file.warmup_samples
+                ),
+            ));
         }
         Ok(())
     }

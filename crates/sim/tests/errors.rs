@@ -529,3 +529,74 @@ fn valid_overrides_are_applied() {
     assert_eq!(scenario.file.platform, PLATFORM);
     assert_eq!(scenario.kernel.instructions.do_irq, 60);
 }
+
+// ---- seed 002's parts ---------------------------------------------------------------------
+
+/// Load seed 002's scenario with one flag; it must be refused for `key`, and the message must
+/// contain each of `parts`.
+fn seed002_refuses(flag: &str, key: &str, parts: &[&str]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/seed002/fpga.toml");
+    let err = Scenario::load(&path, &[flag.to_string()]).expect_err(flag);
+    let message = invalid_from_flag(err, key, flag);
+    assert_contains(&message, parts);
+}
+
+#[test]
+fn seed002_configurations_that_cannot_be_are_refused() {
+    seed002_refuses(
+        "device.0.driver=foo",
+        "device.0.driver",
+        &["\"foo\"", "round-trip", "generic"],
+    );
+    seed002_refuses(
+        "delivery=ioapic",
+        "delivery",
+        &["kcu116", "round-trip driver", "delivery = \"msi\""],
+    );
+    seed002_refuses(
+        "device.0.msi_capable=false",
+        "device.0.msi_capable",
+        &["msi_capable = true"],
+    );
+    seed002_refuses(
+        "device.0.interval_from=later",
+        "device.0.interval_from",
+        &["\"trigger\"", "\"service\""],
+    );
+    seed002_refuses(
+        "device.0.bit_error_rate=0.5",
+        "device.0.bit_error_rate",
+        &["0.5", "outside", "0.0001"],
+    );
+    seed002_refuses(
+        "device.0.dma_write_mb_per_s=9000",
+        "device.0.dma_write_mb_per_s",
+        &["x8 Gen3", "ask for less"],
+    );
+    seed002_refuses(
+        "device.0.dma_read_bytes=250",
+        "device.0.dma_read_bytes",
+        &["multiple of 4"],
+    );
+    seed002_refuses(
+        "device.0.dma_read_mb_per_s=-5",
+        "device.0.dma_read_mb_per_s",
+        &["-5", "outside"],
+    );
+    seed002_refuses(
+        "platform.cpu.idle_states.2.target_residency_us=1",
+        "platform.cpu.idle_states.2.target_residency_us",
+        &["shallowest first"],
+    );
+    seed002_refuses(
+        "platform.smi.duration_us=-1",
+        "platform.smi.duration_us",
+        &["outside"],
+    );
+    seed002_refuses(
+        "kernel.idle.latency_limit_us=-1",
+        "kernel.idle.latency_limit_us",
+        &["outside"],
+    );
+    seed002_refuses("warmup_samples=99999999999", "warmup_samples", &["warm-up"]);
+}
