@@ -536,7 +536,9 @@ impl Experiment {
                         }
                     })
                     .map(|(_, c)| c)
-                    .sum();
+                    .sum::<u64>()
+                    // Samples beyond the histogram's 10 s range exceed any threshold it has.
+                    + h.overflows();
                 let p = above as f64 / n.max(1) as f64;
                 let op = if *inclusive { ">=" } else { ">" };
                 let t_us = *threshold_ns as f64 / 1e3;

@@ -401,6 +401,16 @@ impl Machine {
         let end = self.q.now() + smi.duration;
         let gap = smi.duration + smi.next_gap();
         self.cpu.smm_until = self.cpu.smm_until.max(end);
+        // An SMI takes a core out of MWAIT, and RSM returns past it (MWAIT does not restart):
+        // the core is awake after SMM, with no idle state left to leave. (HLT restarts after RSM,
+        // Intel SDM vol. 3, 32.10: a kernel without cpuidle stays halted.)
+        if self.cpu.state == CpuState::Halted {
+            if let Some(ci) = &mut self.cpu.cpuidle {
+                ci.left(end);
+                self.cpu.state = CpuState::Waking;
+                self.q.schedule_at(end, Ev::CpuResume);
+            }
+        }
         self.next_smi = self.q.now() + gap;
         self.q.schedule_in(gap, Ev::Smi);
     }

@@ -301,9 +301,10 @@ impl Exerciser {
                     self.in_service = false;
                     let arrived = now + self.cfg.core_rx;
                     if let (Some(rt), Some(start)) = (&self.cfg.round_trip, self.counter_start) {
-                        // The register stops the counter: it has counted every edge up to then.
+                        // The register stops the counter: it has counted every edge in
+                        // (start, stop].
                         let stop = arrived + rt.register_access;
-                        let ticks = stop.since(start).as_ps().div_ceil(rt.period.as_ps());
+                        let ticks = stop.since(start).as_ps() / rt.period.as_ps();
                         let ns = (ticks * rt.nominal_period.as_ps()).div_ceil(1000);
                         if self.warmup > 0 {
                             self.warmup -= 1;

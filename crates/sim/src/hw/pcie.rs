@@ -134,6 +134,9 @@ pub struct Link {
     small: Vec<SimDuration>,
 }
 
+/// Replays of one TLP before the link would retrain (REPLAY_NUM is a 2-bit counter).
+const MAX_REPLAYS: u32 = 4;
+
 /// Largest TLP (framing included) whose serialization time is tabulated.
 const SMALL_TLP_BYTES: u32 = 64;
 
@@ -171,14 +174,20 @@ impl Link {
             // the transmitter replays it from its replay buffer (base spec 3.6). The first
             // segment's transmitter is this one, busy until the replay is through.
             let bits = f64::from(bytes) * self.cfg.gen.line_bits_per_byte();
-            let p_error = -(-self.path.bit_error_rate).ln_1p() * bits; // ~ 1 - (1 - BER)^bits
+            // P(at least one bit of the TLP is wrong) = 1 - (1 - BER)^bits.
+            let p_error = -(bits * (-self.path.bit_error_rate).ln_1p()).exp_m1();
             for segment in 0..=self.path.switches {
                 if segment > 0 {
                     arrival += self.path.switch_latency;
                 }
                 if let Some(rng) = self.path.rng.as_mut() {
                     use rand::Rng;
-                    while rng.gen::<f64>() < p_error {
+                    // After four replays of one TLP (REPLAY_NUM rolls over) the data-link layer
+                    // retrains the link (base spec 3.6.2.1); retraining is not modelled, so a
+                    // TLP is replayed at most four times.
+                    let mut replays = 0;
+                    while replays < MAX_REPLAYS && rng.gen::<f64>() < p_error {
+                        replays += 1;
                         self.path.replays += 1;
                         arrival += self.path.replay_delay + ser;
                         if segment == 0 {

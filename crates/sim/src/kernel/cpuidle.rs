@@ -83,11 +83,12 @@ impl Cpuidle {
     pub fn typical_interval_us(&self) -> Option<u64> {
         let mut thresh = u64::MAX;
         loop {
-            // No allocation: this runs every time the core goes idle.
-            let (mut n, mut sum, mut max) = (0u64, 0u64, 0u64);
+            // No allocation: this runs every time the core goes idle. 128-bit sums and squares:
+            // intervals may be as long as the run.
+            let (mut n, mut sum, mut max) = (0u128, 0u128, 0u64);
             for &v in self.intervals.iter().filter(|&&v| v <= thresh) {
                 n += 1;
-                sum += v;
+                sum += u128::from(v);
                 max = max.max(v);
             }
             if max == 0 {
@@ -99,15 +100,15 @@ impl Cpuidle {
                 .iter()
                 .filter(|&&v| v <= thresh)
                 .map(|&v| {
-                    let d = v.abs_diff(avg);
+                    let d = u128::from(v).abs_diff(avg);
                     d * d
                 })
-                .sum::<u64>()
+                .sum::<u128>()
                 / n;
-            if (avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400 {
-                return Some(avg);
+            if (avg * avg > variance * 36 && n * 4 >= INTERVALS as u128 * 3) || variance <= 400 {
+                return Some(avg as u64);
             }
-            if n * 4 <= INTERVALS as u64 * 3 {
+            if n * 4 <= INTERVALS as u128 * 3 {
                 return None;
             }
             thresh = max - 1;
@@ -135,7 +136,17 @@ impl Cpuidle {
             .map_or(corrected, |t| t.min(corrected));
         let mut chosen = 0;
         for (i, s) in self.states.iter().enumerate() {
-            if s.target_residency.as_ps() / 1_000_000 > predicted_us {
+            let residency_us = s.target_residency.as_ps() / 1_000_000;
+            if residency_us > predicted_us {
+                // menu.c: "Use a physical idle state, not busy polling, unless a timer is going
+                // to trigger soon enough."
+                if chosen == 0
+                    && self.states[0].polls
+                    && residency_us <= timer_us
+                    && self.latency_limit.is_none_or(|l| s.exit_latency <= l)
+                {
+                    chosen = i;
+                }
                 break;
             }
             if self.latency_limit.is_some_and(|l| s.exit_latency > l) {
