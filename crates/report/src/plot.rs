@@ -31,6 +31,14 @@ pub enum PlotError {
     Empty,
 }
 
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 /// A unit that keeps the axis numbers readable: ns below 10 us, us below 10 ms, else ms.
 fn unit_for(max_ns: u64) -> (&'static str, f64) {
     if max_ns < 10_000 {
@@ -102,7 +110,7 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
     let mut files = vec![hist_path, cum_path];
     if !r.series.is_empty() {
         let path = dir.join(format!("{name}-series.svg"));
-        sample_series(&path, &r.title, &r.series)?;
+        sample_series(&path, &r.title, &r.series, &r.histograms)?;
         files.push(path);
     }
     Ok(files)
@@ -110,7 +118,12 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
 
 /// Latency against sample number (seed 004, Fig. 2). A point that stands for several samples
 /// (a long run) is drawn as a bar from their minimum to their maximum.
-fn sample_series(path: &Path, title: &str, series: &[NamedSeries]) -> Result<(), PlotError> {
+fn sample_series(
+    path: &Path,
+    title: &str,
+    series: &[NamedSeries],
+    hists: &[HistogramData],
+) -> Result<(), PlotError> {
     let err = draw_err(path);
     let max_ns = series
         .iter()
@@ -154,7 +167,7 @@ fn sample_series(path: &Path, title: &str, series: &[NamedSeries]) -> Result<(),
     for (i, s) in series.iter().enumerate() {
         let color = palette(i);
         let stride = s.series.stride;
-        let label = if stride == 1 {
+        let mut label = if stride == 1 {
             format!("{} ({} samples)", s.metric, s.series.samples)
         } else {
             format!(
@@ -162,6 +175,14 @@ fn sample_series(path: &Path, title: &str, series: &[NamedSeries]) -> Result<(),
                 s.metric, s.series.samples
             )
         };
+        // A replicated run keeps the first replication's series only: say so.
+        let total: u64 = hists
+            .iter()
+            .find(|h| h.metric == s.metric)
+            .map_or(0, |h| h.values.iter().map(|v| v.1).sum());
+        if total > s.series.samples {
+            label.push_str(&format!(", the first replication's of {total}"));
+        }
         let pts = &s.series.points;
         if stride == 1 {
             chart
@@ -264,9 +285,15 @@ fn histogram(
 ) -> Result<(), PlotError> {
     let err = draw_err(path);
     let (unit, scale) = unit_for(max_ns);
-    // A little room on both sides; at least 1 ns per bin.
+    // A little room on both sides; at least 1 ns per bin, and a whole number of the data's own
+    // quantum (a 250 MHz counter's 4 ns), or bins would alias against it.
     let span = (max_ns - min_ns).max(BINS);
-    let width = span.div_ceil(BINS);
+    let quantum = hists
+        .iter()
+        .flat_map(|h| h.values.iter().map(|v| v.0))
+        .fold(0, gcd)
+        .clamp(1, 1000);
+    let width = span.div_ceil(BINS).div_ceil(quantum) * quantum;
     let lo = min_ns.saturating_sub(width);
     let series: Vec<Vec<(u64, u64)>> = hists.iter().map(|h| binned(h, lo, width)).collect();
     let top = series

@@ -12,7 +12,7 @@ use std::path::Path;
 const KNOWN_GAPS: &[(&str, &str)] = &[
     (
         "fpga-median",
-        "the median round trip is 1.97 us, just under the published 2.0-2.5 us: the core's clock \
+        "the median round trip is 1.96 us, just under the published 2.0-2.5 us: the core's clock \
          is taken at its 3.7 GHz base, and HWP's choice for a lightly loaded core is not known \
          (at 2.0 GHz the median is 2.17 us)",
     ),
@@ -20,7 +20,7 @@ const KNOWN_GAPS: &[(&str, &str)] = &[
         "fpga-tail",
         "too few round trips exceed 5 us (9 in the full 256M run, 3.5e-8): the tick (2.35 us, \
          sized from traced local-timer durations) or a PCH device's interrupt (~2.5 us) \
-         colliding with a round trip adds at most ~2.5 us to 1.97 us; the post's 7 us needs a \
+         colliding with a round trip adds at most ~2.5 us to 1.96 us; the post's 7 us needs a \
          longer interrupts-off stretch than the model knows",
     ),
 ];
