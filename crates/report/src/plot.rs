@@ -12,6 +12,7 @@
 //! a measurement's CPUs, compare at a glance.
 
 use irqlab_stats::results::{HistogramData, NamedSeries, RunReport, ValidationReport};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,27 @@ pub enum PlotError {
     Draw { path: String, reason: String },
     #[error("the run has no distribution to plot (no histograms in the result)")]
     Empty,
+}
+
+/// A white figure of the standard size at `path`.
+fn canvas(path: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>, PlotError> {
+    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE)
+        .map_err(|e| draw_err(path)(e.to_string()))?;
+    Ok(root)
+}
+
+/// Every figure's caption, margins and axis label areas.
+fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: String,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72);
+    b
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -143,13 +165,8 @@ fn sample_series(
         .max(1);
     let (unit, scale) = unit_for(max_ns);
     let pad = ((max_ns - min_ns) / 20).max(1);
-    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{title}: sample series"), ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
+    let root = canvas(path)?;
+    let mut chart = frame(&root, format!("{title}: sample series"))
         .build_cartesian_2d(
             0f64..samples as f64,
             (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
@@ -302,14 +319,9 @@ fn histogram(
         .max()
         .unwrap_or(1)
         .max(1);
-    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let root = canvas(path)?;
     let x_hi = lo + width * (BINS + 2);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{title}: latency histogram"), ("sans-serif", 22))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
+    let mut chart = frame(&root, format!("{title}: latency histogram"))
         .build_cartesian_2d(
             (lo as f64 / scale)..(x_hi as f64 / scale),
             (0.5f64..(top as f64 * 2.0)).log_scale(),
@@ -401,16 +413,8 @@ fn cumulative(
     let err = draw_err(path);
     let (unit, scale) = unit_for(max_ns);
     let pad = ((max_ns - min_ns) / 50).max(1);
-    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{title}: cumulative distribution"),
-            ("sans-serif", 22),
-        )
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
+    let root = canvas(path)?;
+    let mut chart = frame(&root, format!("{title}: cumulative distribution"))
         .build_cartesian_2d(
             (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
             0f64..100f64,

@@ -4,8 +4,9 @@
 //! reproduce, each with what is missing. The list is a ratchet: a listed row that starts to pass
 //! fails this test until it is taken off the list, so the list only shrinks.
 
+mod common;
+
 use irqlab_sim::experiment::{validate_dir, ValidateOptions};
-use irqlab_stats::results::Verdict;
 use std::path::Path;
 
 /// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
@@ -46,21 +47,5 @@ fn seed000_rows() {
     .expect("experiments load and run");
     let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ROWS, "the six rows of DESIGN.md, in order");
-    let mut problems = Vec::new();
-    for row in &report.rows {
-        assert!(!row.published.is_empty() && !row.simulated.is_empty() && !row.source.is_empty());
-        let gap = KNOWN_GAPS.iter().find(|(id, _)| *id == row.id);
-        match (row.verdict, gap) {
-            (Verdict::Pass, None) => {}
-            (Verdict::Fail, Some((_, why))) => {
-                println!("known gap {}: {} ({why})", row.id, row.detail)
-            }
-            (Verdict::Fail, None) => problems.push(format!("{} fails: {}", row.id, row.detail)),
-            (Verdict::Pass, Some(_)) => problems.push(format!(
-                "{} now passes: take it off KNOWN_GAPS ({})",
-                row.id, row.detail
-            )),
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    common::check_rows(&report, KNOWN_GAPS);
 }

@@ -4,8 +4,9 @@
 //! As for seed 000, every row must pass except those in `KNOWN_GAPS`, and a listed row that
 //! starts to pass fails this test until it is taken off the list.
 
+mod common;
+
 use irqlab_sim::experiment::{validate_dir, ValidateOptions};
-use irqlab_stats::results::Verdict;
 use std::path::Path;
 
 /// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
@@ -49,21 +50,5 @@ fn seed002_rows() {
         "a shortened run says so: {:?}",
         report.notes
     );
-    let mut problems = Vec::new();
-    for row in &report.rows {
-        assert!(!row.published.is_empty() && !row.simulated.is_empty() && !row.source.is_empty());
-        let gap = KNOWN_GAPS.iter().find(|(id, _)| *id == row.id);
-        match (row.verdict, gap) {
-            (Verdict::Pass, None) => {}
-            (Verdict::Fail, Some((_, why))) => {
-                println!("known gap {}: {} ({why})", row.id, row.detail)
-            }
-            (Verdict::Fail, None) => problems.push(format!("{} fails: {}", row.id, row.detail)),
-            (Verdict::Pass, Some(_)) => problems.push(format!(
-                "{} now passes: take it off KNOWN_GAPS ({})",
-                row.id, row.detail
-            )),
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    common::check_rows(&report, KNOWN_GAPS);
 }
