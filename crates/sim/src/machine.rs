@@ -187,9 +187,7 @@ pub struct Smi {
 
 impl Smi {
     fn next_gap(&mut self) -> SimDuration {
-        use rand::Rng;
-        let u: f64 = self.rng.gen();
-        SimDuration::from_ps((-(1.0 - u).ln() * self.mean_interval.as_ps() as f64).round() as u64)
+        crate::engine::exponential(&mut self.rng, self.mean_interval)
     }
 }
 

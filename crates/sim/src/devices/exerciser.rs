@@ -184,11 +184,8 @@ impl Exerciser {
         }
     }
 
-    /// An exponentially distributed gap with this mean (inverse-CDF sampling; 1 - u is in
-    /// (0, 1], so ln never sees 0).
     fn exponential(&mut self, mean: SimDuration) -> SimDuration {
-        let u: f64 = self.rng.gen();
-        SimDuration::from_ps((-(1.0 - u).ln() * mean.as_ps() as f64).round() as u64)
+        crate::engine::exponential(&mut self.rng, mean)
     }
 
     /// The gap to the next DMA request of a stream (0: writes, 1: reads).

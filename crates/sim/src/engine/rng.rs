@@ -8,6 +8,17 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 /// The random generator every component uses.
 pub type Stream = Xoshiro256PlusPlus;
 
+/// An exponentially distributed duration with this mean: the gap of a Poisson process
+/// (inverse-CDF sampling; 1 - u is in (0, 1], so ln never sees 0).
+pub fn exponential(
+    rng: &mut Stream,
+    mean: crate::engine::SimDuration,
+) -> crate::engine::SimDuration {
+    use rand::Rng;
+    let u: f64 = rng.gen();
+    crate::engine::SimDuration::from_ps((-(1.0 - u).ln() * mean.as_ps() as f64).round() as u64)
+}
+
 /// Hands out independent streams for one run seed.
 #[derive(Clone, Copy, Debug)]
 pub struct RngStreams {
