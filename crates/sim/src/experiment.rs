@@ -333,10 +333,9 @@ impl Experiment {
         let mut histograms = Vec::new();
         for spec in &needed {
             let r = &results[&spec.id];
-            let has_tasklet = !r.tasklet.is_empty();
             histograms.extend(crate::report::histograms(
                 r,
-                has_tasklet,
+                r.has_tasklet,
                 &format!("{} ", spec.id),
             ));
         }

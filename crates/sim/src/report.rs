@@ -62,7 +62,7 @@ fn warnings(scenario: &Scenario) -> Vec<String> {
 
 pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunReport {
     let c = &result.counters;
-    let has_tasklet = scenario.file.device[0].driver == "seed000";
+    let has_tasklet = result.has_tasklet;
     let mut counters = vec![
         ("interrupts_raised", c.interrupts_generated),
         (

@@ -456,6 +456,8 @@ pub struct RunResult {
     pub tasklet: LatencyHistogram,
     /// The measured card's own round-trip counter (seed 002's instrument); empty without one.
     pub round_trip: LatencyHistogram,
+    /// Does the measured card's driver schedule a tasklet (seed 000's driver)?
+    pub has_tasklet: bool,
     /// The headline latency (round trip, or else ISR latency) sample by sample, bounded; from
     /// the first replication only.
     pub series: Option<(&'static str, SampleSeries)>,
@@ -665,22 +667,29 @@ impl Scenario {
         Ok(())
     }
 
+    /// A physical quantity must lie in the range the model accepts: beyond it the picosecond
+    /// clock would overflow or round to nothing, and the model would mean nothing.
+    fn in_range(
+        &self,
+        key: &str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+        unit: &str,
+    ) -> Result<(), ScenarioError> {
+        if v.is_finite() && v >= lo && v <= hi {
+            return Ok(());
+        }
+        Err(self.invalid(
+            key,
+            format!("{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
+        ))
+    }
+
     /// The parts seed 002 brought: idle states, SMIs, drivers, the round-trip counter, switches,
     /// bit errors and DMA traffic.
     fn check_modern(&self) -> Result<(), ScenarioError> {
         let p = &self.platform;
-        let range = |key: &str, v: f64, lo: f64, hi: f64, unit: &str| {
-            if v.is_finite() && v >= lo && v <= hi {
-                Ok(())
-            } else {
-                Err(self.invalid(
-                    key,
-                    format!(
-                        "{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"
-                    ),
-                ))
-            }
-        };
         if let Some(idle) = &self.kernel.idle {
             if p.cpu.idle_states.is_empty() {
                 return Err(self.invalid(
@@ -692,7 +701,7 @@ impl Scenario {
                     ),
                 ));
             }
-            range(
+            self.in_range(
                 "kernel.idle.latency_limit_us",
                 idle.latency_limit_us,
                 0.0,
@@ -703,15 +712,15 @@ impl Scenario {
         let mut last_residency = 0.0;
         for (i, st) in p.cpu.idle_states.iter().enumerate() {
             let key = |f: &str| format!("platform.cpu.idle_states.{i}.{f}");
-            range(&key("exit_latency_us"), st.exit_latency_us, 0.0, 1e6, "us")?;
-            range(
+            self.in_range(&key("exit_latency_us"), st.exit_latency_us, 0.0, 1e6, "us")?;
+            self.in_range(
                 &key("target_residency_us"),
                 st.target_residency_us,
                 0.0,
                 1e7,
                 "us",
             )?;
-            range(&key("wake_ns"), st.wake_ns, 0.0, 1e9, "ns")?;
+            self.in_range(&key("wake_ns"), st.wake_ns, 0.0, 1e9, "ns")?;
             if st.target_residency_us < last_residency {
                 return Err(self.invalid(
                     &key("target_residency_us"),
@@ -722,11 +731,11 @@ impl Scenario {
             last_residency = st.target_residency_us;
         }
         if let Some(smi) = &p.smi {
-            range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;
-            range("platform.smi.duration_us", smi.duration_us, 0.0, 1e6, "us")?;
+            self.in_range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;
+            self.in_range("platform.smi.duration_us", smi.duration_us, 0.0, 1e6, "us")?;
         }
         if let Some(m) = p.mch.memory_read_ns {
-            range("platform.mch.memory_read_ns", m, 0.0, 1e6, "ns")?;
+            self.in_range("platform.mch.memory_read_ns", m, 0.0, 1e6, "ns")?;
         }
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
@@ -775,14 +784,14 @@ impl Scenario {
             if let Some(rt) = &d.round_trip {
                 // The card's logic raises its MSI on a counter edge: a slow counter would hold the
                 // interrupt back by up to a period, so the model asks for a fast one.
-                range(
+                self.in_range(
                     &key("round_trip.counter_hz"),
                     rt.counter_hz,
                     1e7,
                     1e11,
                     "Hz",
                 )?;
-                range(
+                self.in_range(
                     &key("round_trip.register_access_ns"),
                     rt.register_access_ns,
                     0.0,
@@ -797,31 +806,31 @@ impl Scenario {
                     ));
                 }
             }
-            range(&key("clock_ppm"), d.clock_ppm, -1000.0, 1000.0, "ppm")?;
-            range(&key("core_tx_ns"), d.core_tx_ns, 0.0, 1e6, "ns")?;
-            range(&key("core_rx_ns"), d.core_rx_ns, 0.0, 1e6, "ns")?;
-            range(
+            self.in_range(&key("clock_ppm"), d.clock_ppm, -1000.0, 1000.0, "ppm")?;
+            self.in_range(&key("core_tx_ns"), d.core_tx_ns, 0.0, 1e6, "ns")?;
+            self.in_range(&key("core_rx_ns"), d.core_rx_ns, 0.0, 1e6, "ns")?;
+            self.in_range(
                 &key("switch_latency_ns"),
                 d.switch_latency_ns,
                 0.0,
                 1e6,
                 "ns",
             )?;
-            range(
+            self.in_range(
                 &key("switches"),
                 f64::from(d.switches),
                 0.0,
                 8.0,
                 "switches",
             )?;
-            range(
+            self.in_range(
                 &key("bit_error_rate"),
                 d.bit_error_rate,
                 0.0,
                 1e-4,
                 "errors per bit",
             )?;
-            range(
+            self.in_range(
                 &key("ack_nak_latency_ns"),
                 d.ack_nak_latency_ns,
                 0.0,
@@ -850,7 +859,7 @@ impl Scenario {
                         ),
                     ));
                 }
-                range(&key(field), rate, 0.0, 1e6, "MB/s")?;
+                self.in_range(&key(field), rate, 0.0, 1e6, "MB/s")?;
             }
             // Each direction of the link must carry its share with room for the interrupt
             // traffic, or its queue would grow without end. Up: writes with their headers and
@@ -1115,14 +1124,7 @@ impl Scenario {
             }
         }
         for (key, v, lo, hi, unit) in &ranges {
-            if !(v.is_finite() && *v >= *lo && *v <= *hi) {
-                return Err(self.invalid(
-                    key,
-                    format!(
-                        "{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"
-                    ),
-                ));
-            }
+            self.in_range(key, *v, *lo, *hi, unit)?;
         }
         if self.file.device.is_empty() {
             return Err(self.invalid(
@@ -1627,6 +1629,7 @@ impl Scenario {
             isr: std::mem::take(&mut m.probe.isr),
             tasklet: std::mem::take(&mut m.probe.tasklet),
             round_trip: std::mem::take(&mut m.devices[0].round_trips),
+            has_tasklet: m.probe.tasklet_signature_addr.is_some(),
             series: match (m.devices[0].series.take(), m.probe.series.take()) {
                 (Some(s), _) if s.samples > 0 => Some(("round_trip", s)),
                 (_, Some(s)) if s.samples > 0 => Some(("isr_latency", s)),
