@@ -6,8 +6,8 @@
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use irqlab_report as report;
+use irqlab_sim::experiment::AnyScenario;
 use irqlab_sim::experiment::{planned_samples, validate_dir, ValidateOptions};
-use irqlab_sim::scenario::Scenario;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -321,6 +321,31 @@ fn print(s: &str) -> Result<()> {
     Ok(())
 }
 
+/// Write a run's JSON, print it, and draw its figures (named after the scenario and `kind`).
+fn emit_run(
+    rep: &irqlab_stats::results::RunReport,
+    json: Option<&std::path::Path>,
+    plot: Option<&std::path::Path>,
+    scenario: &std::path::Path,
+    kind: &str,
+) -> Result<ExitCode> {
+    if let Some(path) = json {
+        report::write_atomic(path, report::run_json(rep)?.as_bytes()).with_context(|| "--json")?;
+    }
+    print(&report::run_text(rep))?;
+    if let Some(dir) = plot {
+        let name = scenario
+            .file_stem()
+            .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+        for f in
+            report::plot::plot_run(rep, dir, &format!("{name}-{kind}")).with_context(|| "--plot")?
+        {
+            print(&format!("wrote {}\n", f.display()))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Sim {
@@ -333,7 +358,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             plot,
             replications,
         } => {
-            let s = Scenario::load(&scenario, &set)?;
+            let s = match AnyScenario::load(&scenario, &set)? {
+                AnyScenario::Pcie(s) => *s,
+                AnyScenario::Pps(s) => {
+                    if trace > 0 {
+                        anyhow::bail!(
+                            "--trace shows PCIe analyzer packets; {} is an ISA PC with no PCIe \
+                             link to watch",
+                            scenario.display()
+                        );
+                    }
+                    let seed = seed.unwrap_or(s.file.seed);
+                    let samples = samples.unwrap_or(s.file.samples);
+                    let result = s.run_replicated(seed, samples, replications)?;
+                    let rep = irqlab_sim::report::pps_run_report(&s, seed, &result);
+                    return emit_run(&rep, json.as_deref(), plot.as_deref(), &scenario, "pps");
+                }
+            };
             let seed = seed.unwrap_or(s.file.seed);
             let samples = samples.unwrap_or(s.file.samples);
             let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -342,21 +383,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bar.finish();
             let result = result?;
             let rep = irqlab_sim::report::run_report(&s, seed, &result);
-            if let Some(path) = &json {
-                report::write_atomic(path, report::run_json(&rep)?.as_bytes())
-                    .with_context(|| "--json")?;
-            }
-            print(&report::run_text(&rep))?;
-            if let Some(dir) = &plot {
-                let name = scenario
-                    .file_stem()
-                    .map_or("run".into(), |s| s.to_string_lossy().into_owned());
-                let name = format!("{name}-{}", format!("{:?}", s.file.delivery).to_lowercase());
-                for f in report::plot::plot_run(&rep, dir, &name).with_context(|| "--plot")? {
-                    print(&format!("wrote {}\n", f.display()))?;
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+            let delivery = format!("{:?}", s.file.delivery).to_lowercase();
+            emit_run(&rep, json.as_deref(), plot.as_deref(), &scenario, &delivery)
         }
         Command::Validate {
             experiments,

@@ -318,6 +318,9 @@ fn validate_json_rows_and_exit_status() {
             "msi-trace",
             "msi-ws-ioapic",
             "msi-ws-xtpic",
+            "pps-isa-quantum",
+            "pps-load",
+            "pps-min",
         ],
         "{text}"
     );
@@ -423,4 +426,54 @@ fn top_level_help_lists_the_commands() {
             .and(predicate::str::contains("validate"))
             .and(predicate::str::contains("Usage: irqlab")),
     );
+}
+
+// ---- seed 004: the ISA PC model ---------------------------------------------------------------
+
+#[test]
+fn seed004_sim_reports_phases_and_draws_its_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let out = irqlab()
+        .args([
+            "sim",
+            "experiments/seed004/pps.toml",
+            "--samples",
+            "60",
+            "--plot",
+        ])
+        .arg(dir)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for part in [
+        "pps_latency[command-line]",
+        "irq7_deferred_by_cpl",
+        "histogram steps:",
+        "pps-pps-series.svg",
+    ] {
+        assert!(stdout.contains(part), "missing {part} in {stdout}");
+    }
+    for f in [
+        "pps-pps-histogram.svg",
+        "pps-pps-cumulative.svg",
+        "pps-pps-series.svg",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(f)).expect(f);
+        assert!(svg.contains("latency"), "{f}");
+    }
+}
+
+#[test]
+fn seed004_has_no_pcie_trace() {
+    irqlab()
+        .args(["sim", "experiments/seed004/pps.toml", "--trace", "4"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("no PCIe link"));
 }

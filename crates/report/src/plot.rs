@@ -20,6 +20,8 @@ const WIDTH: u32 = 960;
 const HEIGHT: u32 = 600;
 /// Bars across the histogram's range.
 const BINS: u64 = 120;
+/// At most this many bars in the body view (fine enough for one bar per counter count).
+const BODY_BINS: u64 = 240;
 
 /// Errors drawing figures.
 #[derive(Debug, thiserror::Error)]
@@ -126,16 +128,46 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
         .max()
         .unwrap_or(1);
     let hist_path = dir.join(format!("{name}-histogram.svg"));
-    histogram(&hist_path, &r.title, &hists, min_ns, max_ns)?;
+    histogram(&hist_path, &r.title, &hists, (min_ns, max_ns), BINS)?;
     let cum_path = dir.join(format!("{name}-cumulative.svg"));
     cumulative(&cum_path, &r.title, &hists, min_ns, max_ns)?;
     let mut files = vec![hist_path, cum_path];
+    // A far tail squeezes the bulk into a few bars: then also draw the bulk (up to the 99th
+    // percentile of all samples) finely, where a bus clock's quantum shows (seed 004, Fig. 3).
+    // Only the first (headline) metric: overlaid at this resolution, runs hide each other.
+    let body_max = percentile(&hists[..1], 0.99);
+    let body_min = hists[0].values[0].0;
+    if body_max > body_min && max_ns - min_ns > 3 * (body_max - body_min) {
+        let path = dir.join(format!("{name}-histogram-body.svg"));
+        let title = format!("{} to p99", hists[0].metric);
+        histogram(&path, &title, &hists[..1], (body_min, body_max), BODY_BINS)?;
+        files.push(path);
+    }
     if !r.series.is_empty() {
         let path = dir.join(format!("{name}-series.svg"));
         sample_series(&path, &r.title, &r.series, &r.histograms)?;
         files.push(path);
     }
     Ok(files)
+}
+
+/// The value below which `q` of all the histograms' samples lie together.
+fn percentile(hists: &[&HistogramData], q: f64) -> u64 {
+    let mut all: Vec<(u64, u64)> = hists
+        .iter()
+        .flat_map(|h| h.values.iter().copied())
+        .collect();
+    all.sort_unstable();
+    let total: u64 = all.iter().map(|v| v.1).sum();
+    let want = (total as f64 * q).ceil() as u64;
+    let mut acc = 0;
+    for (v, c) in all {
+        acc += c;
+        if acc >= want {
+            return v;
+        }
+    }
+    0
 }
 
 /// Latency against sample number (seed 004, Fig. 2). A point that stands for several samples
@@ -237,6 +269,7 @@ pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>,
             ("isr_latency", "isr", "isr latency"),
             ("tasklet_latency", "tasklet", "tasklet latency"),
             ("round_trip", "round-trip", "round trip"),
+            ("pps_latency", "pps", "pps latency"),
         ] {
             let suffix = format!(" {metric}");
             let histograms: Vec<HistogramData> = e
@@ -280,39 +313,48 @@ fn draw_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {
     }
 }
 
-/// Linear bins over [lo, hi] in ns: (bin start ns, count) for one metric.
-fn binned(h: &HistogramData, lo: u64, width: u64) -> Vec<(u64, u64)> {
-    let mut bins = vec![0u64; BINS as usize + 1];
-    for &(v, c) in &h.values {
-        let i = ((v.saturating_sub(lo)) / width).min(BINS) as usize;
+/// `n` linear bins of `width` ns from `lo`: (bin start ns, count) for one metric. Values above
+/// `max_ns` are left out (a body view); the last bin holds the rest up to it.
+fn binned(h: &HistogramData, lo: f64, width: f64, n: usize, max_ns: u64) -> Vec<(f64, u64)> {
+    let mut bins = vec![0u64; n];
+    for &(v, c) in h.values.iter().filter(|v| v.0 <= max_ns) {
+        let i = (((v as f64 - lo) / width).floor().max(0.0) as usize).min(n - 1);
         bins[i] += c;
     }
     bins.into_iter()
         .enumerate()
-        .map(|(i, c)| (lo + i as u64 * width, c))
+        .map(|(i, c)| (lo + i as f64 * width, c))
         .collect()
 }
 
+/// The histogram over `[min_ns, max_ns]` in at most `bins` bars.
 fn histogram(
     path: &Path,
     title: &str,
     hists: &[&HistogramData],
-    min_ns: u64,
-    max_ns: u64,
+    (min_ns, max_ns): (u64, u64),
+    bins: u64,
 ) -> Result<(), PlotError> {
     let err = draw_err(path);
     let (unit, scale) = unit_for(max_ns);
-    // A little room on both sides; at least 1 ns per bin, and a whole number of the data's own
-    // quantum (a 250 MHz counter's 4 ns), or bins would alias against it.
-    let span = (max_ns - min_ns).max(BINS);
-    let quantum = hists
+    // Bins are a whole number of the data's own quantum (a 250 MHz counter's 4 ns, a 90.112 MHz
+    // counter's 11.1 ns), or they would alias against it; at least 1 ns.
+    let quantum = hists.iter().find_map(|h| h.quantum_ns).unwrap_or_else(|| {
+        hists
+            .iter()
+            .flat_map(|h| h.values.iter().map(|v| v.0))
+            .fold(0, gcd)
+            .clamp(1, 1000) as f64
+    });
+    let span = (max_ns - min_ns) as f64;
+    let width = ((span / bins as f64 / quantum).ceil().max(1.0)) * quantum;
+    // Edges half a quantum off the data's grid, so no value sits on one.
+    let lo = (min_ns as f64 - quantum / 2.0 - width).max(0.0);
+    let n = ((max_ns as f64 - lo) / width).ceil() as usize + 2;
+    let series: Vec<Vec<(f64, u64)>> = hists
         .iter()
-        .flat_map(|h| h.values.iter().map(|v| v.0))
-        .fold(0, gcd)
-        .clamp(1, 1000);
-    let width = span.div_ceil(BINS).div_ceil(quantum) * quantum;
-    let lo = min_ns.saturating_sub(width);
-    let series: Vec<Vec<(u64, u64)>> = hists.iter().map(|h| binned(h, lo, width)).collect();
+        .map(|h| binned(h, lo, width, n, max_ns))
+        .collect();
     let top = series
         .iter()
         .flat_map(|s| s.iter().map(|b| b.1))
@@ -320,10 +362,10 @@ fn histogram(
         .unwrap_or(1)
         .max(1);
     let root = canvas(path)?;
-    let x_hi = lo + width * (BINS + 2);
+    let x_hi = lo + width * n as f64;
     let mut chart = frame(&root, format!("{title}: latency histogram"))
         .build_cartesian_2d(
-            (lo as f64 / scale)..(x_hi as f64 / scale),
+            (lo / scale)..(x_hi / scale),
             (0.5f64..(top as f64 * 2.0)).log_scale(),
         )
         .map_err(|e| err(e.to_string()))?;
@@ -342,13 +384,20 @@ fn histogram(
         let mut pts = Vec::with_capacity(s.len() * 2 + 2);
         for &(start, c) in s {
             let y = if c == 0 { 0.5 } else { c as f64 };
-            pts.push((start as f64 / scale, y));
-            pts.push(((start + width) as f64 / scale, y));
+            pts.push((start / scale, y));
+            pts.push(((start + width) / scale, y));
         }
+        let shown: u64 = s.iter().map(|b| b.1).sum();
+        let total: u64 = h.values.iter().map(|v| v.1).sum();
         let label = format!(
-            "{} ({} samples, bins of {})",
+            "{} ({}{} samples, bins of {})",
             h.metric,
-            h.values.iter().map(|v| v.1).sum::<u64>(),
+            if shown < total {
+                format!("{shown} of ")
+            } else {
+                String::new()
+            },
+            total,
             fmt_width(width, unit, scale)
         );
         line(&mut chart, pts, color, label).map_err(&err)?;
@@ -399,8 +448,8 @@ fn axis_number(v: &f64) -> String {
     }
 }
 
-fn fmt_width(width_ns: u64, unit: &str, scale: f64) -> String {
-    format!("{} {unit}", axis_number(&(width_ns as f64 / scale)))
+fn fmt_width(width_ns: f64, unit: &str, scale: f64) -> String {
+    format!("{} {unit}", axis_number(&(width_ns / scale)))
 }
 
 fn cumulative(
@@ -455,11 +504,12 @@ mod tests {
             metric: "x".into(),
             values: vec![(100, 5), (150, 7), (10_000, 1)],
             overflows: 0,
+            quantum_ns: None,
         };
-        let b = binned(&h, 50, 100);
+        let b = binned(&h, 50.0, 100.0, 121, 10_000);
         assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), 13);
-        assert_eq!(b[0], (50, 5));
-        assert_eq!(b[1], (150, 7));
+        assert_eq!(b[0], (50.0, 5));
+        assert_eq!(b[1], (150.0, 7));
         assert_eq!(b[99].1, 1); // 10,000 ns falls in bin (10,000 - 50) / 100
     }
 

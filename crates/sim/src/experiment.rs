@@ -61,6 +61,8 @@ pub enum LatencyMetric {
     TaskletLatency,
     /// The card's own round-trip counter (seed 002).
     RoundTrip,
+    /// Pulse to the driver's timestamp (seed 004).
+    PpsLatency,
 }
 
 impl LatencyMetric {
@@ -69,6 +71,7 @@ impl LatencyMetric {
             LatencyMetric::IsrLatency => &r.isr,
             LatencyMetric::TaskletLatency => &r.tasklet,
             LatencyMetric::RoundTrip => &r.round_trip,
+            LatencyMetric::PpsLatency => r.pps.as_ref().map_or(&r.isr, |p| &p.latency),
         }
     }
     fn name(self) -> &'static str {
@@ -76,6 +79,7 @@ impl LatencyMetric {
             LatencyMetric::IsrLatency => "ISR latency",
             LatencyMetric::TaskletLatency => "tasklet latency",
             LatencyMetric::RoundTrip => "round trip",
+            LatencyMetric::PpsLatency => "PPS latency",
         }
     }
 }
@@ -138,6 +142,29 @@ pub enum Check {
         published_text: String,
         source: String,
     },
+    /// The period of the step edges of one run's sample histogram (its "fence posts", seed
+    /// 004) against a published bus clock; searched between `search_min_ns` and
+    /// `search_max_ns` ([`irqlab_stats::fence`]).
+    StepPeriod {
+        id: String,
+        run: String,
+        published_ns: f64,
+        tolerance_rel: f64,
+        search_min_ns: f64,
+        search_max_ns: f64,
+        published_text: String,
+        source: String,
+    },
+    /// A quantile of one workload phase exceeds the same quantile of another (seed 004).
+    PhaseOrder {
+        id: String,
+        run: String,
+        quantile: f64,
+        heavier: String,
+        lighter: String,
+        published_text: String,
+        source: String,
+    },
 }
 
 impl Check {
@@ -147,7 +174,9 @@ impl Check {
             | Check::TaskletProportional { id, .. }
             | Check::TraceSequence { id, .. }
             | Check::QuantileRange { id, .. }
-            | Check::Exceedance { id, .. } => id,
+            | Check::Exceedance { id, .. }
+            | Check::StepPeriod { id, .. }
+            | Check::PhaseOrder { id, .. } => id,
         }
     }
     fn runs(&self) -> Vec<&str> {
@@ -163,7 +192,10 @@ impl Check {
             Check::TraceSequence { sequences, .. } => {
                 sequences.iter().map(|s| s.run.as_str()).collect()
             }
-            Check::QuantileRange { run, .. } | Check::Exceedance { run, .. } => vec![run],
+            Check::QuantileRange { run, .. }
+            | Check::Exceedance { run, .. }
+            | Check::StepPeriod { run, .. }
+            | Check::PhaseOrder { run, .. } => vec![run],
         }
     }
 }
@@ -191,6 +223,36 @@ pub fn matches_pattern(id: &str, pattern: &str) -> bool {
         }
     }
     true
+}
+
+/// A scenario of either model: the PCIe machine (seeds 000 and 002) or the ISA PC (seed 004),
+/// told apart by the file's `model` key.
+pub enum AnyScenario {
+    Pcie(Box<Scenario>),
+    Pps(Box<crate::pps::PpsScenario>),
+}
+
+impl AnyScenario {
+    pub fn load(
+        path: impl AsRef<Path>,
+        overrides: &[String],
+    ) -> Result<AnyScenario, ScenarioError> {
+        let path = path.as_ref();
+        let text = crate::scenario::read(path, None)?;
+        Ok(if crate::pps::is_pps_scenario(&text) {
+            AnyScenario::Pps(Box::new(crate::pps::PpsScenario::load(path, overrides)?))
+        } else {
+            AnyScenario::Pcie(Box::new(Scenario::load(path, overrides)?))
+        })
+    }
+
+    /// The scenario's default sample count.
+    pub fn samples(&self) -> u64 {
+        match self {
+            AnyScenario::Pcie(s) => s.file.samples,
+            AnyScenario::Pps(s) => s.file.samples,
+        }
+    }
 }
 
 /// A loaded experiment.
@@ -288,18 +350,31 @@ impl Experiment {
         let results: BTreeMap<String, RunResult> = needed
             .par_iter()
             .map(|spec| -> Result<(String, RunResult), ScenarioError> {
-                let scenario = Scenario::load(dir.join(&spec.scenario), &spec.set)?;
-                let samples = opts.samples.unwrap_or(match spec.full_samples {
-                    Some(full) if opts.full => full,
-                    _ => scenario.file.samples,
-                });
-                let result = scenario.run_replicated(
-                    scenario.file.seed,
-                    samples,
-                    TRACE_PACKETS,
-                    spec.replications,
-                    opts.progress.clone(),
-                )?;
+                let path = dir.join(&spec.scenario);
+                let samples = |default: u64| {
+                    opts.samples.unwrap_or(match spec.full_samples {
+                        Some(full) if opts.full => full,
+                        _ => default,
+                    })
+                };
+                let result = match AnyScenario::load(&path, &spec.set)? {
+                    AnyScenario::Pcie(scenario) => scenario.run_replicated(
+                        scenario.file.seed,
+                        samples(scenario.file.samples),
+                        TRACE_PACKETS,
+                        spec.replications,
+                        opts.progress.clone(),
+                    )?,
+                    AnyScenario::Pps(scenario) => {
+                        let n = samples(scenario.file.samples);
+                        let r =
+                            scenario.run_replicated(scenario.file.seed, n, spec.replications)?;
+                        if let Some(p) = &opts.progress {
+                            p.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        RunResult::from_pps(r)
+                    }
+                };
                 Ok((spec.id.clone(), result))
             })
             .collect::<Result<_, _>>()?;
@@ -307,12 +382,10 @@ impl Experiment {
             let Some(full) = spec.full_samples else {
                 continue;
             };
-            let scenario = Scenario::load(dir.join(&spec.scenario), &spec.set)?;
-            let ran = opts.samples.unwrap_or(if opts.full {
-                full
-            } else {
-                scenario.file.samples
-            });
+            let default = AnyScenario::load(dir.join(&spec.scenario), &spec.set)?.samples();
+            let ran = opts
+                .samples
+                .unwrap_or(if opts.full { full } else { default });
             notes.push(if ran == full {
                 format!(
                     "{} ran the published {} samples ({} replications)",
@@ -564,12 +637,116 @@ impl Experiment {
                 );
                 row
             }
+            Check::StepPeriod {
+                id,
+                run,
+                published_ns,
+                tolerance_rel,
+                search_min_ns,
+                search_max_ns,
+                published_text,
+                source,
+            } => {
+                let mut row = self.row(id, format!("histogram step spacing of {run}"), source);
+                row.published = format!(
+                    "{published_ns:.0} ns = {:.2} MHz ({published_text})",
+                    1e3 / published_ns
+                );
+                row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
+                let found = runs[run].pps.as_ref().and_then(|p| {
+                    irqlab_stats::fence::step_period(
+                        &p.counts,
+                        p.count_ns,
+                        *search_min_ns,
+                        *search_max_ns,
+                    )
+                });
+                match found {
+                    Some(f) => {
+                        let err = f.period_ns / published_ns - 1.0;
+                        row.simulated =
+                            format!("{:.0} ns = {:.2} MHz", f.period_ns, 1e3 / f.period_ns);
+                        row.verdict = if err.abs() <= *tolerance_rel {
+                            Verdict::Pass
+                        } else {
+                            Verdict::Fail
+                        };
+                        row.detail = format!(
+                            "{} significant step edges; lattice period {:.1} ns ({:+.1}% from \
+                             {published_ns} ns), agreement above chance {:.2}",
+                            f.edges,
+                            f.period_ns,
+                            err * 100.0,
+                            f.kappa
+                        );
+                    }
+                    None => {
+                        row.simulated = "no step edges".into();
+                        row.detail = "the histogram has fewer than two edges that stand out of \
+                                      its counting noise"
+                            .into();
+                    }
+                }
+                row
+            }
+            Check::PhaseOrder {
+                id,
+                run,
+                quantile,
+                heavier,
+                lighter,
+                published_text,
+                source,
+            } => {
+                let label = quantile_label(*quantile);
+                let mut row = self.row(
+                    id,
+                    format!("{label} of phase {heavier} > {label} of phase {lighter} ({run})"),
+                    source,
+                );
+                row.published = format!("holds ({published_text})");
+                row.tolerance = "exact".into();
+                let phase = |name: &str| {
+                    runs[run].pps.as_ref().and_then(|p| {
+                        p.phases
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .and_then(|(_, h)| h.quantile_ns(*quantile).ok().flatten())
+                    })
+                };
+                match (phase(heavier), phase(lighter)) {
+                    (Some(h), Some(l)) => {
+                        row.simulated = format!(
+                            "{} ({:.2} us vs {:.2} us)",
+                            if h > l { "holds" } else { "does not hold" },
+                            h as f64 / 1e3,
+                            l as f64 / 1e3
+                        );
+                        row.verdict = if h > l { Verdict::Pass } else { Verdict::Fail };
+                        row.detail = format!("{label}: {heavier} {h} ns, {lighter} {l} ns");
+                    }
+                    _ => {
+                        row.simulated = "no samples".into();
+                        row.detail = format!(
+                            "run {run} has no samples in phase '{heavier}' or '{lighter}' (or is \
+                             not a seed-004 run)"
+                        );
+                    }
+                }
+                row
+            }
         }
     }
 }
 
 /// "median", "p99", "p99.9" for a quantile.
 fn quantile_label(q: f64) -> String {
+    if q == 0.0 {
+        return "minimum".into();
+    }
+    if q == 1.0 {
+        return "maximum".into();
+    }
     if q == 0.5 {
         return "median".into();
     }
@@ -630,10 +807,10 @@ pub fn planned_samples(
             if !needed {
                 continue;
             }
-            let scenario = Scenario::load(edir.join(&spec.scenario), &spec.set)?;
+            let default = AnyScenario::load(edir.join(&spec.scenario), &spec.set)?.samples();
             total += opts.samples.unwrap_or(match spec.full_samples {
                 Some(full) if opts.full => full,
-                _ => scenario.file.samples,
+                _ => default,
             });
         }
     }

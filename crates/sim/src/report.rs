@@ -1,6 +1,7 @@
 //! Turning a run's raw outcome into the shared result model ([`irqlab_stats::results`]).
 
 use crate::hw::pcie::{Dir, TlpKind};
+use crate::pps::{PpsResult, PpsScenario};
 use crate::probes::analyzer::TraceRecord;
 use crate::scenario::{RunResult, Scenario};
 use irqlab_stats::results::{
@@ -197,8 +198,90 @@ fn metrics(result: &RunResult, has_tasklet: bool) -> Vec<Metric> {
 
 /// The run's distributions, named with `prefix` (a run id in a validation report).
 pub fn histograms(result: &RunResult, has_tasklet: bool, prefix: &str) -> Vec<HistogramData> {
+    if let Some(p) = &result.pps {
+        return pps_histograms(p, prefix);
+    }
     measured(result, has_tasklet)
         .into_iter()
         .map(|(name, _, h)| HistogramData::of(&format!("{prefix}{name}"), h))
         .collect()
+}
+
+/// A seed-004 run's distributions: all samples, then each workload phase, in counter counts.
+fn pps_histograms(p: &PpsResult, prefix: &str) -> Vec<HistogramData> {
+    std::iter::once((format!("{prefix}pps_latency"), &p.latency))
+        .chain(
+            p.phases
+                .iter()
+                .map(|(n, h)| (format!("{prefix}pps_latency {n}"), h)),
+        )
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(name, h)| HistogramData {
+            quantum_ns: Some(p.count_ns),
+            ..HistogramData::of(&name, h)
+        })
+        .collect()
+}
+
+/// The report of a seed-004 run.
+pub fn pps_run_report(s: &PpsScenario, seed: u64, p: &PpsResult) -> RunReport {
+    let fence = irqlab_stats::fence::step_period(&p.counts, p.count_ns, 40.0, 400.0);
+    let mut metrics = vec![Metric {
+        name: "pps_latency".into(),
+        description: "pulse edge (the card's latch) to the driver's timestamp read reaching the \
+                      card, in 90.112 MHz counts"
+            .into(),
+        summary: p.latency.summary(),
+    }];
+    for (name, h) in &p.phases {
+        if !h.is_empty() {
+            metrics.push(Metric {
+                name: format!("pps_latency[{name}]"),
+                description: format!("the samples taken during the '{name}' workload"),
+                summary: h.summary(),
+            });
+        }
+    }
+    RunReport {
+        schema_version: SCHEMA_VERSION,
+        source: s.path.display().to_string(),
+        title: s.file.title.clone(),
+        config: vec![
+            (
+                "platform".into(),
+                format!("{} ({})", s.platform.name, s.platform_path.display()),
+            ),
+            ("kernel".into(), s.kernel.name.clone()),
+            ("seed".into(), seed.to_string()),
+            (
+                "histogram steps".into(),
+                fence.map_or("none found".into(), |f| {
+                    format!(
+                        "every {:.1} ns ({:.2} MHz; {} edges, agreement {:.2})",
+                        f.period_ns,
+                        1e3 / f.period_ns,
+                        f.edges,
+                        f.kappa
+                    )
+                }),
+            ),
+        ],
+        metrics,
+        counters: p
+            .counters
+            .iter()
+            .map(|(name, value)| Counter {
+                name: name.clone(),
+                value: *value,
+            })
+            .collect(),
+        trace: Vec::new(),
+        spike: None,
+        histograms: pps_histograms(p, ""),
+        warnings: Vec::new(),
+        series: vec![NamedSeries {
+            metric: "pps_latency".into(),
+            series: p.series.clone(),
+        }],
+    }
 }

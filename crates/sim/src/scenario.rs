@@ -359,7 +359,7 @@ pub enum ScenarioError {
 
 // ---- loading ------------------------------------------------------------------------------
 
-fn read(path: &Path, named_by: Option<String>) -> Result<String, ScenarioError> {
+pub(crate) fn read(path: &Path, named_by: Option<String>) -> Result<String, ScenarioError> {
     std::fs::read_to_string(path).map_err(|cause| ScenarioError::Io {
         path: path.to_owned(),
         named_by,
@@ -410,7 +410,7 @@ pub fn parse_file<T: for<'de> Deserialize<'de>>(
 
 /// The position of dotted `key` (array-of-tables elements by index, `device.0.bdf`) in a TOML
 /// text, for pointing at the line a bad value came from.
-fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
+pub(crate) fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
     use toml_edit::TableLike;
     let doc = toml_edit::ImDocument::parse(text).ok()?;
     let parts: Vec<&str> = key.split('.').collect();
@@ -463,9 +463,25 @@ pub struct RunResult {
     pub series: Option<(&'static str, SampleSeries)>,
     pub counters: Counters,
     pub trace: Vec<TraceRecord>,
+    /// A seed-004 run (the ISA PC model), which measures none of the above.
+    pub pps: Option<crate::pps::PpsResult>,
 }
 
 impl RunResult {
+    /// A seed-004 run in the common result.
+    pub fn from_pps(p: crate::pps::PpsResult) -> RunResult {
+        RunResult {
+            isr: LatencyHistogram::new(),
+            tasklet: LatencyHistogram::new(),
+            round_trip: LatencyHistogram::new(),
+            has_tasklet: false,
+            series: Some(("pps_latency", p.series.clone())),
+            counters: Counters::default(),
+            trace: Vec::new(),
+            pps: Some(p),
+        }
+    }
+
     /// Add another replication's result: histograms and counters add up; the trace and the
     /// series are the first replication's, whichever side holds them.
     fn absorb(&mut self, o: RunResult) {
@@ -488,17 +504,9 @@ impl Scenario {
         let path = path.as_ref().to_owned();
         let text = read(&path, None)?;
         let file: ScenarioFile = parse_file(&path, &text)?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let platform_path = dir.join(&file.platform);
-        let kernel_path = dir.join(&file.kernel);
-        let by = |key: &str| {
-            let (line, column) = locate(&text, key).unwrap_or((1, 1));
-            Some(format!("`{key}` at {}:{line}:{column}", path.display()))
-        };
-        let ptext = read(&platform_path, by("platform"))?;
-        let ktext = read(&kernel_path, by("kernel"))?;
-        let platform: PlatformFile = parse_file(&platform_path, &ptext)?;
-        let kernel: KernelFile = parse_file(&kernel_path, &ktext)?;
+        let (platform_path, ptext, platform) =
+            load_named(&path, &text, "platform", &file.platform)?;
+        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", &file.kernel)?;
         let mut s = Scenario {
             path,
             file,
@@ -517,80 +525,22 @@ impl Scenario {
     }
 
     fn apply_overrides(&mut self, overrides: &[String]) -> Result<(), ScenarioError> {
-        let ser = |e: toml::ser::Error| ScenarioError::Override {
-            flag: String::new(),
-            message: e.to_string(),
-        };
-        let mut root = toml::Value::try_from(&self.file).map_err(ser)?;
-        let table = root
-            .as_table_mut()
-            .expect("a scenario serializes to a table");
-        table.insert(
-            "platform".into(),
-            toml::Value::try_from(&self.platform).map_err(ser)?,
-        );
-        table.insert(
-            "kernel".into(),
-            toml::Value::try_from(&self.kernel).map_err(ser)?,
-        );
-        // Apply one flag at a time and re-read after each, so an error names the flag that
-        // caused it.
-        for flag in overrides {
-            apply_override(&mut root, flag)?;
-            self.read_back(&root)
-                .map_err(|(what, e)| ScenarioError::Override {
-                    flag: flag.clone(),
-                    message: format!(
-                        "the {what} does not accept it: {}",
-                        plain_types(e.message())
-                    ),
-                })?;
-        }
-        Ok(())
-    }
-
-    /// Replace the typed configuration with the (overridden) combined document.
-    fn read_back(&mut self, root: &toml::Value) -> Result<(), (&'static str, toml::de::Error)> {
-        let mut table = root.as_table().expect("table").clone();
-        let platform = table.remove("platform").expect("present");
-        let kernel = table.remove("kernel").expect("present");
-        table.insert("platform".into(), self.file.platform.clone().into());
-        table.insert("kernel".into(), self.file.kernel.clone().into());
-        self.platform = platform.try_into().map_err(|e| ("platform", e))?;
-        self.kernel = kernel.try_into().map_err(|e| ("kernel", e))?;
-        self.file = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e| ("scenario", e))?;
-        Ok(())
+        apply_combined(
+            &mut self.file,
+            &mut self.platform,
+            &mut self.kernel,
+            overrides,
+        )
     }
 
     /// Where a key's value came from: the last `--set` naming it, or its line in the file.
     fn origin(&self, key: &str) -> Origin {
-        // The flag that set the key, or a table or list above it (`device.0.round_trip={...}`).
-        if let Some(flag) = self.overrides.iter().rev().find(|f| {
-            f.split_once('=').is_some_and(|(k, _)| {
-                let k = k.trim();
-                key == k
-                    || key
-                        .strip_prefix(k)
-                        .is_some_and(|rest| rest.starts_with('.'))
-            })
-        }) {
-            return Origin::Flag(flag.clone());
-        }
-        let (path, text, sub) = if let Some(rest) = key.strip_prefix("platform.") {
-            (&self.platform_path, &self.texts[1], rest)
-        } else if let Some(rest) = key.strip_prefix("kernel.") {
-            (&self.kernel_path, &self.texts[2], rest)
-        } else {
-            (&self.path, &self.texts[0], key)
-        };
-        let (line, column) = locate(text, sub).unwrap_or((1, 1));
-        Origin::File {
-            path: path.clone(),
-            line,
-            column,
-        }
+        origin_in(
+            key,
+            &self.overrides,
+            [&self.path, &self.platform_path, &self.kernel_path],
+            &self.texts,
+        )
     }
 
     fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
@@ -1637,7 +1587,118 @@ impl Scenario {
             },
             counters,
             trace,
+            pps: None,
         })
+    }
+}
+
+/// The file a scenario names under `key` (its platform or kernel), relative to the scenario:
+/// its path, text and contents. An unreadable file is reported with the line that named it.
+pub(crate) fn load_named<T: for<'de> Deserialize<'de>>(
+    scenario: &Path,
+    text: &str,
+    key: &str,
+    name: &str,
+) -> Result<(PathBuf, String, T), ScenarioError> {
+    let path = scenario.parent().unwrap_or(Path::new(".")).join(name);
+    let (line, column) = locate(text, key).unwrap_or((1, 1));
+    let by = format!("`{key}` at {}:{line}:{column}", scenario.display());
+    let body = read(&path, Some(by))?;
+    let value = parse_file(&path, &body)?;
+    Ok((path, body, value))
+}
+
+/// Apply `--set` flags to a run's three documents as one: scenario keys at the top, the platform
+/// under `platform.`, the kernel under `kernel.`. One flag at a time, each read back before the
+/// next, so an error names the flag that caused it.
+pub(crate) fn apply_combined<F, P, K>(
+    file: &mut F,
+    platform: &mut P,
+    kernel: &mut K,
+    overrides: &[String],
+) -> Result<(), ScenarioError>
+where
+    F: Serialize + for<'de> Deserialize<'de>,
+    P: Serialize + for<'de> Deserialize<'de>,
+    K: Serialize + for<'de> Deserialize<'de>,
+{
+    let ser = |e: toml::ser::Error| ScenarioError::Override {
+        flag: String::new(),
+        message: e.to_string(),
+    };
+    let mut root = toml::Value::try_from(&*file).map_err(ser)?;
+    let table = root
+        .as_table_mut()
+        .expect("a scenario serializes to a table");
+    // The scenario's own `platform` and `kernel` keys (file names) give way to the documents.
+    let (pname, kname) = (table.remove("platform"), table.remove("kernel"));
+    table.insert(
+        "platform".into(),
+        toml::Value::try_from(&*platform).map_err(ser)?,
+    );
+    table.insert(
+        "kernel".into(),
+        toml::Value::try_from(&*kernel).map_err(ser)?,
+    );
+    for flag in overrides {
+        apply_override(&mut root, flag)?;
+        let back = |what: &'static str, e: toml::de::Error| ScenarioError::Override {
+            flag: flag.clone(),
+            message: format!(
+                "the {what} does not accept it: {}",
+                plain_types(e.message())
+            ),
+        };
+        let mut t = root.as_table().expect("table").clone();
+        let p = t.remove("platform").expect("present");
+        let k = t.remove("kernel").expect("present");
+        if let Some(v) = &pname {
+            t.insert("platform".into(), v.clone());
+        }
+        if let Some(v) = &kname {
+            t.insert("kernel".into(), v.clone());
+        }
+        *platform = p.try_into().map_err(|e| back("platform", e))?;
+        *kernel = k.try_into().map_err(|e| back("kernel", e))?;
+        *file = toml::Value::Table(t)
+            .try_into()
+            .map_err(|e| back("scenario", e))?;
+    }
+    Ok(())
+}
+
+/// Where a key's value came from: the last `--set` naming it (or a table or list above it,
+/// `device.0.round_trip={...}`), or its line in the scenario (`paths[0]`), platform
+/// (`platform.`, `paths[1]`) or kernel (`kernel.`, `paths[2]`) file.
+pub(crate) fn origin_in(
+    key: &str,
+    overrides: &[String],
+    paths: [&Path; 3],
+    texts: &[String; 3],
+) -> Origin {
+    if let Some(flag) = overrides.iter().rev().find(|f| {
+        f.split_once('=').is_some_and(|(k, _)| {
+            let k = k.trim();
+            key == k
+                || key
+                    .strip_prefix(k)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }) {
+        return Origin::Flag(flag.clone());
+    }
+    let (i, sub) = if let Some(rest) = key.strip_prefix("platform.") {
+        (1, rest)
+    } else if let Some(rest) = key.strip_prefix("kernel.") {
+        (2, rest)
+    } else {
+        (0, key)
+    };
+    let (line, column) = locate(&texts[i], sub).unwrap_or((1, 1));
+    Origin::File {
+        path: paths[i].to_owned(),
+        line,
+        column,
     }
 }
 

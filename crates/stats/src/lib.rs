@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod fence;
 mod histogram;
 pub mod inventory;
 pub mod results;

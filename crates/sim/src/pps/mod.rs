@@ -1,0 +1,681 @@
+//! Seed 004: a 1998 PC (AMD K6/233, Intel 430TX + PIIX4) running FreeBSD-current of July 1998,
+//! timestamping a GPS pulse-per-second on the parallel port's interrupt (IRQ 7) against a
+//! 90.112 MHz counter on a PCI card that also latches the pulse itself.
+//!
+//! This machine has no PCIe and no Local APIC, so it is its own model rather than a
+//! configuration of [`crate::machine::Machine`]; it shares the engine, the 8259A pair
+//! ([`crate::hw::pic8259`]), the histograms and the reports. What it models:
+//!
+//! - **Buses with clocks.** A CPU port access crosses the host bridge to PCI (next PCI clock
+//!   edge, then a few clocks), and the PIIX4 runs it as an ISA cycle that starts on an ISA clock
+//!   edge (SYSCLK = PCICLK/4) and lasts 6 SYSCLKs for an 8-bit access. The interrupt
+//!   acknowledge goes the same way. A PCI memory read to the counter card samples the counter
+//!   when the card decodes it. The quantum of the latency histogram comes from these edges.
+//! - **FreeBSD 1998's interrupt path** (`sys/i386/isa/icu_vector.s`, `ipl_funcs.c`, `icu_ipl.s`):
+//!   the `INTR` stub masks the IRQ in the IMR and sends a non-specific EOI (two ISA writes),
+//!   tests `cpl`, and either defers (sets `ipending`, leaves the IRQ masked, `iret`) or raises
+//!   `cpl` by the IRQ's class mask, enables interrupts and calls the handler; afterwards it
+//!   unmasks the IRQ and goes through `doreti`, which replays deferred IRQs via `Xresume`.
+//!   `splx` replays them via `splz`, which re-enters the stub through a software `int`.
+//! - **Interrupt classes**: the clock (IRQ 0, `clk_imask` = every hardware interrupt), the RTC
+//!   statistics clock (IRQ 8, blocks none), and the scenario's devices in tty, net or bio class;
+//!   with `pseudo-device sl` the tty and net masks are merged (`isa.c`).
+//! - **The workload** in phases that follow the sample numbers of the seed: device interrupt
+//!   rates, how busy the CPU is, the spl and `cli` sections process code takes, and how cold the
+//!   caches are when an interrupt comes.
+//!
+//! Every second is simulated event by event: the clock and RTC interrupts, the devices and the
+//! process work go on between the pulses, so the phase of each against the pulse is the one the
+//! clocks give, not a fresh draw.
+
+mod machine;
+
+use crate::engine::SimDuration;
+use crate::scenario::{
+    apply_combined, load_named, origin_in, parse_file, read, Origin, ScenarioError,
+};
+use irqlab_stats::series::SampleSeries;
+use irqlab_stats::LatencyHistogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The `model` key that marks a scenario file as this model's.
+pub const MODEL: &str = "isa-pps";
+
+// ---- the platform ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcPlatform {
+    pub name: String,
+    pub description: String,
+    /// The board's crystal against the GPS second, in parts per million (every board clock,
+    /// CPU, PCI, ISA and the 8254, comes from it).
+    pub crystal_ppm: f64,
+    pub cpu: PcCpu,
+    pub host_bus: HostBus,
+    pub pci: PciBus,
+    pub isa: IsaBus,
+    pub timer: Timer8254,
+    pub rtc: RtcClock,
+    pub lpt: ParallelPort,
+    pub xrpu: Xrpu,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcCpu {
+    pub clock_hz: f64,
+    pub cycles_per_instruction: f64,
+    /// Entering an interrupt gate without and with a privilege change (user mode interrupted).
+    pub interrupt_gate_cycles: f64,
+    pub privilege_change_cycles: f64,
+    pub iret_cycles: f64,
+    /// Leaving HLT when INTR rises.
+    pub halt_wake_cycles: f64,
+    pub cache_line_bytes: u32,
+    /// Average x86 instruction length, for how many cache lines a path's code spans.
+    pub instruction_bytes: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostBus {
+    pub clock_hz: f64,
+    /// A cache-line fill from memory after a miss, in host clocks.
+    pub line_fill_clocks: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PciBus {
+    pub clock_hz: f64,
+    /// From the CPU's bus cycle to the host bridge's PCI address phase, and back.
+    pub host_to_pci_clocks: u32,
+    pub pci_to_host_clocks: u32,
+    /// A device register read: clocks to decode, then to return data.
+    pub device_decode_clocks: u32,
+    pub device_data_clocks: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IsaBus {
+    /// SYSCLK = PCICLK / this.
+    pub pci_clock_divisor: u32,
+    pub io8_clocks: u32,
+    pub io16_clocks: u32,
+    /// PCI clocks from the I/O cycle's address phase until the PIIX4 claims it (DEVSEL#).
+    pub decode_pci_clocks: u32,
+    /// I/O recovery: SYSCLKs after an 8-bit (16-bit) ISA I/O before the next may start.
+    pub io8_recovery_clocks: f64,
+    pub io16_recovery_clocks: f64,
+    /// The 8259's part of the interrupt acknowledge, in SYSCLKs.
+    pub intack_clocks: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timer8254 {
+    pub clock_hz: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RtcClock {
+    pub periodic_hz: f64,
+    /// The RTC's own 32.768 kHz crystal against the GPS second.
+    pub crystal_ppm: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelPort {
+    pub irq: u8,
+    /// From the pulse's edge on pin 10 (nACK) to the IRQ line at the 8259.
+    pub ack_to_irq_ns: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Xrpu {
+    pub counter_hz: f64,
+    pub counter_bits: u32,
+    /// A read of the card: PCI clocks from the address phase until the card latches the
+    /// counter (the timestamp), then until its data is on the bus.
+    pub decode_clocks: u32,
+    pub data_clocks: u32,
+}
+
+// ---- the kernel ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsdKernel {
+    pub name: String,
+    pub description: String,
+    pub hz: u32,
+    /// `pseudo-device sl`: tty_imask and net_imask merged.
+    pub slip: bool,
+    pub stub: StubCosts,
+    pub clock: ClockCosts,
+    pub statclock: StatclockCosts,
+    pub pps: PpsCosts,
+    /// `splXXX()` / `splx()` without a pending interrupt.
+    pub spl_instructions: u32,
+}
+
+/// The `INTR` macro of `icu_vector.s` and its neighbours, in instructions.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StubCosts {
+    /// Pushes and segment loads before the IMR write.
+    pub entry: u32,
+    /// From the EOI to the `cpl` test.
+    pub check: u32,
+    /// `Xresume`: counters, `cpl` raise, `sti`, the call.
+    pub resume: u32,
+    /// After the handler: `cli`, the IMR byte, then (after the write) the jump to `doreti`.
+    pub exit: u32,
+    /// `doreti` or the deferral, to the `iret`.
+    pub leave: u32,
+    /// `splz`: find the pending bit and `int` to the stub.
+    pub splz: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockCosts {
+    /// `clkintr` + `hardclock` (timecounter, timeouts, statistics), instructions.
+    pub hardclock_instructions: u32,
+    /// Reads of the counter card per tick (`tco_forward` and the PPS poll).
+    pub timecounter_reads: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatclockCosts {
+    pub statclock_instructions: u32,
+}
+
+/// `ppcintr` -> `ppb_intr` -> `ppsintr` -> `nanotime` -> `xrpu_get_timecount`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PpsCosts {
+    pub before_read_instructions: u32,
+    pub after_read_instructions: u32,
+}
+
+// ---- the scenario ---------------------------------------------------------------------------
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PpsFile {
+    pub title: String,
+    /// Always [`MODEL`].
+    pub model: String,
+    pub platform: String,
+    pub kernel: String,
+    pub samples: u64,
+    pub seed: u64,
+    pub pps: PpsSource,
+    #[serde(default)]
+    pub device: Vec<IsaPcDevice>,
+    pub phase: Vec<Phase>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PpsSource {
+    /// The pulse's wander against the GPS second (1 sigma).
+    pub jitter_ns: f64,
+    pub pulse_width_ms: f64,
+    /// The interrupt class of the parallel port's line (`tty` in 1998 configs).
+    pub class: String,
+}
+
+/// Another interrupting device.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IsaPcDevice {
+    pub name: String,
+    pub irq: u8,
+    /// `tty`, `net` or `bio`.
+    pub class: String,
+    /// `pci` (level-triggered via PIRQ), `isa8` or `isa16` (edge-triggered).
+    pub bus: String,
+    pub handler_instructions: u32,
+    /// Register accesses the handler makes (the first clears the interrupt).
+    pub register_accesses: u32,
+    /// Programmed-I/O data words per interrupt (an NE2000's packet copy).
+    #[serde(default)]
+    pub data_words: u32,
+}
+
+/// One stretch of the run's workload.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    pub name: String,
+    /// The last sample (1-based, inclusive) taken under this workload.
+    pub until_sample: u64,
+    /// Fraction of the time the CPU runs processes rather than idling in HLT.
+    pub busy_fraction: f64,
+    /// Mean length of a busy stretch, ms of CPU time.
+    pub busy_ms: f64,
+    /// Chance that a cache line the interrupt path needs was evicted since its last use.
+    pub cold_fraction: f64,
+    /// Interrupts per second, by device name.
+    #[serde(default)]
+    pub rates: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub section: Vec<Section>,
+}
+
+/// Sections process code runs with interrupts held off.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// `tty`, `net`, `bio` (spltty, splimp, splbio), `high` (splhigh/splclock) or `cli`.
+    pub mask: String,
+    /// How many per second of busy CPU time.
+    pub per_busy_s: f64,
+    /// Mean length (exponential), us.
+    pub mean_us: f64,
+}
+
+/// A loaded, overridden and checked seed-004 scenario.
+#[derive(Clone, Debug)]
+pub struct PpsScenario {
+    pub path: PathBuf,
+    pub file: PpsFile,
+    pub platform_path: PathBuf,
+    pub platform: PcPlatform,
+    pub kernel_path: PathBuf,
+    pub kernel: BsdKernel,
+    texts: [String; 3],
+    overrides: Vec<String>,
+}
+
+/// Is this TOML text a seed-004 (`model = "isa-pps"`) scenario?
+pub fn is_pps_scenario(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text)
+        .ok()
+        .and_then(|t| t.get("model").and_then(|m| m.as_str().map(|m| m == MODEL)))
+        .unwrap_or(false)
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct PpsResult {
+    /// Pulse to timestamp, in ns (the counter's counts converted at its nominal rate).
+    pub latency: LatencyHistogram,
+    /// The same per workload phase, in the scenario's order.
+    pub phases: Vec<(String, LatencyHistogram)>,
+    /// Every sample in counter counts, in order (seed 004 has 4400).
+    pub counts: Vec<u64>,
+    /// Nanoseconds per count.
+    pub count_ns: f64,
+    pub series: SampleSeries,
+    pub counters: Vec<(String, u64)>,
+}
+
+impl PpsScenario {
+    pub fn load(
+        path: impl AsRef<Path>,
+        overrides: &[String],
+    ) -> Result<PpsScenario, ScenarioError> {
+        let path = path.as_ref().to_owned();
+        let text = read(&path, None)?;
+        let file: PpsFile = parse_file(&path, &text)?;
+        let (platform_path, ptext, platform) =
+            load_named(&path, &text, "platform", &file.platform)?;
+        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", &file.kernel)?;
+        let mut s = PpsScenario {
+            path,
+            file,
+            platform_path,
+            platform,
+            kernel_path,
+            kernel,
+            texts: [text, ptext, ktext],
+            overrides: overrides.to_vec(),
+        };
+        apply_combined(&mut s.file, &mut s.platform, &mut s.kernel, overrides)?;
+        s.check()?;
+        Ok(s)
+    }
+
+    fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Invalid {
+            origin: self.origin(key),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn origin(&self, key: &str) -> Origin {
+        origin_in(
+            key,
+            &self.overrides,
+            [&self.path, &self.platform_path, &self.kernel_path],
+            &self.texts,
+        )
+    }
+
+    fn range(&self, key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
+        if v.is_finite() && v >= lo && v <= hi {
+            return Ok(());
+        }
+        Err(self.invalid(
+            key,
+            format!("{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
+        ))
+    }
+
+    /// Refuse what the hardware or the kernel cannot have, and values the model cannot run.
+    fn check(&self) -> Result<(), ScenarioError> {
+        let f = &self.file;
+        let p = &self.platform;
+        if f.model != MODEL {
+            return Err(self.invalid("model", format!("must be \"{MODEL}\" for this file")));
+        }
+        if f.samples == 0 || f.samples > 1_000_000 {
+            return Err(self.invalid(
+                "samples",
+                format!(
+                    "{} pulses: one pulse is one second of simulated time; give 1 to 1000000",
+                    f.samples
+                ),
+            ));
+        }
+        for (key, v, lo, hi, unit) in [
+            (
+                "platform.crystal_ppm",
+                p.crystal_ppm,
+                -1000.0,
+                1000.0,
+                "ppm",
+            ),
+            ("platform.cpu.clock_hz", p.cpu.clock_hz, 1e6, 10e9, "Hz"),
+            (
+                "platform.cpu.cycles_per_instruction",
+                p.cpu.cycles_per_instruction,
+                0.1,
+                100.0,
+                "cycles",
+            ),
+            (
+                "platform.cpu.interrupt_gate_cycles",
+                p.cpu.interrupt_gate_cycles,
+                0.0,
+                1e4,
+                "cycles",
+            ),
+            (
+                "platform.cpu.privilege_change_cycles",
+                p.cpu.privilege_change_cycles,
+                0.0,
+                1e4,
+                "cycles",
+            ),
+            (
+                "platform.cpu.iret_cycles",
+                p.cpu.iret_cycles,
+                0.0,
+                1e4,
+                "cycles",
+            ),
+            (
+                "platform.cpu.halt_wake_cycles",
+                p.cpu.halt_wake_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.instruction_bytes",
+                p.cpu.instruction_bytes,
+                1.0,
+                15.0,
+                "bytes",
+            ),
+            (
+                "platform.host_bus.clock_hz",
+                p.host_bus.clock_hz,
+                1e6,
+                1e9,
+                "Hz",
+            ),
+            ("platform.pci.clock_hz", p.pci.clock_hz, 1e6, 1e9, "Hz"),
+            ("platform.timer.clock_hz", p.timer.clock_hz, 1e3, 1e8, "Hz"),
+            (
+                "platform.rtc.periodic_hz",
+                p.rtc.periodic_hz,
+                2.0,
+                8192.0,
+                "Hz",
+            ),
+            (
+                "platform.rtc.crystal_ppm",
+                p.rtc.crystal_ppm,
+                -1000.0,
+                1000.0,
+                "ppm",
+            ),
+            (
+                "platform.lpt.ack_to_irq_ns",
+                p.lpt.ack_to_irq_ns,
+                0.0,
+                1e6,
+                "ns",
+            ),
+            (
+                "platform.xrpu.counter_hz",
+                p.xrpu.counter_hz,
+                1e6,
+                1e9,
+                "Hz",
+            ),
+            (
+                "platform.isa.io8_recovery_clocks",
+                p.isa.io8_recovery_clocks,
+                0.0,
+                100.0,
+                "SYSCLKs",
+            ),
+            (
+                "platform.isa.io16_recovery_clocks",
+                p.isa.io16_recovery_clocks,
+                0.0,
+                100.0,
+                "SYSCLKs",
+            ),
+            ("pps.jitter_ns", f.pps.jitter_ns, 0.0, 1e6, "ns"),
+            (
+                "pps.pulse_width_ms",
+                f.pps.pulse_width_ms,
+                0.001,
+                900.0,
+                "ms",
+            ),
+        ] {
+            self.range(key, v, lo, hi, unit)?;
+        }
+        if p.cpu.cache_line_bytes == 0 || !p.cpu.cache_line_bytes.is_power_of_two() {
+            return Err(self.invalid(
+                "platform.cpu.cache_line_bytes",
+                "a cache line is a power of two bytes (32 on the K6)",
+            ));
+        }
+        if p.isa.pci_clock_divisor == 0 || p.isa.io8_clocks == 0 || p.isa.io16_clocks == 0 {
+            return Err(self.invalid(
+                "platform.isa",
+                "the ISA clock divisor and cycle lengths must be at least 1",
+            ));
+        }
+        if !(1..=32).contains(&p.xrpu.counter_bits) {
+            return Err(self.invalid("platform.xrpu.counter_bits", "give 1 to 32 bits"));
+        }
+        if !(1..=1000).contains(&self.kernel.hz) {
+            return Err(self.invalid("kernel.hz", "the clock interrupt rate must be 1 to 1000 Hz"));
+        }
+        class_mask(&f.pps.class)
+            .ok_or_else(|| self.invalid("pps.class", "the class is tty, net or bio"))?;
+        // IRQs: 0 is the 8254, 2 the cascade, 8 the RTC; the rest must be unique.
+        let mut used: BTreeMap<u8, String> = BTreeMap::new();
+        for (irq, who) in [
+            (0, "the 8254 clock"),
+            (2, "the 8259 cascade"),
+            (8, "the RTC"),
+        ] {
+            used.insert(irq, who.to_string());
+        }
+        let mut claim = |key: String, irq: u8, who: &str| -> Result<(), ScenarioError> {
+            if irq > 15 {
+                return Err(
+                    self.invalid(&key, format!("IRQ {irq}: the 8259 pair has lines 0 to 15"))
+                );
+            }
+            if let Some(other) = used.insert(irq, who.to_string()) {
+                return Err(self.invalid(
+                    &key,
+                    format!(
+                        "IRQ {irq} is already {other}'s; this model does not share lines: \
+                         choose a free IRQ"
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        claim("platform.lpt.irq".into(), p.lpt.irq, "the parallel port")?;
+        for (i, d) in f.device.iter().enumerate() {
+            claim(format!("device.{i}.irq"), d.irq, &d.name)?;
+            if class_mask(&d.class).is_none() {
+                return Err(self.invalid(
+                    &format!("device.{i}.class"),
+                    format!("'{}': the class is tty, net or bio", d.class),
+                ));
+            }
+            if !matches!(d.bus.as_str(), "pci" | "isa8" | "isa16") {
+                return Err(self.invalid(
+                    &format!("device.{i}.bus"),
+                    format!("'{}': the bus is pci, isa8 or isa16", d.bus),
+                ));
+            }
+            if d.register_accesses == 0 {
+                return Err(self.invalid(
+                    &format!("device.{i}.register_accesses"),
+                    "a handler reads its device at least once (to clear the interrupt)",
+                ));
+            }
+        }
+        if f.phase.is_empty() {
+            return Err(self.invalid("phase", "give at least one [[phase]]"));
+        }
+        let mut last = 0;
+        for (i, ph) in f.phase.iter().enumerate() {
+            let key = |k: &str| format!("phase.{i}.{k}");
+            if ph.until_sample <= last {
+                return Err(self.invalid(
+                    &key("until_sample"),
+                    format!(
+                        "{} does not come after the previous phase's {last}: phases run in \
+                         sample order",
+                        ph.until_sample
+                    ),
+                ));
+            }
+            last = ph.until_sample;
+            self.range(&key("busy_fraction"), ph.busy_fraction, 0.0, 1.0, "")?;
+            self.range(&key("busy_ms"), ph.busy_ms, 0.001, 1e5, "ms")?;
+            self.range(&key("cold_fraction"), ph.cold_fraction, 0.0, 1.0, "")?;
+            for (name, rate) in &ph.rates {
+                if !f.device.iter().any(|d| &d.name == name) {
+                    let names: Vec<&str> = f.device.iter().map(|d| d.name.as_str()).collect();
+                    return Err(self.invalid(
+                        &format!("phase.{i}.rates.{name}"),
+                        format!("no device '{name}'; the devices are: {}", names.join(", ")),
+                    ));
+                }
+                self.range(&format!("phase.{i}.rates.{name}"), *rate, 0.0, 1e5, "per s")?;
+            }
+            for (j, s) in ph.section.iter().enumerate() {
+                let key = |k: &str| format!("phase.{i}.section.{j}.{k}");
+                if !matches!(s.mask.as_str(), "tty" | "net" | "bio" | "high" | "cli") {
+                    return Err(self.invalid(
+                        &key("mask"),
+                        format!("'{}': a section is tty, net, bio, high or cli", s.mask),
+                    ));
+                }
+                self.range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
+                self.range(&key("mean_us"), s.mean_us, 0.0, 1e5, "us")?;
+            }
+        }
+        if last < f.samples {
+            return Err(self.invalid(
+                &format!("phase.{}.until_sample", f.phase.len() - 1),
+                format!(
+                    "the last phase ends at sample {last}, before the run's {} samples: extend \
+                     its until_sample",
+                    f.samples
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Run `samples` pulses with `seed`.
+    pub fn run(&self, seed: u64, samples: u64) -> Result<PpsResult, ScenarioError> {
+        machine::run(self, seed, samples)
+    }
+
+    /// Independent replications on all cores, merged; the series and the samples are the first
+    /// replication's.
+    pub fn run_replicated(
+        &self,
+        seed: u64,
+        samples: u64,
+        replications: u32,
+    ) -> Result<PpsResult, ScenarioError> {
+        use rayon::prelude::*;
+        let r = u64::from(replications.max(1));
+        let mut results: Vec<PpsResult> = (0..r)
+            .into_par_iter()
+            .map(|i| {
+                let s = if i == 0 {
+                    seed
+                } else {
+                    crate::scenario::replication_seed(seed, i)
+                };
+                self.run(s, samples)
+            })
+            .collect::<Result<_, _>>()?;
+        let mut first = results.remove(0);
+        for o in results {
+            first.latency.merge(&o.latency);
+            for (a, b) in first.phases.iter_mut().zip(&o.phases) {
+                a.1.merge(&b.1);
+            }
+            for (a, b) in first.counters.iter_mut().zip(&o.counters) {
+                a.1 += b.1;
+            }
+        }
+        Ok(first)
+    }
+
+    pub(crate) fn duration_us(us: f64) -> SimDuration {
+        SimDuration::from_ns_f64(us * 1e3)
+    }
+}
+
+/// A class's name to its index in the kernel's class masks.
+pub(crate) fn class_mask(class: &str) -> Option<usize> {
+    match class {
+        "tty" => Some(0),
+        "net" => Some(1),
+        "bio" => Some(2),
+        _ => None,
+    }
+}

@@ -1,0 +1,213 @@
+//! Seed 004 (the 1998 ISA PC): its validation rows, and the mechanisms behind them.
+//!
+//! As for seeds 000 and 002, every row must pass except those in `KNOWN_GAPS`, and a listed
+//! row that starts to pass fails the test until it is taken off the list.
+
+mod common;
+
+use irqlab_sim::experiment::{validate_dir, ValidateOptions};
+use irqlab_sim::pps::{PpsResult, PpsScenario};
+use irqlab_stats::fence::step_period;
+use std::path::{Path, PathBuf};
+
+/// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    (
+        "pps-min",
+        "the fastest path is 3.42 us, under the published ~4 us (3.5-5 us): every step is \
+         modelled (INTA, two 8259 writes at ISA speed with I/O recovery, the call chain, the \
+         card's decode) but the interrupt acknowledge and the PIIX4's internal register timing \
+         are estimates",
+    ),
+    (
+        "pps-isa-quantum",
+        "only the idle samples form a clean block one ISA clock wide; cache misses after the \
+         last ISA cycle (host-clock quantised) and the loaded phases blur the rest, so the \
+         whole run's step period depends on the seed (within 10% of 120 ns for 2 of seeds 1-8)",
+    ),
+];
+
+fn scenario_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/seed004/pps.toml")
+}
+
+/// A short run on an idle machine with warm caches (the seed's samples 1100-1500), `extra`
+/// overrides on top.
+fn idle(extra: &[&str], samples: u64) -> PpsResult {
+    let mut set: Vec<String> = [
+        "phase.0.busy_fraction=0.005",
+        "phase.0.cold_fraction=0.0",
+        "phase.0.rates.ncr0=0.1",
+        "phase.0.rates.sc0=0.0",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect();
+    set.dedup();
+    let s = PpsScenario::load(scenario_path(), &set).expect("scenario loads");
+    s.run(s.file.seed, samples).expect("runs")
+}
+
+fn counter(r: &PpsResult, name: &str) -> u64 {
+    r.counters
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .1
+}
+
+#[test]
+fn seed004_rows() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let report = validate_dir(
+        &dir,
+        &ValidateOptions {
+            only: Some("pps-*".into()),
+            ..Default::default()
+        },
+    )
+    .expect("validate runs");
+    let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["pps-min", "pps-isa-quantum", "pps-load"]);
+    common::check_rows(&report, KNOWN_GAPS);
+}
+
+/// The histogram's step period is the ISA clock's: at PCICLK/3 (11.1 MHz) it follows.
+#[test]
+fn the_step_period_follows_the_isa_clock() {
+    for (divisor, period_ns) in [(4, 120.0), (3, 90.0)] {
+        let set = format!("platform.isa.pci_clock_divisor={divisor}");
+        let r = idle(&[&set], 400);
+        let p = step_period(&r.counts, r.count_ns, 40.0, 400.0).expect("edges");
+        assert!(
+            (p.period_ns / period_ns - 1.0).abs() < 0.1,
+            "SYSCLK = PCICLK/{divisor}: steps every {:.1} ns, expected {period_ns}",
+            p.period_ns
+        );
+    }
+}
+
+/// Each SYSCLK added to an 8-bit ISA cycle delays the timestamp by two SYSCLKs: the stub's IMR
+/// write and EOI come before it (the status read comes after).
+#[test]
+fn two_isa_cycles_precede_the_timestamp() {
+    let min = |clocks: u32| {
+        let set = format!("platform.isa.io8_clocks={clocks}");
+        idle(&[&set], 300).latency.min_ns().expect("samples") as f64
+    };
+    let d = min(7) - min(6);
+    assert!(
+        (d - 240.0).abs() < 40.0,
+        "one more SYSCLK per cycle moved the minimum {d} ns"
+    );
+}
+
+/// With `pseudo-device sl`, net-class work (the ATM card's interrupts, splimp) holds off the
+/// tty-class parallel port, and IRQ 7 is deferred more often.
+#[test]
+fn slip_merges_net_into_tty() {
+    let net = [
+        "phase.0.busy_fraction=0.5",
+        "phase.0.rates.en0=2000.0",
+        "phase.0.section.2.per_busy_s=5000.0",
+    ];
+    let deferred = |slip: &str| {
+        let mut set = net.to_vec();
+        set.push(slip);
+        let s = PpsScenario::load(
+            scenario_path(),
+            &set.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .expect("loads");
+        let r = s.run(s.file.seed, 300).expect("runs");
+        counter(&r, "irq7_deferred_by_cpl")
+    };
+    let (without, with) = (deferred("kernel.slip=false"), deferred("kernel.slip=true"));
+    assert!(
+        with > 2 * without.max(1),
+        "deferred: {without} without sl, {with} with"
+    );
+}
+
+/// A deferred pulse is replayed, by doreti or by splx, and every pulse is timestamped once.
+#[test]
+fn deferred_pulses_are_replayed_once() {
+    let s = PpsScenario::load(
+        scenario_path(),
+        &[
+            "phase.0.section.0.per_busy_s=20000.0".into(),
+            "phase.0.busy_fraction=0.9".into(),
+        ],
+    )
+    .expect("loads");
+    let r = s.run(s.file.seed, 200).expect("runs");
+    let deferred = counter(&r, "irq7_deferred_by_cpl");
+    assert!(deferred > 0);
+    assert_eq!(
+        deferred,
+        counter(&r, "irq7_replayed_by_doreti") + counter(&r, "irq7_replayed_by_splz")
+    );
+    assert_eq!(counter(&r, "pulses_timestamped"), 200);
+    assert_eq!(counter(&r, "pulses_missed"), 0);
+    assert_eq!(r.counts.len(), 200);
+}
+
+#[test]
+fn same_seed_same_samples() {
+    let a = idle(&[], 100);
+    let b = idle(&[], 100);
+    assert_eq!(a.counts, b.counts);
+    let s = PpsScenario::load(scenario_path(), &[]).expect("loads");
+    let c = s.run(5, 100).expect("runs");
+    assert_ne!(a.counts, c.counts);
+}
+
+#[test]
+fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
+    let err = |set: &str| {
+        PpsScenario::load(scenario_path(), &[set.to_string()])
+            .expect_err(set)
+            .to_string()
+    };
+    for (set, says) in [
+        ("device.0.irq=7", "IRQ 7 is already the parallel port's"),
+        ("device.0.irq=16", "the 8259 pair has lines 0 to 15"),
+        ("device.1.class=disk", "the class is tty, net or bio"),
+        (
+            "phase.1.until_sample=50",
+            "does not come after the previous phase's 1100",
+        ),
+        ("phase.4.until_sample=4000", "before the run's 4400 samples"),
+        ("phase.0.section.0.mask=splvm", "tty, net, bio, high or cli"),
+        ("platform.isa.io8_clockz=6", "no key 'io8_clockz'"),
+        ("platform.cpu.clock_hz=fast", "is a decimal number"),
+    ] {
+        let e = err(set);
+        assert!(e.contains(set) && e.contains(says), "--set {set}: {e}");
+    }
+}
+
+#[test]
+fn an_unknown_key_names_file_line_and_column() {
+    let text = std::fs::read_to_string(scenario_path()).expect("reads");
+    let bad = text.replace("jitter_ns = 50.0", "jitter_us = 0.05");
+    let line = bad
+        .lines()
+        .position(|l| l.starts_with("jitter_us"))
+        .expect("edited")
+        + 1;
+    let dir = std::env::temp_dir().join(format!("irqlab-seed004-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("pps.toml");
+    std::fs::write(&path, bad).expect("writes");
+    let e = PpsScenario::load(&path, &[])
+        .expect_err("unknown key")
+        .to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        e.contains(&format!("{}:{line}:1", path.display()))
+            && e.contains("unknown field `jitter_us`"),
+        "{e}"
+    );
+}
