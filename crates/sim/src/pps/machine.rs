@@ -47,6 +47,8 @@ enum Step {
     /// A port access through the host bridge and the PIIX4 as an ISA cycle of `clocks` SYSCLKs.
     Isa {
         clocks: u32,
+        /// A 16-bit access, with its own recovery time.
+        wide: bool,
         eff: Eff,
     },
     /// An uncached PCI memory read; `sample`: the counter card's timestamp read.
@@ -147,7 +149,6 @@ struct Timing {
     host_to_pci: u64,
     pci_to_host: u64,
     decode: u64,
-    io16_clocks: u32,
     recovery8: SimDuration,
     recovery16: SimDuration,
     line_fill: SimDuration,
@@ -235,6 +236,8 @@ struct M<'a> {
     phase: usize,
     devices: Vec<Device>,
     sections: Vec<SectionKind>,
+    /// `splXXX()` or `splx()` in process code (warm: no cache lines drawn).
+    spl: Step,
     section_rate_per_ps: f64,
     cold: f64,
     // clocks
@@ -317,7 +320,6 @@ impl<'a> M<'a> {
             host_to_pci: u64::from(p.pci.host_to_pci_clocks),
             pci_to_host: u64::from(p.pci.pci_to_host_clocks),
             decode: u64::from(p.isa.decode_pci_clocks),
-            io16_clocks: p.isa.io16_clocks,
             recovery8: SimDuration::from_ps(
                 (p.isa.io8_recovery_clocks
                     * (pci * u64::from(p.isa.pci_clock_divisor)).as_ps() as f64)
@@ -355,7 +357,16 @@ impl<'a> M<'a> {
         }
 
         let isa8 = p.isa.io8_clocks;
-        let io = |clocks, eff| Step::Isa { clocks, eff };
+        let io = |clocks, eff| Step::Isa {
+            clocks,
+            wide: false,
+            eff,
+        };
+        let io16 = |eff| Step::Isa {
+            clocks: p.isa.io16_clocks,
+            wide: true,
+            eff,
+        };
         let mut progs = vec![Vec::new(); 66];
         let mut used: u16 = 1 << PIT_IRQ | 1 << RTC_IRQ | 1 << lpt | 1 << CASCADE_IRQ;
         let mut elcr: u16 = 0;
@@ -410,7 +421,7 @@ impl<'a> M<'a> {
                     sample: false,
                     eff,
                 },
-                "isa16" => io(p.isa.io16_clocks, eff),
+                "isa16" => io16(eff),
                 _ => io(isa8, eff),
             };
             let mut h = vec![
@@ -418,7 +429,7 @@ impl<'a> M<'a> {
                 access(Eff::Clear(d.irq)),
             ];
             h.extend((1..d.register_accesses).map(|_| access(Eff::None)));
-            h.extend((0..d.data_words).map(|_| io(p.isa.io16_clocks, Eff::None)));
+            h.extend((0..d.data_words).map(|_| io16(Eff::None)));
             h.push(t.code(d.handler_instructions - d.handler_instructions / 2));
             h.push(Step::Ret);
             progs[usize::from(handler(d.irq))] = h;
@@ -495,6 +506,11 @@ impl<'a> M<'a> {
         );
         let first_pulse = SimTime::from_ps((0.25e12 + rng_pps.gen::<f64>() * 0.5e12) as u64);
         let counter_phase = rng_pps.gen::<f64>();
+        let spl = Step::Code {
+            ps: ((f64::from(k.spl_instructions) * t.instr_ps).round() as u64).max(1),
+            lines: 0,
+            user: false,
+        };
         let mut m = M {
             s,
             q: EventQueue::new(),
@@ -536,6 +552,7 @@ impl<'a> M<'a> {
                 })
                 .collect(),
             sections: Vec::new(),
+            spl,
             section_rate_per_ps: 0.0,
             cold: 0.0,
             second,
@@ -833,15 +850,7 @@ impl<'a> M<'a> {
             lines: 0,
             user: false,
         };
-        let spl = self.t.code(self.s.kernel.spl_instructions);
-        let spl = match spl {
-            Step::Code { ps, .. } => Step::Code {
-                ps: ps.max(1),
-                lines: 0,
-                user: false,
-            },
-            s => s,
-        };
+        let spl = self.spl;
         self.c.sections += 1;
         match sec.mask {
             None => self.proc.pq.extend([Step::Cli, body, Step::Sti]),
@@ -900,10 +909,10 @@ impl<'a> M<'a> {
                     self.start(now, None, true, 0);
                     return;
                 }
-                Step::Isa { clocks, .. } => {
+                Step::Isa { clocks, wide, .. } => {
                     self.c.isa_ios += 1;
                     let (bus_end, end) = self.t.isa(now, clocks, self.isa_free);
-                    let recovery = if clocks == self.t.io16_clocks {
+                    let recovery = if wide {
                         self.t.recovery16
                     } else {
                         self.t.recovery8
