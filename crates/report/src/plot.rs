@@ -4,7 +4,8 @@
 //! - `NAME-histogram.svg`: latency histogram with a logarithmic count axis, the view of
 //!   OSADL's latency plots and of seed 002's post, where a tail of rare samples stays visible
 //!   beside the bulk;
-//! - `NAME-cumulative.svg`: the fraction of samples at or below each latency (seed 004, Fig. 4);
+//! - `NAME-cumulative.svg`: the fraction of samples at or below each latency (seed 004, Fig. 4),
+//!   on a logarithmic latency axis when a far tail would squeeze the body;
 //! - `NAME-series.svg`: latency against sample number (seed 004, Fig. 2), when the run kept its
 //!   series (simulations do; long runs keep each stretch's minimum and maximum).
 //!
@@ -12,6 +13,8 @@
 //! a measurement's CPUs, compare at a glance.
 
 use irqlab_stats::results::{HistogramData, NamedSeries, RunReport, ValidationReport};
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -452,6 +455,10 @@ fn fmt_width(width_ns: f64, unit: &str, scale: f64) -> String {
     format!("{} {unit}", axis_number(&(width_ns / scale)))
 }
 
+/// A tail this many times the minimum compresses a linear axis' body into its first few pixels;
+/// past it, the cumulative figure's latency axis is logarithmic.
+const LOG_AXIS_SPAN: u64 = 5;
+
 fn cumulative(
     path: &Path,
     title: &str,
@@ -461,24 +468,10 @@ fn cumulative(
 ) -> Result<(), PlotError> {
     let err = draw_err(path);
     let (unit, scale) = unit_for(max_ns);
-    let pad = ((max_ns - min_ns) / 50).max(1);
     let root = canvas(path)?;
-    let mut chart = frame(&root, format!("{title}: cumulative distribution"))
-        .build_cartesian_2d(
-            (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
-            0f64..100f64,
-        )
-        .map_err(|e| err(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_desc(format!("latency ({unit})"))
-        .x_label_formatter(&axis_number)
-        .y_desc("samples at or below (%)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
-    for (i, h) in hists.iter().enumerate() {
-        let color = palette(i);
+    let caption = format!("{title}: cumulative distribution");
+    // The curves: a step at every recorded value, in percent of all samples (overflows too).
+    let curves = hists.iter().map(|h| {
         let total: u64 = h.values.iter().map(|v| v.1).sum::<u64>() + h.overflows;
         let mut acc = 0u64;
         let mut pts = vec![(h.values[0].0 as f64 / scale, 0.0)];
@@ -488,10 +481,77 @@ fn cumulative(
             acc += c;
             pts.push((x, 100.0 * acc as f64 / total as f64));
         }
-        line(&mut chart, pts, color, h.metric.clone()).map_err(&err)?;
+        (pts, h.metric.clone())
+    });
+    if min_ns > 0 && max_ns > LOG_AXIS_SPAN * min_ns {
+        // A far tail (seed 004's clock collisions, seed 002's rare 10 us samples): a log axis
+        // keeps the body, where most samples lie, as wide as the tail.
+        let lo = min_ns as f64 * 0.95 / scale;
+        let hi = max_ns as f64 * 1.05 / scale;
+        let chart = frame(&root, caption)
+            .build_cartesian_2d(
+                (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+                0f64..100f64,
+            )
+            .map_err(|e| err(e.to_string()))?;
+        cumulative_curves(chart, format!("latency ({unit}, logarithmic)"), curves).map_err(&err)?;
+    } else {
+        let pad = ((max_ns - min_ns) / 50).max(1);
+        let chart = frame(&root, caption)
+            .build_cartesian_2d(
+                (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
+                0f64..100f64,
+            )
+            .map_err(|e| err(e.to_string()))?;
+        cumulative_curves(chart, format!("latency ({unit})"), curves).map_err(&err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(&err)?;
     root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Labelled values for a logarithmic axis from `lo` to `hi`: the 1-2-3-4-5-6-8 steps of each
+/// decade, thinned to 1-2-5 or to the decades when that would crowd the axis.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    const MAX_TICKS: usize = 14;
+    let decades = lo.log10().floor() as i32..=hi.log10().ceil() as i32;
+    let within = |mantissas: &[f64]| -> Vec<f64> {
+        decades
+            .clone()
+            .flat_map(|d| mantissas.iter().map(move |m| m * 10f64.powi(d)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    [
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0][..],
+        &[1.0, 2.0, 5.0],
+        &[1.0],
+    ]
+    .into_iter()
+    .map(within)
+    .find(|t| t.len() <= MAX_TICKS)
+    .unwrap_or_default()
+}
+
+/// The cumulative figure's mesh, curves and legend, on a linear or a logarithmic latency axis.
+fn cumulative_curves<'a, X>(
+    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
+    x_desc: String,
+    curves: impl Iterator<Item = (Vec<(f64, f64)>, String)>,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .x_label_formatter(&axis_number)
+        .y_desc("samples at or below (%)")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (i, (pts, label)) in curves.enumerate() {
+        line(&mut chart, pts, palette(i), label)?;
+    }
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 #[cfg(test)]
@@ -544,6 +604,18 @@ mod tests {
         assert!(svg.contains("round_trip (5 samples"));
         let svg = std::fs::read_to_string(&files[1]).unwrap();
         assert!(svg.contains("samples at or below (%)"));
+        // 2.0 to 6.9 us: within LOG_AXIS_SPAN, a linear latency axis.
+        assert!(svg.contains("latency (ns)"), "linear axis");
+        // A tail at 60 us, 30 times the minimum: the cumulative axis turns logarithmic.
+        let mut tail = h.clone();
+        tail.record(60_000);
+        let r = RunReport {
+            histograms: vec![HistogramData::of("round_trip", &tail)],
+            ..r
+        };
+        let files = plot_run(&r, dir.path(), "tail").unwrap();
+        let svg = std::fs::read_to_string(&files[1]).unwrap();
+        assert!(svg.contains("latency (us, logarithmic)"));
         let empty = RunReport {
             histograms: vec![],
             ..r
@@ -552,6 +624,20 @@ mod tests {
             plot_run(&empty, dir.path(), "x"),
             Err(PlotError::Empty)
         ));
+    }
+
+    #[test]
+    fn log_ticks_label_each_decade_without_crowding() {
+        assert_eq!(
+            log_ticks(3.2, 116.0),
+            vec![4.0, 5.0, 6.0, 8.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 80.0, 100.0]
+        );
+        // Four decades at 1-2-3-4-5-6-8 would be 28 labels: 1-2-5 instead.
+        assert_eq!(log_ticks(1.0, 10_000.0).len(), 13);
+        assert_eq!(
+            log_ticks(1.0, 1e9),
+            vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+        );
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub struct Cpuidle {
     /// PM QoS CPU latency limit (`/dev/cpu_dma_latency`); `None`: no limit.
     pub latency_limit: Option<SimDuration>,
     /// Past idle periods in microseconds, as menu stores them.
-    intervals: [u64; INTERVALS],
+    intervals: [u32; INTERVALS],
     next_interval: usize,
     /// menu's `correction_factor[]`, and the bucket and timer distance of the current period.
     correction: [u64; BUCKETS],
@@ -79,36 +79,42 @@ impl Cpuidle {
 
     /// menu's `get_typical_interval`: the average of the recent idle periods if they are
     /// consistent (standard deviation at most 20 us, or under a sixth of the average), after
-    /// discarding the largest ones while three quarters remain; `None` otherwise.
-    pub fn typical_interval_us(&self) -> Option<u64> {
-        let mut thresh = u64::MAX;
+    /// discarding the largest ones while three quarters remain; `None` otherwise, or when no
+    /// period was shorter than `predicted_us` (menu's shortcut: nothing shorter to predict).
+    ///
+    /// The arithmetic is menu.c's: `unsigned int` periods, `u64` sums, periods above `INT_MAX`
+    /// discarded from the start, and the variance test guarded against overflow as there.
+    pub fn typical_interval_us(&self, predicted_us: u64) -> Option<u64> {
+        let mut thresh = i32::MAX as u32;
         loop {
-            // No allocation: this runs every time the core goes idle. 128-bit sums and squares:
-            // intervals may be as long as the run.
-            let (mut n, mut sum, mut max) = (0u128, 0u128, 0u64);
+            let (mut n, mut sum, mut min, mut max) = (0u64, 0u64, u32::MAX, 0u32);
             for &v in self.intervals.iter().filter(|&&v| v <= thresh) {
                 n += 1;
-                sum += u128::from(v);
+                sum += u64::from(v);
+                min = min.min(v);
                 max = max.max(v);
             }
-            if max == 0 {
+            if max == 0 || u64::from(min) >= predicted_us {
                 return None;
             }
             let avg = sum / n;
+            // menu.c sums the squares in a u64 and lets it wrap; with periods below INT_MAX
+            // that needs 25-minute differences, so wrapping is kept rather than widened.
             let variance = self
                 .intervals
                 .iter()
                 .filter(|&&v| v <= thresh)
-                .map(|&v| {
-                    let d = u128::from(v).abs_diff(avg);
-                    d * d
+                .fold(0u64, |acc, &v| {
+                    let d = u64::from(v).abs_diff(avg);
+                    acc.wrapping_add(d * d)
                 })
-                .sum::<u128>()
                 / n;
-            if (avg * avg > variance * 36 && n * 4 >= INTERVALS as u128 * 3) || variance <= 400 {
-                return Some(avg as u64);
+            if variance <= u64::MAX / 36
+                && ((avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
+            {
+                return Some(avg);
             }
-            if n * 4 <= INTERVALS as u128 * 3 {
+            if n * 4 <= INTERVALS as u64 * 3 {
                 return None;
             }
             thresh = max - 1;
@@ -129,10 +135,16 @@ impl Cpuidle {
             10_000..100_000 => 4,
             _ => 5,
         };
-        let corrected = (u128::from(timer_us) * u128::from(self.correction[self.bucket])
-            / u128::from(RESOLUTION * DECAY)) as u64;
+        // A correction factor never exceeds RESOLUTION * DECAY, so the product overflows only
+        // for "no timer" (u64::MAX / 2), where menu's prediction is the factor's share of it.
+        let cf = self.correction[self.bucket];
+        let corrected = timer_us
+            .checked_mul(cf)
+            .map_or(timer_us / (RESOLUTION * DECAY) * cf, |p| {
+                p / (RESOLUTION * DECAY)
+            });
         let predicted_us = self
-            .typical_interval_us()
+            .typical_interval_us(corrected)
             .map_or(corrected, |t| t.min(corrected));
         let mut chosen = 0;
         for (i, s) in self.states.iter().enumerate() {
@@ -186,7 +198,8 @@ impl Cpuidle {
             };
             // menu.c: "We don't want 0 as factor; we always want at least a tiny bit".
             *cf = (*cf).max(1);
-            self.intervals[self.next_interval] = measured_us;
+            // menu keeps periods as `unsigned int` microseconds.
+            self.intervals[self.next_interval] = u32::try_from(measured_us).unwrap_or(u32::MAX);
             self.next_interval = (self.next_interval + 1) % INTERVALS;
         }
     }
@@ -240,7 +253,7 @@ mod tests {
         // The first period goes deep (no history, a 4 ms timer); the 9 us periods then teach
         // both the typical interval (9 us less C1's 2 us exit latency) and the correction factor.
         assert_eq!(chosen[0], 3);
-        assert_eq!(c.typical_interval_us(), Some(7));
+        assert_eq!(c.typical_interval_us(u64::MAX), Some(7));
         assert_eq!(chosen[15], 1, "C1 for 9 us: {chosen:?}");
     }
 
@@ -248,9 +261,12 @@ mod tests {
     fn outliers_are_discarded_and_scattered_history_gives_no_prediction() {
         let mut c = skl();
         c.intervals = [10, 10, 10, 10, 10, 10, 10, 5000];
-        assert_eq!(c.typical_interval_us(), Some(10));
+        assert_eq!(c.typical_interval_us(u64::MAX), Some(10));
+        // menu's shortcut: no period shorter than the timer's prediction, nothing to learn.
+        assert_eq!(c.typical_interval_us(10), None);
+        assert_eq!(c.typical_interval_us(11), Some(10));
         c.intervals = [1, 900, 40, 3000, 70, 2, 600, 5000];
-        assert_eq!(c.typical_interval_us(), None);
+        assert_eq!(c.typical_interval_us(u64::MAX), None);
     }
 
     #[test]
