@@ -57,7 +57,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         plot: Option<PathBuf>,
         /// Split the samples over N independent replications run on all cores and merge their
-        /// histograms (replication 0 uses --seed; the result depends on N, not on the cores).
+        /// histograms (replication 0 uses --seed; the result depends on N, not on the cores). A
+        /// seed-004 scenario's phases are set by sample number, so each of its replications
+        /// runs the whole timeline and the histograms hold N times the samples.
         #[arg(long, value_name = "N", default_value_t = 1,
               value_parser = clap::value_parser!(u32).range(1..=4096))]
         replications: u32,
@@ -370,7 +372,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                     let seed = seed.unwrap_or(s.file.seed);
                     let samples = samples.unwrap_or(s.file.samples);
-                    let result = s.run_replicated(seed, samples, replications)?;
+                    let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+                    // Each replication runs the whole pulse timeline (its phases are by sample).
+                    let total = samples * u64::from(replications.max(1));
+                    let bar = Progress::start(total, &counter);
+                    let result = s.run_replicated(seed, samples, replications, Some(counter));
+                    bar.finish();
+                    let result = result?;
                     let rep = irqlab_sim::report::pps_run_report(&s, seed, &result);
                     return emit_run(&rep, json.as_deref(), plot.as_deref(), &scenario, "pps");
                 }

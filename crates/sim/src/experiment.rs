@@ -253,6 +253,16 @@ impl AnyScenario {
             AnyScenario::Pps(s) => s.file.samples,
         }
     }
+
+    /// Interrupts simulated for `samples` in `replications`: the PCIe model splits the samples
+    /// among its replications; each seed-004 replication runs the whole pulse timeline, whose
+    /// phases are set by sample number.
+    pub fn interrupts(&self, samples: u64, replications: u32) -> u64 {
+        match self {
+            AnyScenario::Pcie(_) => samples,
+            AnyScenario::Pps(_) => samples * u64::from(replications.max(1)),
+        }
+    }
 }
 
 /// A loaded experiment.
@@ -365,15 +375,12 @@ impl Experiment {
                         spec.replications,
                         opts.progress.clone(),
                     )?,
-                    AnyScenario::Pps(scenario) => {
-                        let n = samples(scenario.file.samples);
-                        let r =
-                            scenario.run_replicated(scenario.file.seed, n, spec.replications)?;
-                        if let Some(p) = &opts.progress {
-                            p.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        RunResult::from_pps(r)
-                    }
+                    AnyScenario::Pps(scenario) => RunResult::from_pps(scenario.run_replicated(
+                        scenario.file.seed,
+                        samples(scenario.file.samples),
+                        spec.replications,
+                        opts.progress.clone(),
+                    )?),
                 };
                 Ok((spec.id.clone(), result))
             })
@@ -807,11 +814,12 @@ pub fn planned_samples(
             if !needed {
                 continue;
             }
-            let default = AnyScenario::load(edir.join(&spec.scenario), &spec.set)?.samples();
-            total += opts.samples.unwrap_or(match spec.full_samples {
+            let scenario = AnyScenario::load(edir.join(&spec.scenario), &spec.set)?;
+            let samples = opts.samples.unwrap_or(match spec.full_samples {
                 Some(full) if opts.full => full,
-                _ => default,
+                _ => scenario.samples(),
             });
+            total += scenario.interrupts(samples, spec.replications);
         }
     }
     Ok(total)

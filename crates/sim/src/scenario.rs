@@ -436,17 +436,80 @@ pub(crate) fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
     span.map(|s| line_col(text, s.start))
 }
 
-/// The loaded, overridden and checked configuration of one scenario.
+/// A scenario file with the platform and kernel files it names: parsed, with the `--set`
+/// overrides applied, and with their texts kept so that an error can point at the line (or the
+/// flag) a value came from. Each model's scenario is one of these ([`Scenario`],
+/// [`crate::pps::PpsScenario`]); each checks its own.
 #[derive(Clone, Debug)]
-pub struct Scenario {
+pub struct Configured<F, P, K> {
     pub path: PathBuf,
-    pub file: ScenarioFile,
+    pub file: F,
     pub platform_path: PathBuf,
-    pub platform: PlatformFile,
+    pub platform: P,
     pub kernel_path: PathBuf,
-    pub kernel: KernelFile,
+    pub kernel: K,
     texts: [String; 3],
     overrides: Vec<String>,
+}
+
+/// A scenario file's names for the other two documents of a run.
+pub trait NamesParts {
+    fn platform_name(&self) -> &str;
+    fn kernel_name(&self) -> &str;
+}
+
+impl<F, P, K> Configured<F, P, K>
+where
+    F: NamesParts + Serialize + for<'de> Deserialize<'de>,
+    P: Serialize + for<'de> Deserialize<'de>,
+    K: Serialize + for<'de> Deserialize<'de>,
+{
+    /// Read `path` and the files it names, and apply `overrides` (`key=value` strings). The
+    /// model's own checks come after.
+    pub(crate) fn read_all(path: &Path, overrides: &[String]) -> Result<Self, ScenarioError> {
+        let path = path.to_owned();
+        let text = read(&path, None)?;
+        let file: F = parse_file(&path, &text)?;
+        let (platform_path, ptext, platform) =
+            load_named(&path, &text, "platform", file.platform_name())?;
+        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", file.kernel_name())?;
+        let mut s = Configured {
+            path,
+            file,
+            platform_path,
+            platform,
+            kernel_path,
+            kernel,
+            texts: [text, ptext, ktext],
+            overrides: overrides.to_vec(),
+        };
+        if !overrides.is_empty() {
+            apply_combined(&mut s.file, &mut s.platform, &mut s.kernel, overrides)?;
+        }
+        Ok(s)
+    }
+
+    /// Where a key's value came from: the last `--set` naming it, or its line in a file.
+    pub(crate) fn origin(&self, key: &str) -> Origin {
+        origin_in(
+            key,
+            &self.overrides,
+            [&self.path, &self.platform_path, &self.kernel_path],
+            &self.texts,
+        )
+    }
+}
+
+/// The loaded, overridden and checked configuration of one scenario of the PCIe-era model.
+pub type Scenario = Configured<ScenarioFile, PlatformFile, KernelFile>;
+
+impl NamesParts for ScenarioFile {
+    fn platform_name(&self) -> &str {
+        &self.platform
+    }
+    fn kernel_name(&self) -> &str {
+        &self.kernel
+    }
 }
 
 /// What one run produced.
@@ -501,46 +564,9 @@ impl RunResult {
 impl Scenario {
     /// Load `path` and apply `overrides` (`key=value` strings).
     pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let path = path.as_ref().to_owned();
-        let text = read(&path, None)?;
-        let file: ScenarioFile = parse_file(&path, &text)?;
-        let (platform_path, ptext, platform) =
-            load_named(&path, &text, "platform", &file.platform)?;
-        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", &file.kernel)?;
-        let mut s = Scenario {
-            path,
-            file,
-            platform_path,
-            platform,
-            kernel_path,
-            kernel,
-            texts: [text, ptext, ktext],
-            overrides: overrides.to_vec(),
-        };
-        if !overrides.is_empty() {
-            s.apply_overrides(overrides)?;
-        }
+        let s = Scenario::read_all(path.as_ref(), overrides)?;
         s.check()?;
         Ok(s)
-    }
-
-    fn apply_overrides(&mut self, overrides: &[String]) -> Result<(), ScenarioError> {
-        apply_combined(
-            &mut self.file,
-            &mut self.platform,
-            &mut self.kernel,
-            overrides,
-        )
-    }
-
-    /// Where a key's value came from: the last `--set` naming it, or its line in the file.
-    fn origin(&self, key: &str) -> Origin {
-        origin_in(
-            key,
-            &self.overrides,
-            [&self.path, &self.platform_path, &self.kernel_path],
-            &self.texts,
-        )
     }
 
     fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {

@@ -164,6 +164,25 @@ fn same_seed_same_samples() {
 }
 
 #[test]
+fn replications_run_the_whole_timeline_each_and_count_progress() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let s = PpsScenario::load(scenario_path(), &[]).expect("loads");
+    let progress = Arc::new(AtomicU64::new(0));
+    let r = s
+        .run_replicated(s.file.seed, 60, 3, Some(progress.clone()))
+        .expect("runs");
+    assert_eq!(
+        progress.load(Ordering::Relaxed),
+        180,
+        "every pulse of every replication"
+    );
+    assert_eq!(r.latency.count(), 180);
+    // Replication 0 is the plain run with the scenario's seed.
+    assert_eq!(r.counts, s.run(s.file.seed, 60).expect("runs").counts);
+}
+
+#[test]
 fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
     let err = |set: &str| {
         PpsScenario::load(scenario_path(), &[set.to_string()])

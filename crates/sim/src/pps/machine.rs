@@ -12,6 +12,7 @@ use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use rand::Rng;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Every hardware interrupt's bit in `cpl` (`HWI_MASK`).
 const HWI_MASK: u32 = 0xFFFF;
@@ -283,8 +284,15 @@ struct Tally {
     lost_pulses: u64,
 }
 
-pub(super) fn run(s: &PpsScenario, seed: u64, samples: u64) -> Result<PpsResult, ScenarioError> {
+/// Run `samples` pulses; `progress`, if given, counts each one as it is timestamped.
+pub(super) fn run(
+    s: &PpsScenario,
+    seed: u64,
+    samples: u64,
+    progress: Option<&AtomicU64>,
+) -> Result<PpsResult, ScenarioError> {
     let mut m = M::new(s, seed, samples);
+    let mut reported = 0;
     let limit = samples.saturating_mul(2_000_000);
     while m.samples < m.target {
         let Some((now, ev)) = m.q.pop() else { break };
@@ -298,6 +306,10 @@ pub(super) fn run(s: &PpsScenario, seed: u64, samples: u64) -> Result<PpsResult,
             });
         }
         m.event(now, ev);
+        if let Some(p) = progress.filter(|_| m.samples > reported) {
+            p.fetch_add(m.samples - reported, Ordering::Relaxed);
+            reported = m.samples;
+        }
     }
     Ok(m.finish())
 }

@@ -31,14 +31,12 @@
 mod machine;
 
 use crate::engine::SimDuration;
-use crate::scenario::{
-    apply_combined, load_named, origin_in, parse_file, read, Origin, ScenarioError,
-};
+use crate::scenario::{Configured, NamesParts, ScenarioError};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The `model` key that marks a scenario file as this model's.
 pub const MODEL: &str = "isa-pps";
@@ -286,16 +284,15 @@ pub struct Section {
 }
 
 /// A loaded, overridden and checked seed-004 scenario.
-#[derive(Clone, Debug)]
-pub struct PpsScenario {
-    pub path: PathBuf,
-    pub file: PpsFile,
-    pub platform_path: PathBuf,
-    pub platform: PcPlatform,
-    pub kernel_path: PathBuf,
-    pub kernel: BsdKernel,
-    texts: [String; 3],
-    overrides: Vec<String>,
+pub type PpsScenario = Configured<PpsFile, PcPlatform, BsdKernel>;
+
+impl NamesParts for PpsFile {
+    fn platform_name(&self) -> &str {
+        &self.platform
+    }
+    fn kernel_name(&self) -> &str {
+        &self.kernel
+    }
 }
 
 /// Is this TOML text a seed-004 (`model = "isa-pps"`) scenario?
@@ -326,23 +323,7 @@ impl PpsScenario {
         path: impl AsRef<Path>,
         overrides: &[String],
     ) -> Result<PpsScenario, ScenarioError> {
-        let path = path.as_ref().to_owned();
-        let text = read(&path, None)?;
-        let file: PpsFile = parse_file(&path, &text)?;
-        let (platform_path, ptext, platform) =
-            load_named(&path, &text, "platform", &file.platform)?;
-        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", &file.kernel)?;
-        let mut s = PpsScenario {
-            path,
-            file,
-            platform_path,
-            platform,
-            kernel_path,
-            kernel,
-            texts: [text, ptext, ktext],
-            overrides: overrides.to_vec(),
-        };
-        apply_combined(&mut s.file, &mut s.platform, &mut s.kernel, overrides)?;
+        let s = PpsScenario::read_all(path.as_ref(), overrides)?;
         s.check()?;
         Ok(s)
     }
@@ -353,15 +334,6 @@ impl PpsScenario {
             key: key.to_string(),
             message: message.into(),
         }
-    }
-
-    fn origin(&self, key: &str) -> Origin {
-        origin_in(
-            key,
-            &self.overrides,
-            [&self.path, &self.platform_path, &self.kernel_path],
-            &self.texts,
-        )
     }
 
     fn range(&self, key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
@@ -628,16 +600,17 @@ impl PpsScenario {
 
     /// Run `samples` pulses with `seed`.
     pub fn run(&self, seed: u64, samples: u64) -> Result<PpsResult, ScenarioError> {
-        machine::run(self, seed, samples)
+        machine::run(self, seed, samples, None)
     }
 
     /// Independent replications on all cores, merged; the series and the samples are the first
-    /// replication's.
+    /// replication's. `progress` counts pulses timestamped, across replications.
     pub fn run_replicated(
         &self,
         seed: u64,
         samples: u64,
         replications: u32,
+        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     ) -> Result<PpsResult, ScenarioError> {
         use rayon::prelude::*;
         let r = u64::from(replications.max(1));
@@ -649,7 +622,7 @@ impl PpsScenario {
                 } else {
                     crate::scenario::replication_seed(seed, i)
                 };
-                self.run(s, samples)
+                machine::run(self, s, samples, progress.as_deref())
             })
             .collect::<Result<_, _>>()?;
         let mut first = results.remove(0);
