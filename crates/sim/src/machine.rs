@@ -506,12 +506,14 @@ impl Machine {
     /// With `inline_release`, a CPU store's release time is returned instead of scheduled.
     fn advance(&mut self, p: u32, mut t: SimTime, inline_release: bool) -> Option<SimTime> {
         let mut released = None;
+        let pkt = &self.packets[p as usize];
+        let (route, wire_bytes, releases, mut i) =
+            (pkt.route, pkt.wire_bytes, pkt.releases_cpu, pkt.hop);
+        let len = route.len();
         loop {
-            let pkt = &mut self.packets[p as usize];
-            let hop = pkt.route.hop(pkt.hop).expect("a hop is left");
-            pkt.hop += 1;
-            let releases_cpu = pkt.releases_cpu && hop == Hop::Fsb;
-            let crossing = self.fabric.cross(hop, t, pkt.wire_bytes);
+            let hop = route.at(i);
+            i += 1;
+            let crossing = self.fabric.cross(hop, t, wire_bytes);
             if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
                 if k == self.analyzed_link {
                     let tlp = &self.packets[p as usize].tlp;
@@ -519,7 +521,7 @@ impl Machine {
                     self.probe.observe(start, dir, tlp);
                 }
             }
-            if releases_cpu {
+            if releases && hop == Hop::Fsb {
                 if inline_release {
                     released = Some(crossing.arrival);
                 } else {
@@ -528,20 +530,20 @@ impl Machine {
             }
             // Hub crossings are pure delays: fold them in.
             t = crossing.arrival;
-            let pkt = &mut self.packets[p as usize];
-            while let Some(d) = pkt
-                .route
-                .hop(pkt.hop)
-                .and_then(|h| self.fabric.pure_delay(h))
-            {
-                t += d;
-                pkt.hop += 1;
+            while i < len {
+                match self.fabric.pure_delay(route.at(i)) {
+                    Some(d) => {
+                        t += d;
+                        i += 1;
+                    }
+                    None => break,
+                }
             }
-            let more = pkt.route.hop(pkt.hop).is_some();
-            if self.strict || !(more && self.q.peek_time().is_none_or(|next| next > t)) {
+            if self.strict || i >= len || self.q.peek_time().is_some_and(|next| next <= t) {
                 break;
             }
         }
+        self.packets[p as usize].hop = i;
         self.q.schedule_at(t, Ev::Hop(p));
         released
     }
@@ -811,13 +813,13 @@ impl Machine {
             return;
         }
         let mut acc = SimDuration::ZERO;
+        // Neither changes while the core runs: read them once.
+        let (strict, next_smi) = (self.strict, self.next_smi);
         loop {
-            if self.strict && acc > SimDuration::ZERO {
-                return self.resume_after(acc);
-            }
-            // An SMI takes the core at the first step boundary at or after its time, as in the
-            // reference mode, whatever the interrupt flag.
-            if acc > SimDuration::ZERO && now + acc >= self.next_smi {
+            // In the reference mode every step ends at an event. An SMI takes the core at the
+            // first step boundary at or after its time, as in the reference mode, whatever the
+            // interrupt flag.
+            if acc > SimDuration::ZERO && (strict || now + acc >= next_smi) {
                 return self.resume_after(acc);
             }
             if self.cpu.irqs_enabled {
@@ -845,8 +847,8 @@ impl Machine {
                     let mut cx = StepCtx {
                         kernel: &mut self.kernel,
                         costs: &cpu.timing,
-                        fold: !self.strict,
-                        horizon: self.next_smi.since_or_zero(now + acc),
+                        fold: !strict,
+                        horizon: next_smi.since_or_zero(now + acc),
                         charged: SimDuration::ZERO,
                         value: cpu.value,
                         irqs_enabled: &mut cpu.irqs_enabled,

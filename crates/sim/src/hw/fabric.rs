@@ -95,6 +95,11 @@ impl Route {
     pub fn hop(&self, i: u8) -> Option<Hop> {
         (i < self.len).then(|| self.hops[usize::from(i)])
     }
+    /// Hop `i`, which the caller knows to be on the route (`i < len()`).
+    pub fn at(&self, i: u8) -> Hop {
+        debug_assert!(i < self.len, "hop {i} of a {}-hop route", self.len);
+        self.hops[usize::from(i) & 3]
+    }
     pub fn len(&self) -> u8 {
         self.len
     }
