@@ -374,7 +374,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let samples = samples.unwrap_or(s.file.samples);
                     let counter = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
                     // Each replication runs the whole pulse timeline (its phases are by sample).
-                    let total = samples * u64::from(replications.max(1));
+                    let total = samples.saturating_mul(u64::from(replications.max(1)));
                     let bar = Progress::start(total, &counter);
                     let result = s.run_replicated(seed, samples, replications, Some(counter));
                     bar.finish();

@@ -494,7 +494,13 @@ fn cumulative(
                 0f64..100f64,
             )
             .map_err(|e| err(e.to_string()))?;
-        cumulative_curves(chart, format!("latency ({unit}, logarithmic)"), curves).map_err(&err)?;
+        cumulative_curves(
+            chart,
+            format!("latency ({unit}, logarithmic)"),
+            &sig_number,
+            curves,
+        )
+        .map_err(&err)?;
     } else {
         let pad = ((max_ns - min_ns) / 50).max(1);
         let chart = frame(&root, caption)
@@ -503,7 +509,8 @@ fn cumulative(
                 0f64..100f64,
             )
             .map_err(|e| err(e.to_string()))?;
-        cumulative_curves(chart, format!("latency ({unit})"), curves).map_err(&err)?;
+        cumulative_curves(chart, format!("latency ({unit})"), &axis_number, curves)
+            .map_err(&err)?;
     }
     root.present().map_err(|e| err(e.to_string()))
 }
@@ -528,13 +535,34 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     .into_iter()
     .map(within)
     .find(|t| t.len() <= MAX_TICKS)
-    .unwrap_or_default()
+    .unwrap_or_else(|| {
+        // More decades than labels: every k-th decade.
+        let all = within(&[1.0]);
+        let k = all.len().div_ceil(MAX_TICKS);
+        all.into_iter().step_by(k).collect()
+    })
+}
+
+/// A log axis' labels: three significant figures, so that ticks a decade or more below the
+/// axis unit stay distinct (`0.002`, `0.005` ms) instead of rounding to `0`.
+fn sig_number(v: &f64) -> String {
+    if *v <= 0.0 || *v >= 100.0 {
+        return axis_number(v);
+    }
+    let decimals = (2 - v.log10().floor() as i32).clamp(0, 12) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// The cumulative figure's mesh, curves and legend, on a linear or a logarithmic latency axis.
 fn cumulative_curves<'a, X>(
     mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
     x_desc: String,
+    x_label: &dyn Fn(&f64) -> String,
     curves: impl Iterator<Item = (Vec<(f64, f64)>, String)>,
 ) -> Result<(), String>
 where
@@ -543,7 +571,7 @@ where
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .x_label_formatter(&axis_number)
+        .x_label_formatter(x_label)
         .y_desc("samples at or below (%)")
         .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()
@@ -638,6 +666,21 @@ mod tests {
             log_ticks(1.0, 1e9),
             vec![1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
         );
+        // Thirty decades: every third.
+        assert_eq!(log_ticks(1.0, 1e29).len(), 10);
+    }
+
+    #[test]
+    fn log_labels_below_the_unit_stay_distinct() {
+        // A 0.9 us body under a 15 ms tail, labelled in ms.
+        let labels: Vec<String> = log_ticks(0.0009, 15.0).iter().map(sig_number).collect();
+        assert_eq!(labels[..3], ["0.001", "0.002", "0.005"]);
+        assert_eq!(labels.last().map(String::as_str), Some("10"));
+        let mut distinct = labels.clone();
+        distinct.dedup();
+        assert_eq!(distinct, labels);
+        assert_eq!(sig_number(&1.5), "1.5");
+        assert_eq!(sig_number(&250.0), "250");
     }
 
     #[test]

@@ -260,7 +260,7 @@ impl AnyScenario {
     pub fn interrupts(&self, samples: u64, replications: u32) -> u64 {
         match self {
             AnyScenario::Pcie(_) => samples,
-            AnyScenario::Pps(_) => samples * u64::from(replications.max(1)),
+            AnyScenario::Pps(_) => samples.saturating_mul(u64::from(replications.max(1))),
         }
     }
 }

@@ -53,7 +53,7 @@ pub struct Cpuidle {
     /// menu's `correction_factor[]`, and the bucket and timer distance of the current period.
     correction: [u64; BUCKETS],
     bucket: usize,
-    next_timer_us: u64,
+    next_timer_ns: u64,
     /// The state entered, and when.
     pub current: Option<(usize, SimTime)>,
     /// How often each state was entered.
@@ -71,7 +71,7 @@ impl Cpuidle {
             next_interval: 0,
             correction: [RESOLUTION * DECAY; BUCKETS],
             bucket: 0,
-            next_timer_us: 0,
+            next_timer_ns: 0,
             current: None,
             entered: vec![0; n],
         }
@@ -80,10 +80,12 @@ impl Cpuidle {
     /// menu's `get_typical_interval`: the average of the recent idle periods if they are
     /// consistent (standard deviation at most 20 us, or under a sixth of the average), after
     /// discarding the largest ones while three quarters remain; `None` otherwise, or when no
-    /// period was shorter than `predicted_us` (menu's shortcut: nothing shorter to predict).
+    /// period was shorter than `predicted_us` (6.4's shortcut: nothing shorter to predict).
     ///
-    /// The arithmetic is menu.c's: `unsigned int` periods, `u64` sums, periods above `INT_MAX`
-    /// discarded from the start, and the variance test guarded against overflow as there.
+    /// The arithmetic is 6.4's menu.c: `unsigned int` periods, `u64` sums, periods above
+    /// `INT_MAX` discarded from the start, the variance test guarded against overflow. One
+    /// difference: an all-zero history (no idle period yet) gives no prediction, as the later
+    /// kernels' `if (!max)` has it; 6.4 would predict 0 and poll.
     pub fn typical_interval_us(&self, predicted_us: u64) -> Option<u64> {
         let mut thresh = i32::MAX as u32;
         loop {
@@ -98,16 +100,17 @@ impl Cpuidle {
                 return None;
             }
             let avg = sum / n;
-            // menu.c sums the squares in a u64 and lets it wrap; with periods below INT_MAX
-            // that needs 25-minute differences, so wrapping is kept rather than widened.
+            // menu.c sums the squares in a u64. The squared deviations of eight values in
+            // [0, 2^31) sum to at most 8 * 2^60 = 2^63: the sum cannot overflow.
             let variance = self
                 .intervals
                 .iter()
                 .filter(|&&v| v <= thresh)
-                .fold(0u64, |acc, &v| {
+                .map(|&v| {
                     let d = u64::from(v).abs_diff(avg);
-                    acc.wrapping_add(d * d)
+                    d * d
                 })
+                .sum::<u64>()
                 / n;
             if variance <= u64::MAX / 36
                 && ((avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
@@ -125,8 +128,9 @@ impl Cpuidle {
     /// away; remember it as entered.
     pub fn select(&mut self, now: SimTime, next_timer: Option<SimDuration>) -> usize {
         // No timer at all (a tickless model without one): menu's KTIME_MAX, in the last bucket.
-        let timer_us = next_timer.map_or(u64::MAX / 2, |d| d.as_ps() / 1_000_000);
-        self.next_timer_us = timer_us;
+        let timer_ns = next_timer.map_or(u64::MAX / 2, |d| d.as_ps() / 1_000);
+        let timer_us = timer_ns / 1_000;
+        self.next_timer_ns = timer_ns;
         self.bucket = match timer_us {
             0..10 => 0,
             10..100 => 1,
@@ -135,26 +139,28 @@ impl Cpuidle {
             10_000..100_000 => 4,
             _ => 5,
         };
-        // A correction factor never exceeds RESOLUTION * DECAY, so the product overflows only
-        // for "no timer" (u64::MAX / 2), where menu's prediction is the factor's share of it.
+        // menu.c: the timer in nanoseconds times the factor, rounded to the nearest
+        // microsecond. A factor never exceeds RESOLUTION * DECAY, so the product overflows only
+        // without a timer (u64::MAX / 2 ns), where the prediction is in effect unbounded (the
+        // kernel's own KTIME_MAX product would wrap; the model does not copy that).
         let cf = self.correction[self.bucket];
-        let corrected = timer_us
+        const SCALE: u64 = RESOLUTION * DECAY * 1_000;
+        let corrected = timer_ns
             .checked_mul(cf)
-            .map_or(timer_us / (RESOLUTION * DECAY) * cf, |p| {
-                p / (RESOLUTION * DECAY)
-            });
+            .map_or(timer_ns / SCALE * cf, |p| (p + SCALE / 2) / SCALE);
         let predicted_us = self
             .typical_interval_us(corrected)
             .map_or(corrected, |t| t.min(corrected));
         let mut chosen = 0;
+        let predicted_ns = predicted_us.saturating_mul(1_000);
         for (i, s) in self.states.iter().enumerate() {
-            let residency_us = s.target_residency.as_ps() / 1_000_000;
-            if residency_us > predicted_us {
+            let residency_ns = s.target_residency.as_ps() / 1_000;
+            if residency_ns > predicted_ns {
                 // menu.c: "Use a physical idle state, not busy polling, unless a timer is going
                 // to trigger soon enough."
                 if chosen == 0
                     && self.states[0].polls
-                    && residency_us <= timer_us
+                    && residency_ns <= timer_ns
                     && self.latency_limit.is_none_or(|l| s.exit_latency <= l)
                 {
                     chosen = i;
@@ -181,24 +187,29 @@ impl Cpuidle {
     /// residency less the state's exit latency, against the timer it expected.
     pub fn left(&mut self, now: SimTime) {
         if let Some((state, since)) = self.current.take() {
-            let residency_us = now.since(since).as_ps() / 1_000_000;
-            let exit_us = self.states[state].exit_latency.as_ps() / 1_000_000;
-            let mut measured_us = if residency_us > 2 * exit_us {
-                residency_us - exit_us
+            // In nanoseconds, as menu_update works.
+            let residency_ns = now.since(since).as_ps() / 1_000;
+            let exit_ns = self.states[state].exit_latency.as_ps() / 1_000;
+            let mut measured_ns = if residency_ns > 2 * exit_ns {
+                residency_ns - exit_ns
             } else {
-                residency_us / 2
+                residency_ns / 2
             };
-            measured_us = measured_us.min(self.next_timer_us);
+            measured_ns = measured_ns.min(self.next_timer_ns);
             let cf = &mut self.correction[self.bucket];
             *cf -= *cf / DECAY;
-            *cf += if self.next_timer_us > 0 && measured_us < MAX_INTERESTING_US {
-                RESOLUTION * measured_us / self.next_timer_us
+            *cf += if self.next_timer_ns > 0 && measured_ns < MAX_INTERESTING_US * 1_000 {
+                // div64_u64(RESOLUTION * measured_ns, next_timer_ns); measured_ns is below
+                // MAX_INTERESTING here, so the product fits.
+                RESOLUTION * measured_ns / self.next_timer_ns
             } else {
                 RESOLUTION
             };
             // menu.c: "We don't want 0 as factor; we always want at least a tiny bit".
             *cf = (*cf).max(1);
-            // menu keeps periods as `unsigned int` microseconds.
+            // ktime_to_us into menu's `unsigned int` intervals (the kernel truncates the high
+            // bits; a period over 71 minutes is capped here instead).
+            let measured_us = measured_ns / 1_000;
             self.intervals[self.next_interval] = u32::try_from(measured_us).unwrap_or(u32::MAX);
             self.next_interval = (self.next_interval + 1) % INTERVALS;
         }
@@ -267,6 +278,34 @@ mod tests {
         assert_eq!(c.typical_interval_us(11), Some(10));
         c.intervals = [1, 900, 40, 3000, 70, 2, 600, 5000];
         assert_eq!(c.typical_interval_us(u64::MAX), None);
+    }
+
+    #[test]
+    fn the_timer_prediction_is_rounded_from_nanoseconds() {
+        let mut c = skl();
+        // 19.6 us with a fresh factor: menu rounds to 20 us, which C1E's 20 us residency fits;
+        // truncating to whole microseconds first would give 19 and C1.
+        assert_eq!(
+            c.select(SimTime::ZERO, Some(SimDuration::from_ps(19_600_000))),
+            2
+        );
+        assert_eq!(
+            c.select(SimTime::ZERO, Some(SimDuration::from_ps(19_400_000))),
+            1
+        );
+    }
+
+    #[test]
+    fn periods_above_int_max_are_discarded_like_menu() {
+        let mut c = skl();
+        c.intervals = [10, 10, 10, 10, 10, 10, 10, u32::MAX];
+        assert_eq!(c.typical_interval_us(u64::MAX), Some(10));
+        // The factor learns in nanoseconds: 7.5 us of a 10 us timer adds 768/1024, not 7/10.
+        let mut c = skl();
+        c.select(SimTime::ZERO, Some(us(10)));
+        c.left(SimTime::from_ps(9_500_000)); // 9.5 us in C1 (exit latency 2 us): 7.5 us
+        assert_eq!(c.correction[1], RESOLUTION * DECAY - RESOLUTION + 768);
+        assert_eq!(c.intervals[0], 7);
     }
 
     #[test]
