@@ -498,6 +498,34 @@ where
             &self.texts,
         )
     }
+
+    /// A refusal of `key`'s value, naming where it came from.
+    pub(crate) fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Invalid {
+            origin: self.origin(key),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// A physical quantity must lie in the range the model accepts: beyond it the picosecond
+    /// clock would overflow or round to nothing, and the model would mean nothing.
+    pub(crate) fn in_range(
+        &self,
+        key: &str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+        unit: &str,
+    ) -> Result<(), ScenarioError> {
+        if v.is_finite() && v >= lo && v <= hi {
+            return Ok(());
+        }
+        Err(self.invalid(
+            key,
+            format!("{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
+        ))
+    }
 }
 
 /// The loaded, overridden and checked configuration of one scenario of the PCIe-era model.
@@ -569,14 +597,6 @@ impl Scenario {
         Ok(s)
     }
 
-    fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
-        ScenarioError::Invalid {
-            origin: self.origin(key),
-            key: key.to_string(),
-            message: message.into(),
-        }
-    }
-
     /// Registers must lie inside their BAR, and no two BARs (nor the chipset's interrupt and
     /// IO-APIC windows) may overlap, or the driver's accesses would reach the wrong device.
     fn check_bars(&self) -> Result<(), ScenarioError> {
@@ -641,25 +661,6 @@ impl Scenario {
             }
         }
         Ok(())
-    }
-
-    /// A physical quantity must lie in the range the model accepts: beyond it the picosecond
-    /// clock would overflow or round to nothing, and the model would mean nothing.
-    fn in_range(
-        &self,
-        key: &str,
-        v: f64,
-        lo: f64,
-        hi: f64,
-        unit: &str,
-    ) -> Result<(), ScenarioError> {
-        if v.is_finite() && v >= lo && v <= hi {
-            return Ok(());
-        }
-        Err(self.invalid(
-            key,
-            format!("{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
-        ))
     }
 
     /// The parts seed 002 brought: idle states, SMIs, drivers, the round-trip counter, switches,

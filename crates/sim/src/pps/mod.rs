@@ -328,24 +328,6 @@ impl PpsScenario {
         Ok(s)
     }
 
-    fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
-        ScenarioError::Invalid {
-            origin: self.origin(key),
-            key: key.to_string(),
-            message: message.into(),
-        }
-    }
-
-    fn range(&self, key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
-        if v.is_finite() && v >= lo && v <= hi {
-            return Ok(());
-        }
-        Err(self.invalid(
-            key,
-            format!("{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
-        ))
-    }
-
     /// Refuse what the hardware or the kernel cannot have, and values the model cannot run.
     fn check(&self) -> Result<(), ScenarioError> {
         let f = &self.file;
@@ -473,7 +455,7 @@ impl PpsScenario {
                 "ms",
             ),
         ] {
-            self.range(key, v, lo, hi, unit)?;
+            self.in_range(key, v, lo, hi, unit)?;
         }
         if p.cpu.cache_line_bytes == 0 || !p.cpu.cache_line_bytes.is_power_of_two() {
             return Err(self.invalid(
@@ -560,9 +542,9 @@ impl PpsScenario {
                 ));
             }
             last = ph.until_sample;
-            self.range(&key("busy_fraction"), ph.busy_fraction, 0.0, 1.0, "")?;
-            self.range(&key("busy_ms"), ph.busy_ms, 0.001, 1e5, "ms")?;
-            self.range(&key("cold_fraction"), ph.cold_fraction, 0.0, 1.0, "")?;
+            self.in_range(&key("busy_fraction"), ph.busy_fraction, 0.0, 1.0, "")?;
+            self.in_range(&key("busy_ms"), ph.busy_ms, 0.001, 1e5, "ms")?;
+            self.in_range(&key("cold_fraction"), ph.cold_fraction, 0.0, 1.0, "")?;
             for (name, rate) in &ph.rates {
                 if !f.device.iter().any(|d| &d.name == name) {
                     let names: Vec<&str> = f.device.iter().map(|d| d.name.as_str()).collect();
@@ -571,7 +553,7 @@ impl PpsScenario {
                         format!("no device '{name}'; the devices are: {}", names.join(", ")),
                     ));
                 }
-                self.range(&format!("phase.{i}.rates.{name}"), *rate, 0.0, 1e5, "per s")?;
+                self.in_range(&format!("phase.{i}.rates.{name}"), *rate, 0.0, 1e5, "per s")?;
             }
             for (j, s) in ph.section.iter().enumerate() {
                 let key = |k: &str| format!("phase.{i}.section.{j}.{k}");
@@ -581,8 +563,8 @@ impl PpsScenario {
                         format!("'{}': a section is tty, net, bio, high or cli", s.mask),
                     ));
                 }
-                self.range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
-                self.range(&key("mean_us"), s.mean_us, 0.0, 1e5, "us")?;
+                self.in_range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
+                self.in_range(&key("mean_us"), s.mean_us, 0.0, 1e5, "us")?;
             }
         }
         if last < f.samples {
