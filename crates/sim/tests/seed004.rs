@@ -5,7 +5,6 @@
 
 mod common;
 
-use irqlab_sim::experiment::{validate_dir, ValidateOptions};
 use irqlab_sim::pps::{PpsResult, PpsScenario};
 use irqlab_stats::fence::step_period;
 use std::path::{Path, PathBuf};
@@ -59,17 +58,7 @@ fn counter(r: &PpsResult, name: &str) -> u64 {
 
 #[test]
 fn seed004_rows() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-    let report = validate_dir(
-        &dir,
-        &ValidateOptions {
-            only: Some("pps-*".into()),
-            ..Default::default()
-        },
-    )
-    .expect("validate runs");
-    let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ["pps-min", "pps-isa-quantum", "pps-load"]);
+    let report = common::validate_rows("pps-*", None, &["pps-min", "pps-isa-quantum", "pps-load"]);
     common::check_rows(&report, KNOWN_GAPS);
 }
 

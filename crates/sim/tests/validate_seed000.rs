@@ -6,9 +6,6 @@
 
 mod common;
 
-use irqlab_sim::experiment::{validate_dir, ValidateOptions};
-use std::path::Path;
-
 /// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
 const KNOWN_GAPS: &[(&str, &str)] = &[
     (
@@ -36,16 +33,6 @@ const ROWS: [&str; 6] = [
 
 #[test]
 fn seed000_rows() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-    let report = validate_dir(
-        &dir,
-        &ValidateOptions {
-            only: Some("msi-*".into()),
-            ..Default::default()
-        },
-    )
-    .expect("experiments load and run");
-    let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ROWS, "the six rows of DESIGN.md, in order");
+    let report = common::validate_rows("msi-*", None, &ROWS);
     common::check_rows(&report, KNOWN_GAPS);
 }

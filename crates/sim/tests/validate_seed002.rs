@@ -6,9 +6,6 @@
 
 mod common;
 
-use irqlab_sim::experiment::{validate_dir, ValidateOptions};
-use std::path::Path;
-
 /// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
 const KNOWN_GAPS: &[(&str, &str)] = &[
     (
@@ -30,18 +27,7 @@ const ROWS: [&str; 3] = ["fpga-median", "fpga-tail", "fpga-extreme"];
 
 #[test]
 fn seed002_rows() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-    let report = validate_dir(
-        &dir,
-        &ValidateOptions {
-            only: Some("fpga-*".into()),
-            samples: Some(400_000),
-            ..Default::default()
-        },
-    )
-    .expect("experiments load and run");
-    let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ROWS, "the three fpga rows of DESIGN.md, in order");
+    let report = common::validate_rows("fpga-*", Some(400_000), &ROWS);
     assert!(
         report
             .notes

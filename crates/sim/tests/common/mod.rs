@@ -1,6 +1,26 @@
-//! Shared by the validation tests: the known-gaps ratchet.
+//! Shared by the validation tests: running a seed's rows, and the known-gaps ratchet.
 
+use irqlab_sim::experiment::{validate_dir, ValidateOptions};
 use irqlab_stats::results::{ValidationReport, Verdict};
+use std::path::Path;
+
+/// `irqlab validate --only PATTERN` over the repository's experiments (`--samples` if given);
+/// the rows must come out as `rows`, DESIGN.md's, in order.
+pub fn validate_rows(pattern: &str, samples: Option<u64>, rows: &[&str]) -> ValidationReport {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let report = validate_dir(
+        &dir,
+        &ValidateOptions {
+            only: Some(pattern.into()),
+            samples,
+            ..Default::default()
+        },
+    )
+    .expect("experiments load and run");
+    let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, rows, "the rows of DESIGN.md for {pattern}, in order");
+    report
+}
 
 /// Every row must be filled in and pass, except those in `known_gaps` (id, what is missing),
 /// which must fail: a listed row that starts to pass fails the test until it is taken off the
