@@ -169,6 +169,9 @@ pub struct Machine {
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// When the next tick fires (the governor's next timer event).
     next_tick: Option<SimTime>,
+    /// The latest delivery made ahead of the clock (the run's end is the later of this and the
+    /// last event).
+    last_inline: SimTime,
     /// When the next SMI comes: an SMI is not masked by the interrupt flag, so the core may run
     /// ahead with interrupts off only up to it.
     next_smi: SimTime,
@@ -259,6 +262,7 @@ impl Machine {
             strict: false,
             progress: None,
             next_tick: None,
+            last_inline: SimTime::ZERO,
             next_smi: SimTime::from_ps(u64::MAX),
             smi: None,
         }
@@ -338,7 +342,7 @@ impl Machine {
             events: self.events,
             truncated,
             packets_on_link: self.analyzer.packets,
-            simulated_ps: self.q.now().as_ps(),
+            simulated_ps: self.q.now().max(self.last_inline).as_ps(),
         }
     }
 
@@ -414,8 +418,13 @@ impl Machine {
     }
 
     fn raise(&mut self, k: u8) {
-        let now = self.q.now();
-        if let Some((tlp, delay)) = self.devices[usize::from(k)].trigger_at(now) {
+        self.raise_at(k, self.q.now(), true);
+    }
+
+    /// Device k raises an interrupt at `at` (now, or later while the core runs ahead of the
+    /// clock); `early` as for [`Self::send_at`].
+    fn raise_at(&mut self, k: u8, at: SimTime, early: bool) {
+        if let Some((tlp, delay)) = self.devices[usize::from(k)].trigger_at(at) {
             if k == self.probed_device {
                 if let Some(p) = &self.progress {
                     if self.devices[usize::from(k)]
@@ -431,7 +440,7 @@ impl Machine {
             } else {
                 Endpoint::Ich
             };
-            self.send(Endpoint::Device(k), dest, tlp, delay);
+            self.send_at(Endpoint::Device(k), dest, tlp, at + delay, early);
         }
     }
 
@@ -457,18 +466,29 @@ impl Machine {
 
     /// Start `tlp` on its way from `from` to `to` after `delay`.
     fn send(&mut self, from: Endpoint, to: Endpoint, tlp: Tlp, delay: SimDuration) -> u32 {
-        self.send_packet(from, to, tlp, delay, false).0
+        self.send_packet(from, to, tlp, self.q.now() + delay, false, true)
+            .0
     }
 
-    /// Start a packet; `releases_cpu` marks a CPU store, which lets the core go on once the FSB
-    /// has taken it. Returns the packet and, if it already crossed the FSB, when that was.
+    /// Start `tlp` on its way at `at`. `early`: it may cross hops ahead of the clock right away.
+    /// That is exact only while every future action of the core is in the queue (it is not
+    /// while the core runs ahead of the clock and goes on after this send), because a hop
+    /// crossed early is taken before anything the core would put on it in the meantime.
+    fn send_at(&mut self, from: Endpoint, to: Endpoint, tlp: Tlp, at: SimTime, early: bool) {
+        self.send_packet(from, to, tlp, at, false, early);
+    }
+
+    /// Start a packet at `t`; `releases_cpu` marks a CPU store, which lets the core go on once
+    /// the FSB has taken it; `early` as for [`Self::send_at`]. Returns the packet and, if it
+    /// already crossed the FSB, when that was.
     fn send_packet(
         &mut self,
         from: Endpoint,
         to: Endpoint,
         tlp: Tlp,
-        delay: SimDuration,
+        t: SimTime,
         releases_cpu: bool,
+        early: bool,
     ) -> (u32, Option<SimTime>) {
         let p = self.alloc(Packet {
             tlp,
@@ -479,10 +499,11 @@ impl Machine {
             releases_cpu,
             live: true,
         });
-        let t = self.q.now() + delay;
         // Cross right away only if nothing is scheduled up to the entry time (see `advance`).
-        if !self.strict && self.q.peek_time().is_none_or(|next| next > t) {
-            let released = self.advance(p, t, true);
+        if early && !self.strict && self.q.peek_time().is_none_or(|next| next > t) {
+            // A store (the core goes on after it) runs ahead of the clock; a read stalls it.
+            let ahead = releases_cpu;
+            let released = self.advance(p, t, true, ahead);
             (p, released)
         } else {
             self.q.schedule_at(t, Ev::Hop(p));
@@ -497,14 +518,25 @@ impl Machine {
             self.deliver(p);
             return;
         }
-        self.advance(p, self.q.now(), false);
+        self.advance(p, self.q.now(), false, false);
     }
 
     /// Cross hops from time `t` until the packet must wait for the clock: a stateful hop (bus,
     /// link) may be crossed ahead of time only if nothing else is scheduled before the packet
     /// reaches it, so nothing else can take that bus first (exact, like the CPU's run-ahead).
     /// With `inline_release`, a CPU store's release time is returned instead of scheduled.
-    fn advance(&mut self, p: u32, mut t: SimTime, inline_release: bool) -> Option<SimTime> {
+    ///
+    /// A packet that reaches a device with nothing scheduled before it is delivered there and
+    /// then (the device's state is its own: nothing else can reach it first, and a later packet
+    /// on the same link arrives after this one). `ahead`: the core that sent it runs on ahead of
+    /// the clock, so what the device sends in reply waits for its own event (see `send_at`).
+    fn advance(
+        &mut self,
+        p: u32,
+        mut t: SimTime,
+        inline_release: bool,
+        ahead: bool,
+    ) -> Option<SimTime> {
         let mut released = None;
         let pkt = &self.packets[p as usize];
         let (route, wire_bytes, releases, mut i) =
@@ -543,6 +575,15 @@ impl Machine {
                 break;
             }
         }
+        if let Endpoint::Device(k) = self.packets[p as usize].dest {
+            if !self.strict && i >= len && self.q.peek_time().is_none_or(|next| next > t) {
+                let tlp = self.packets[p as usize].tlp;
+                self.release(p);
+                self.last_inline = self.last_inline.max(t);
+                self.device_receives(k, tlp, t, !ahead);
+                return released;
+            }
+        }
         self.packets[p as usize].hop = i;
         self.q.schedule_at(t, Ev::Hop(p));
         released
@@ -554,24 +595,7 @@ impl Machine {
         match dest {
             Endpoint::Device(k) => {
                 self.release(p);
-                let now = self.q.now();
-                match self.devices[usize::from(k)].receive(now, &tlp) {
-                    Reaction::None => {}
-                    Reaction::Send(delay, reply) => {
-                        self.send(Endpoint::Device(k), Endpoint::Cpu, reply, delay);
-                    }
-                    Reaction::CheckDeassert(delay) => {
-                        self.q.schedule_in(delay, Ev::CheckDeassert(k));
-                    }
-                    Reaction::Trigger => {
-                        if self.wants_more() {
-                            self.raise(k);
-                        }
-                    }
-                    Reaction::TriggerAfter(gap) => {
-                        self.q.schedule_in(gap, Ev::Generate(k));
-                    }
-                }
+                self.device_receives(k, tlp, self.q.now(), true);
             }
             Endpoint::Memory => {
                 self.release(p);
@@ -601,6 +625,27 @@ impl Machine {
                 }
             }
             Endpoint::Ich => self.ich_receive(p, tlp),
+        }
+    }
+
+    /// Device k takes `tlp` at `at` and reacts; `early` as for [`Self::send_at`].
+    fn device_receives(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
+        match self.devices[usize::from(k)].receive(at, &tlp) {
+            Reaction::None => {}
+            Reaction::Send(delay, reply) => {
+                self.send_at(Endpoint::Device(k), Endpoint::Cpu, reply, at + delay, early);
+            }
+            Reaction::CheckDeassert(delay) => {
+                self.q.schedule_at(at + delay, Ev::CheckDeassert(k));
+            }
+            Reaction::Trigger => {
+                if self.wants_more() {
+                    self.raise_at(k, at, early);
+                }
+            }
+            Reaction::TriggerAfter(gap) => {
+                self.q.schedule_at(at + gap, Ev::Generate(k));
+            }
         }
     }
 
@@ -1006,7 +1051,8 @@ impl Machine {
                 false,
             ),
         };
-        match self.send_packet(Endpoint::Cpu, dest, tlp, at, posted) {
+        let t = self.q.now() + at;
+        match self.send_packet(Endpoint::Cpu, dest, tlp, t, posted, true) {
             // A store the FSB took at once: the core goes on from then, no event needed.
             (_, Some(released)) => Some(released.since(self.q.now() + at)),
             _ => None,
