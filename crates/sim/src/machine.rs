@@ -873,10 +873,10 @@ impl Machine {
                 if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
                     return self.resume_after(acc);
                 }
+                // Nothing is scheduled before `now + acc` (checked above), so the interrupt is
+                // taken there, ahead of the clock: accepting it changes only the Local APIC and
+                // the stack, which nothing else reads in between.
                 if self.interrupt_pending() {
-                    if acc > SimDuration::ZERO {
-                        return self.resume_after(acc);
-                    }
                     self.take_interrupt();
                 }
             }
