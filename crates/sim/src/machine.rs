@@ -940,11 +940,13 @@ impl Machine {
                     self.cpu.irqs_enabled = true;
                 }
                 Op::Halt { sti } => {
-                    if acc > SimDuration::ZERO {
+                    // The core idles from `now + acc`, ahead of the clock, if nothing is
+                    // scheduled before then: whatever wakes it comes later.
+                    if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
                         self.cpu.parked.push((self.cpu.stack.len(), op));
                         return self.resume_after(acc);
                     }
-                    let now = self.q.now();
+                    let now = self.q.now() + acc;
                     let next_timer = self.next_tick.map(|t| t.since(now));
                     let polls = match &mut self.cpu.cpuidle {
                         Some(ci) => {
