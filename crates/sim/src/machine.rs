@@ -575,13 +575,27 @@ impl Machine {
                 break;
             }
         }
-        if let Endpoint::Device(k) = self.packets[p as usize].dest {
-            if !self.strict && i >= len && self.q.peek_time().is_none_or(|next| next > t) {
-                let tlp = self.packets[p as usize].tlp;
-                self.release(p);
-                self.last_inline = self.last_inline.max(t);
-                self.device_receives(k, tlp, t, !ahead);
-                return released;
+        if !self.strict && i >= len && self.q.peek_time().is_none_or(|next| next > t) {
+            let pkt = &self.packets[p as usize];
+            let (tlp, dest) = (pkt.tlp, pkt.dest);
+            match dest {
+                Endpoint::Device(k) => {
+                    self.release(p);
+                    self.last_inline = self.last_inline.max(t);
+                    self.device_receives(k, tlp, t, !ahead);
+                    return released;
+                }
+                // An interrupt message for a halted core: nothing of the core runs before its
+                // wake-up, which is an event.
+                Endpoint::Cpu
+                    if tlp.kind == TlpKind::MemWrite && self.cpu.state == CpuState::Halted =>
+                {
+                    self.release(p);
+                    self.last_inline = self.last_inline.max(t);
+                    self.interrupt_message(tlp, t);
+                    return released;
+                }
+                _ => {}
             }
         }
         self.packets[p as usize].hop = i;
@@ -606,15 +620,7 @@ impl Machine {
             Endpoint::Cpu => {
                 self.release(p);
                 match tlp.kind {
-                    TlpKind::MemWrite => {
-                        // The MCH turns a write to 0xFEEx_xxxx into an FSB interrupt message.
-                        if let Some(m) = MsiMessage::decode(tlp.addr, tlp.data) {
-                            if self.cpu.lapic.enabled && m.dest_apic_id == self.cpu.lapic.id {
-                                self.cpu.lapic.accept(m.vector, m.level_triggered);
-                                self.poke_cpu();
-                            }
-                        }
-                    }
+                    TlpKind::MemWrite => self.interrupt_message(tlp, self.q.now()),
                     TlpKind::Cpl | TlpKind::CplD => {
                         debug_assert_eq!(self.cpu.state, CpuState::Stalled);
                         self.cpu.value = tlp.data;
@@ -625,6 +631,17 @@ impl Machine {
                 }
             }
             Endpoint::Ich => self.ich_receive(p, tlp),
+        }
+    }
+
+    /// An interrupt write reaches the core's Local APIC at `at`: the MCH turns a write to
+    /// 0xFEEx_xxxx into an FSB interrupt message.
+    fn interrupt_message(&mut self, tlp: Tlp, at: SimTime) {
+        if let Some(m) = MsiMessage::decode(tlp.addr, tlp.data) {
+            if self.cpu.lapic.enabled && m.dest_apic_id == self.cpu.lapic.id {
+                self.cpu.lapic.accept(m.vector, m.level_triggered);
+                self.poke_cpu_at(at);
+            }
         }
     }
 
@@ -789,10 +806,15 @@ impl Machine {
     // ---- the CPU -------------------------------------------------------------------------
 
     fn poke_cpu(&mut self) {
+        self.poke_cpu_at(self.q.now());
+    }
+
+    /// An interrupt reaches the core at `at`: a halted core starts to wake.
+    fn poke_cpu_at(&mut self, at: SimTime) {
         if self.cpu.state == CpuState::Halted {
             self.cpu.state = CpuState::Waking;
             // In SMM the core leaves its idle state only after the firmware resumes it.
-            let from = self.q.now().max(self.cpu.smm_until);
+            let from = at.max(self.cpu.smm_until);
             let wake = match &mut self.cpu.cpuidle {
                 Some(ci) => {
                     let wake = ci.wake_time();
