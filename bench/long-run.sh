@@ -14,6 +14,9 @@ samples=${1:-256000000}
 scenario=${2:-experiments/seed002/fpga.toml}
 [ $# -ge 2 ] && shift 2 || shift $#
 runs=${RUNS:-3}
+case "$runs" in
+    '' | *[!0-9]* | 0) echo "RUNS must be a whole number of runs, 1 or more (got '$runs')" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 cargo build --release -q
 cores=$(nproc)

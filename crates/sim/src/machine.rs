@@ -28,6 +28,10 @@ enum Ev {
     Hop(u32),
     /// Device k re-checks its INTx line after a clear write.
     CheckDeassert(u8),
+    /// Device k raises an interrupt it held back for its previous one's service (a reaction to
+    /// a delivery made while the core ran ahead: the run's sample count, which every device
+    /// reads, must change in time order).
+    Trigger(u8),
     /// The ICH has finished servicing request packet p.
     IchDone(u32),
     /// The IO-APIC's interrupt write is ready to leave the hub.
@@ -169,8 +173,8 @@ pub struct Machine {
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// When the next tick fires (the governor's next timer event).
     next_tick: Option<SimTime>,
-    /// The latest delivery made ahead of the clock (the run's end is the later of this and the
-    /// last event).
+    /// The latest delivery or idle entry made ahead of the clock (the run's end is the later of
+    /// this and the last event).
     last_inline: SimTime,
     /// When the next SMI comes: an SMI is not masked by the interrupt flag, so the core may run
     /// ahead with interrupts off only up to it.
@@ -316,6 +320,11 @@ impl Machine {
                     self.cpu_run();
                 }
                 Ev::Tick => self.on_tick(),
+                Ev::Trigger(k) => {
+                    if self.wants_more() {
+                        self.raise(k);
+                    }
+                }
                 Ev::Smi => self.on_smi(),
             }
         }
@@ -381,6 +390,8 @@ impl Machine {
     /// bit per vector), as on the real APIC.
     fn on_tick(&mut self) {
         if !self.wants_more() {
+            // No more ticks: the governor must not wait for this one.
+            self.next_tick = None;
             return;
         }
         let t = self.kernel.tick.as_ref().expect("ticks only with a tick");
@@ -527,9 +538,10 @@ impl Machine {
     /// With `inline_release`, a CPU store's release time is returned instead of scheduled.
     ///
     /// A packet that reaches a device with nothing scheduled before it is delivered there and
-    /// then (the device's state is its own: nothing else can reach it first, and a later packet
-    /// on the same link arrives after this one). `ahead`: the core that sent it runs on ahead of
-    /// the clock, so what the device sends in reply waits for its own event (see `send_at`).
+    /// then (nothing else can reach the device first, and a later packet on the same link
+    /// arrives after this one). `ahead`: the core that sent it runs on ahead of the clock, so
+    /// what the device does that others can see (a reply, a new interrupt, which changes the
+    /// run's sample count) waits for its own event (see `send_at`, `device_receives`).
     fn advance(
         &mut self,
         p: u32,
@@ -655,6 +667,9 @@ impl Machine {
             Reaction::CheckDeassert(delay) => {
                 self.q.schedule_at(at + delay, Ev::CheckDeassert(k));
             }
+            // While the core runs ahead, another device's delivery may still come before `at`
+            // and read the sample count that this raise would change: raise at an event.
+            Reaction::Trigger if !early => self.q.schedule_at(at, Ev::Trigger(k)),
             Reaction::Trigger => {
                 if self.wants_more() {
                     self.raise_at(k, at, early);
@@ -969,6 +984,7 @@ impl Machine {
                         return self.resume_after(acc);
                     }
                     let now = self.q.now() + acc;
+                    self.last_inline = self.last_inline.max(now);
                     let next_timer = self.next_tick.map(|t| t.since(now));
                     let polls = match &mut self.cpu.cpuidle {
                         Some(ci) => {

@@ -93,7 +93,7 @@ impl LatencyHistogram {
             .saturating_add(u128::from(latency_ns) * u128::from(count));
         if latency_ns == self.run.0 && self.run.1 > 0 {
             // The same value again: min and max already hold it.
-            self.run.1 += count;
+            self.run.1 = self.run.1.saturating_add(count);
             return;
         }
         if latency_ns > HIGHEST_TRACKABLE_NS {
