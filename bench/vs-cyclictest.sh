@@ -57,11 +57,11 @@ print(f"{'round':>5}  {'tool':<10}  {'CPU':>3}  {'min us':>7}  {'p50 us':>7}  {'
 for r in range(1, rounds + 1):
     rep = json.load(open(f"{out}/irqlab-{r}.json"))
     ia, ip = [], []
-    for m in rep["metrics"]:
-        if not m["name"].startswith("thread_latency_cpu"):
+    for m in rep["result"]["metrics"]:
+        if m["name"] != "thread_latency":
             continue
         s = m["summary"]
-        cpu = m["name"].removeprefix("thread_latency_cpu")
+        cpu = m["cpu"]
         ia.append(s["mean_ns"] / 1000)
         ip.append(s["p50_ns"] / 1000)
         print(f"{r:>5}  {'irqlab':<10}  {cpu:>3}  {s['min_ns']/1000:>7.1f}  {s['p50_ns']/1000:>7.1f}  {s['mean_ns']/1000:>8.1f}  {s['max_ns']/1000:>9.1f}")

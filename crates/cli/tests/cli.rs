@@ -240,8 +240,11 @@ fn sim_json_is_valid_and_written_atomically() {
 
     let text = std::fs::read_to_string(&path).expect("the JSON file exists");
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
-    assert_eq!(v["schema_version"], 1, "{text}");
-    let metrics = v["metrics"].as_array().expect("metrics is an array");
+    assert_eq!(v["schema_version"], 2, "{text}");
+    assert_eq!(v["kind"], "sim", "{text}");
+    let metrics = v["result"]["metrics"]
+        .as_array()
+        .expect("metrics is an array");
     let mut names: Vec<&str> = metrics
         .iter()
         .map(|m| m["name"].as_str().expect("metric name"))
@@ -298,8 +301,9 @@ fn validate_json_rows_and_exit_status() {
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("no JSON written ({e}); stdout:\n{stdout}\nstderr:\n{stderr}"));
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
-    assert_eq!(v["schema_version"], 1, "{text}");
-    let rows = v["rows"].as_array().expect("rows is an array");
+    assert_eq!(v["schema_version"], 2, "{text}");
+    assert_eq!(v["kind"], "validate", "{text}");
+    let rows = v["result"]["rows"].as_array().expect("rows is an array");
 
     let mut ids: Vec<&str> = rows
         .iter()

@@ -107,7 +107,7 @@ const MEASUREMENTS: [(&[&str], &str); 2] = [
     ),
     (
         &["measure", "timer", "--buffer-kb", "512"],
-        "thread_latency_cpu",
+        "thread_latency[cpu",
     ),
 ];
 

@@ -93,20 +93,22 @@ fn a_short_timer_run_reports_per_cpu_latencies_and_the_split() {
         .unwrap();
     assert_ok(&out);
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["kind"], "measure-timer");
+    assert_eq!(r["settings"]["cpus"], serde_json::json!([0]));
     let metric = |name: &str| {
-        r["metrics"]
+        r["result"]["metrics"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|m| m["name"] == name)
+            .find(|m| m["name"] == name && m["cpu"] == 0)
             .cloned()
     };
-    let thread = metric("thread_latency_cpu0").expect("thread latency");
+    let thread = metric("thread_latency").expect("thread latency");
     assert_eq!(thread["summary"]["count"], 50);
     assert!(thread["summary"]["min_ns"].as_u64().unwrap() > 0);
     match root_with_tracefs() {
         Ok(()) => {
-            let irq = metric("irq_latency_cpu0").expect("the IRQ part, traced");
+            let irq = metric("irq_latency").expect("the IRQ part, traced");
             let (irq_p50, thread_p50) = (
                 irq["summary"]["p50_ns"].as_u64().unwrap(),
                 thread["summary"]["p50_ns"].as_u64().unwrap(),
@@ -192,7 +194,9 @@ fn host_inventory_on_a_captured_tree_and_as_json() {
         .stdout(predicate::str::contains("0000:00:02.0 (virtio-pci)"))
         .stdout(predicate::str::contains("findings: none"));
     let inv: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(inv["schema_version"], 1);
+    assert_eq!(inv["schema_version"], 2);
+    assert_eq!(inv["kind"], "host");
+    let inv = &inv["result"];
     // 19 numbered lines and 16 per-CPU classes, hidden or not in the table.
     assert_eq!(inv["irqs"].as_array().unwrap().len(), 35);
     irqlab()
@@ -259,7 +263,7 @@ fn without_root_the_measurements_say_what_is_missing() {
     ] {
         assert!(text.contains(missing), "no warning '{missing}' in:\n{text}");
     }
-    assert!(text.contains("thread_latency_cpu0"));
+    assert!(text.contains("thread_latency[cpu0]"));
     eprintln!(
         "checked as {}",
         if is_root() {
@@ -312,7 +316,7 @@ fn validate_plot_draws_each_experiment() {
         .stdout(predicate::str::contains("seed000-isr-histogram.svg"));
     let svg = std::fs::read_to_string(dir.path().join("seed000-isr-histogram.svg")).unwrap();
     // Only the runs the selected row needs, each labelled.
-    assert!(svg.contains("ws-msi (isr latency)") && svg.contains("ws-ioapic (isr latency)"));
+    assert!(svg.contains("ws-msi isr_latency") && svg.contains("ws-ioapic isr_latency"));
     assert!(!svg.contains("soc-msi"));
     assert!(dir.path().join("seed000-tasklet-cumulative.svg").exists());
 }
@@ -345,7 +349,7 @@ fn plot_draws_saved_results_overlaid() {
         .success()
         .stdout(predicate::str::contains("comparison-histogram.svg"));
     let svg = std::fs::read_to_string(dir.path().join("comparison-histogram.svg")).unwrap();
-    assert!(svg.contains("quiet: isr_latency") && svg.contains("ticking: isr_latency"));
+    assert!(svg.contains("quiet isr_latency") && svg.contains("ticking isr_latency"));
     // A file that is not a result is refused with what to do.
     std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
     irqlab()

@@ -11,9 +11,6 @@ use irqlab_stats::inventory::{
 use std::path::Path;
 use std::time::Duration;
 
-/// Version of the inventory's JSON layout.
-pub const SCHEMA_VERSION: u32 = 1;
-
 /// A CPU is "carrying the load" when it takes more than this share of device interrupts.
 const CONCENTRATION_SHARE: f64 = 0.8;
 /// ... and there is enough load to matter: device interrupts per second over the interval.
@@ -63,7 +60,6 @@ pub fn build(
     }
     let findings = findings(root, &irqs, &functions, &latest.cpus, earlier.is_some());
     Ok(Inventory {
-        schema_version: SCHEMA_VERSION,
         kernel: read_trimmed(&root.join("proc/sys/kernel/osrelease")),
         cpus: latest.cpus.clone(),
         interval_s: earlier.map(|(_, s)| s),

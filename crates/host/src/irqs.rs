@@ -11,8 +11,9 @@
 //! at the end. Events are paired per CPU: a hard IRQ handler runs to completion on the CPU that
 //! entered it, and a softirq raised on a CPU runs on that CPU.
 
+use crate::readers::{CpuSink, Readers};
 use crate::ringbuf::{self, Field, Format};
-use crate::tracefs::{self, CpuSink, EventName, Readers, TraceInstance};
+use crate::tracefs::{self, EventName, TraceInstance};
 use crate::HostError;
 use irqlab_stats::activity::{IrqActivity, IrqActivityReport, SoftirqActivity, TaskletActivity};
 use irqlab_stats::LatencyHistogram;
@@ -20,9 +21,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Version of the JSON layout of the report.
-pub const SCHEMA_VERSION: u32 = 1;
 
 /// Softirq vector names (`include/linux/interrupt.h`, `softirq_to_name`).
 pub const SOFTIRQ_NAMES: [&str; 10] = [
@@ -408,7 +406,6 @@ pub fn measure_irqs(
         }
     };
     let mut report = IrqActivityReport {
-        schema_version: SCHEMA_VERSION,
         kernel: crate::pci::read_trimmed(std::path::Path::new("/proc/sys/kernel/osrelease")),
         duration_s: secs,
         cpus: cpus.clone(),

@@ -12,11 +12,13 @@
 
 #![deny(unsafe_code)]
 
+pub mod host_info;
 pub mod interrupts;
 pub mod inventory;
 pub mod irqs;
 pub mod load;
 pub mod pci;
+pub mod readers;
 pub mod ringbuf;
 pub mod signals;
 mod sys;

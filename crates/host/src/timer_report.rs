@@ -6,7 +6,7 @@ use crate::load::Load;
 use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
 use crate::timer_trace::{TimerTrace, TimerTraceResult};
 use crate::HostError;
-use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike, SCHEMA_VERSION};
+use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike};
 use irqlab_stats::LatencyHistogram;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -97,45 +97,53 @@ fn build(
     let mut counters = Vec::new();
     let mut histograms = Vec::new();
     for c in &run.per_cpu {
-        histograms.push(HistogramData::of(
-            &format!("thread_latency_cpu{}", c.cpu),
-            &c.histogram,
-        ));
+        let cpu = Some(c.cpu);
+        histograms.push(HistogramData {
+            cpu,
+            ..HistogramData::of("thread_latency", &c.histogram)
+        });
         metrics.push(Metric {
-            name: format!("thread_latency_cpu{}", c.cpu),
-            description: "timer expiry (absolute clock_nanosleep, CLOCK_MONOTONIC) to the \
-                          measuring thread running: cyclictest's latency"
-                .into(),
-            summary: c.histogram.summary(),
+            cpu,
+            ..Metric::new(
+                "thread_latency",
+                "timer expiry (absolute clock_nanosleep, CLOCK_MONOTONIC) to the measuring \
+                 thread running: cyclictest's latency",
+                c.histogram.summary(),
+            )
         });
         if let Some(h) = traced.and_then(|t| t.irq_latency(c.cpu, c.tid)) {
-            histograms.push(HistogramData::of(&format!("irq_latency_cpu{}", c.cpu), h));
+            histograms.push(HistogramData {
+                cpu,
+                ..HistogramData::of("irq_latency", h)
+            });
             metrics.push(Metric {
-                name: format!("irq_latency_cpu{}", c.cpu),
-                description: "timer expiry to its hrtimer callback running in the timer \
-                              interrupt (trace events hrtimer_start, hrtimer_expire_entry)"
-                    .into(),
-                summary: h.summary(),
+                cpu,
+                ..Metric::new(
+                    "irq_latency",
+                    "timer expiry to its hrtimer callback running in the timer interrupt \
+                     (trace events hrtimer_start, hrtimer_expire_entry)",
+                    h.summary(),
+                )
             });
         }
         counters.push(Counter {
-            name: format!("wakeups_cpu{}", c.cpu),
-            value: c.loops,
+            cpu,
+            ..Counter::new("wakeups", c.loops)
         });
         counters.push(Counter {
-            name: format!("overruns_cpu{}", c.cpu),
-            value: c.overruns,
+            cpu,
+            ..Counter::new("overruns", c.overruns)
         });
     }
     if let Some(t) = traced {
-        counters.push(Counter {
-            name: "trace_events".into(),
-            value: t.per_cpu.iter().map(|(_, c)| c.events).sum(),
-        });
-        counters.push(Counter {
-            name: "trace_events_lost".into(),
-            value: t.lost_events.iter().sum(),
-        });
+        counters.push(Counter::new(
+            "trace_events",
+            t.per_cpu.iter().map(|(_, c)| c.events).sum(),
+        ));
+        counters.push(Counter::new(
+            "trace_events_lost",
+            t.lost_events.iter().sum(),
+        ));
     }
     let spike = match run.stopped_by {
         StopReason::Break {
@@ -200,7 +208,6 @@ fn build(
     }
     MeasuredTimer {
         report: RunReport {
-            schema_version: SCHEMA_VERSION,
             source: "host".into(),
             title: "Timer wake-up latency on this host (cyclictest's method)".into(),
             config,

@@ -14,8 +14,9 @@
 //! context switches and wake-ups) so that, when a wake-up is too late (`--break-us`), irqlab can
 //! say what ran on that CPU before it.
 
+use crate::readers::{CpuSink, Readers};
 use crate::ringbuf::{self, Field, Format};
-use crate::tracefs::{CpuSink, EventName, Readers, TraceInstance, IRQ_EVENTS, LOCAL_TIMER_EVENTS};
+use crate::tracefs::{EventName, TraceInstance, IRQ_EVENTS, LOCAL_TIMER_EVENTS};
 use crate::HostError;
 use irqlab_stats::results::SpikeEvent;
 use irqlab_stats::LatencyHistogram;

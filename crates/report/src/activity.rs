@@ -116,8 +116,3 @@ pub fn irq_activity_text(r: &IrqActivityReport) -> String {
     }
     out
 }
-
-/// The measurement as pretty JSON.
-pub fn irq_activity_json(r: &IrqActivityReport) -> Result<String, crate::ReportError> {
-    Ok(serde_json::to_string_pretty(r)? + "\n")
-}

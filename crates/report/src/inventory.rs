@@ -132,11 +132,6 @@ pub fn inventory_text(inv: &Inventory) -> String {
     out
 }
 
-/// The inventory as pretty JSON.
-pub fn inventory_json(inv: &Inventory) -> Result<String, crate::ReportError> {
-    Ok(serde_json::to_string_pretty(inv)? + "\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,16 +12,17 @@
 
 pub mod activity;
 pub mod inventory;
+pub mod json;
 pub mod plot;
+pub mod spike;
 pub mod table;
 pub mod text;
 
-use irqlab_stats::results::{RunReport, ValidationReport};
 use std::io::Write;
 use std::path::Path;
 
-pub use activity::{irq_activity_json, irq_activity_text};
-pub use inventory::{inventory_json, inventory_text};
+pub use activity::irq_activity_text;
+pub use inventory::inventory_text;
 pub use text::{run_text, validation_text};
 
 /// Errors writing results.
@@ -31,16 +32,6 @@ pub enum ReportError {
     Write { path: String, reason: String },
     #[error("cannot serialize the result: {0}")]
     Json(#[from] serde_json::Error),
-}
-
-/// A run as pretty JSON.
-pub fn run_json(r: &RunReport) -> Result<String, ReportError> {
-    Ok(serde_json::to_string_pretty(r)? + "\n")
-}
-
-/// A validation as pretty JSON.
-pub fn validation_json(r: &ValidationReport) -> Result<String, ReportError> {
-    Ok(serde_json::to_string_pretty(r)? + "\n")
 }
 
 /// Write `contents` to `path` whole or not at all: into a temporary file beside it, then a

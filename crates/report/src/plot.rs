@@ -142,7 +142,7 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
     let body_min = hists[0].values[0].0;
     if body_max > body_min && max_ns - min_ns > 3 * (body_max - body_min) {
         let path = dir.join(format!("{name}-histogram-body.svg"));
-        let title = format!("{} to p99", hists[0].metric);
+        let title = format!("{} to p99", hists[0].label());
         histogram(&path, &title, &hists[..1], (body_min, body_max), BODY_BINS)?;
         files.push(path);
     }
@@ -152,6 +152,41 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
         files.push(path);
     }
     Ok(files)
+}
+
+/// Draw saved runs (`irqlab plot`): one run as [`plot_run`] does, named after its label;
+/// several overlaid on the same axes as `comparison-*.svg`, each metric labelled with its run's
+/// label (the file's name).
+pub fn plot_runs(runs: &[(String, RunReport)], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    match runs {
+        [] => Err(PlotError::Empty),
+        [(label, r)] => plot_run(r, dir, label),
+        [(_, first), ..] => {
+            let mut merged = RunReport {
+                title: "Comparison".into(),
+                histograms: Vec::new(),
+                series: Vec::new(),
+                ..first.clone()
+            };
+            for (label, r) in runs {
+                merged
+                    .histograms
+                    .extend(r.histograms.iter().map(|h| HistogramData {
+                        run: Some(label.clone()),
+                        ..h.clone()
+                    }));
+            }
+            merged.series = first
+                .series
+                .iter()
+                .map(|s| NamedSeries {
+                    run: Some(runs[0].0.clone()),
+                    ..s.clone()
+                })
+                .collect();
+            plot_run(&merged, dir, "comparison")
+        }
+    }
 }
 
 /// The value below which `q` of all the histograms' samples lie together.
@@ -220,17 +255,18 @@ fn sample_series(
         let color = palette(i);
         let stride = s.series.stride;
         let mut label = if stride == 1 {
-            format!("{} ({} samples)", s.metric, s.series.samples)
+            format!("{} ({} samples)", series_label(s), s.series.samples)
         } else {
             format!(
                 "{} ({} samples, each bar the min-max of {stride})",
-                s.metric, s.series.samples
+                series_label(s),
+                s.series.samples
             )
         };
         // A replicated run keeps the first replication's series only: say so.
         let total: u64 = hists
             .iter()
-            .find(|h| h.metric == s.metric)
+            .find(|h| h.metric == s.metric && h.run == s.run && h.phase.is_none())
             .map_or(0, |h| h.values.iter().map(|v| v.1).sum());
         if total > s.series.samples {
             label.push_str(&format!(", the first replication's of {total}"));
@@ -262,33 +298,36 @@ fn sample_series(
     root.present().map_err(|e| err(e.to_string()))
 }
 
+/// A series' legend name: its run (in a comparison) and metric.
+fn series_label(s: &NamedSeries) -> String {
+    match &s.run {
+        Some(r) => format!("{r} {}", s.metric),
+        None => s.metric.clone(),
+    }
+}
+
 /// Draw each experiment's runs overlaid, ISR and tasklet latency separately:
 /// `EXPERIMENT-isr-histogram.svg`, `EXPERIMENT-isr-cumulative.svg` and the same for `tasklet`.
 pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut files = Vec::new();
     for e in &v.experiments {
-        // Histograms are named "RUN METRIC"; one figure per metric, its runs overlaid.
-        for (metric, kind, label) in [
-            ("isr_latency", "isr", "isr latency"),
-            ("tasklet_latency", "tasklet", "tasklet latency"),
-            ("round_trip", "round-trip", "round trip"),
-            ("pps_latency", "pps", "pps latency"),
+        // One figure per metric, the experiment's runs overlaid (workload phases left out).
+        for (metric, kind) in [
+            ("isr_latency", "isr"),
+            ("tasklet_latency", "tasklet"),
+            ("round_trip", "round-trip"),
+            ("pps_latency", "pps"),
         ] {
-            let suffix = format!(" {metric}");
             let histograms: Vec<HistogramData> = e
                 .histograms
                 .iter()
-                .filter(|h| h.metric.ends_with(&suffix))
-                .map(|h| HistogramData {
-                    metric: format!("{} ({label})", h.metric.trim_end_matches(&suffix)),
-                    ..h.clone()
-                })
+                .filter(|h| h.metric == metric && h.phase.is_none())
+                .cloned()
                 .collect();
             if histograms.is_empty() {
                 continue;
             }
             let r = RunReport {
-                schema_version: v.schema_version,
                 source: e.experiment.clone(),
                 title: e.title.clone(),
                 config: Vec::new(),
@@ -394,7 +433,7 @@ fn histogram(
         let total: u64 = h.values.iter().map(|v| v.1).sum();
         let label = format!(
             "{} ({}{} samples, bins of {})",
-            h.metric,
+            h.label(),
             if shown < total {
                 format!("{shown} of ")
             } else {
@@ -481,7 +520,7 @@ fn cumulative(
             acc += c;
             pts.push((x, 100.0 * acc as f64 / total as f64));
         }
-        (pts, h.metric.clone())
+        (pts, h.label())
     });
     if min_ns > 0 && max_ns > LOG_AXIS_SPAN * min_ns {
         // A far tail (seed 004's clock collisions, seed 002's rare 10 us samples): a log axis
@@ -589,10 +628,8 @@ mod tests {
     #[test]
     fn bins_put_every_sample_somewhere() {
         let h = HistogramData {
-            metric: "x".into(),
             values: vec![(100, 5), (150, 7), (10_000, 1)],
-            overflows: 0,
-            quantum_ns: None,
+            ..HistogramData::of("x", &irqlab_stats::LatencyHistogram::new())
         };
         let b = binned(&h, 50.0, 100.0, 121, 10_000);
         assert_eq!(b.iter().map(|x| x.1).sum::<u64>(), 13);
@@ -609,7 +646,6 @@ mod tests {
             h.record(ns);
         }
         let r = RunReport {
-            schema_version: 1,
             source: "test".into(),
             title: "Round trip".into(),
             config: vec![],

@@ -1,7 +1,7 @@
 //! Terminal renderings of runs and validations.
 
 use crate::table::Table;
-use irqlab_stats::results::{RunReport, Spike, ValidationReport, Verdict};
+use irqlab_stats::results::{RunReport, ValidationReport, Verdict};
 
 /// Thousands separators for ns figures.
 pub fn group(n: u64) -> String {
@@ -25,7 +25,7 @@ pub fn run_text(r: &RunReport) -> String {
     for m in &r.metrics {
         let s = &m.summary;
         t.row(vec![
-            m.name.clone(),
+            m.label(),
             group(s.count),
             opt(s.min_ns),
             s.mean_ns.map_or("-".into(), |m| group(m.round() as u64)),
@@ -42,7 +42,7 @@ pub fn run_text(r: &RunReport) -> String {
         out.push('\n');
         let mut c = Table::new(&["counter", "value"]);
         for k in &r.counters {
-            c.row(vec![k.name.clone(), group(k.value)]);
+            c.row(vec![k.label(), group(k.value)]);
         }
         out.push_str(&c.render());
     }
@@ -54,50 +54,11 @@ pub fn run_text(r: &RunReport) -> String {
         out.push_str(&trace_text(r));
     }
     if let Some(sp) = &r.spike {
-        out.push_str(&spike_text(sp));
+        out.push_str(&crate::spike::spike_text(sp));
     }
     for w in &r.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }
-    out
-}
-
-/// Signed microseconds with one decimal: `-12.3`, `+0.8`.
-fn us(ns: i64) -> String {
-    format!("{:+.1}", ns as f64 / 1000.0)
-}
-
-/// The account of a latency spike.
-pub fn spike_text(sp: &Spike) -> String {
-    let mut out = format!(
-        "\nStopped: wake-up {} on CPU {} was {} ns late",
-        group(sp.loop_index),
-        sp.cpu,
-        group(sp.latency_ns)
-    );
-    match sp.irq_latency_ns {
-        Some(irq) => out.push_str(&format!(
-            " ({} ns until the timer interrupt ran its callback, {} ns from there to the thread)\n",
-            group(irq),
-            group(sp.latency_ns.saturating_sub(irq))
-        )),
-        None => out.push_str(" (the timer callback is not in the trace)\n"),
-    }
-    if sp.events.is_empty() {
-        out.push_str("No trace of what ran before it (tracing was off or unavailable).\n");
-        return out;
-    }
-    out.push_str("What ran on that CPU, in us from the timer's expiry:\n");
-    let mut t = Table::new(&["time (us)", "event", "ran for (us)"]);
-    for e in &sp.events {
-        t.row(vec![
-            us(e.offset_ns),
-            e.event.clone(),
-            e.duration_ns
-                .map_or(String::new(), |d| format!("{:.1}", d as f64 / 1000.0)),
-        ]);
-    }
-    out.push_str(&t.render());
     out
 }
 

@@ -4,9 +4,7 @@
 
 use crate::report::trace_rows;
 use crate::scenario::{parse_file, RunResult, Scenario, ScenarioError};
-use irqlab_stats::results::{
-    ExperimentRuns, ValidationReport, ValidationRow, Verdict, SCHEMA_VERSION,
-};
+use irqlab_stats::results::{ExperimentRuns, ValidationReport, ValidationRow, Verdict};
 use irqlab_stats::thousands;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -413,11 +411,7 @@ impl Experiment {
         let mut histograms = Vec::new();
         for spec in &needed {
             let r = &results[&spec.id];
-            histograms.extend(crate::report::histograms(
-                r,
-                r.has_tasklet,
-                &format!("{} ", spec.id),
-            ));
+            histograms.extend(crate::report::histograms(r, r.has_tasklet, Some(&spec.id)));
         }
         Ok((
             rows,
@@ -842,7 +836,6 @@ pub fn validate_dir(
         }
     }
     Ok(ValidationReport {
-        schema_version: SCHEMA_VERSION,
         rows,
         experiments,
         notes,

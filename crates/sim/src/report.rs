@@ -4,9 +4,7 @@ use crate::hw::pcie::{Dir, TlpKind};
 use crate::pps::{PpsResult, PpsScenario};
 use crate::probes::analyzer::TraceRecord;
 use crate::scenario::{RunResult, Scenario};
-use irqlab_stats::results::{
-    Counter, HistogramData, Metric, NamedSeries, RunReport, TraceRow, SCHEMA_VERSION,
-};
+use irqlab_stats::results::{Counter, HistogramData, Metric, NamedSeries, RunReport, TraceRow};
 
 /// Printable rows for analyzer records, with time relative to the first.
 pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
@@ -108,7 +106,6 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
     let link_replays = c.link_replays;
     let dma = c.dma_requests;
     RunReport {
-        schema_version: SCHEMA_VERSION,
         source: scenario.path.display().to_string(),
         title: scenario.file.title.clone(),
         config: vec![
@@ -134,16 +131,17 @@ pub fn run_report(scenario: &Scenario, seed: u64, result: &RunResult) -> RunRepo
             .chain(idle.into_iter().filter(|(_, n)| *n > 0))
             .chain((link_replays > 0).then(|| ("link_replays".to_string(), link_replays)))
             .chain((dma > 0).then(|| ("dma_requests".to_string(), dma)))
-            .map(|(name, value)| Counter { name, value })
+            .map(|(name, value)| Counter::new(&name, value))
             .collect(),
         trace: trace_rows(&result.trace),
         spike: None,
-        histograms: histograms(result, has_tasklet, ""),
+        histograms: histograms(result, has_tasklet, None),
         series: result
             .series
             .iter()
             .map(|(metric, s)| NamedSeries {
                 metric: metric.to_string(),
+                run: None,
                 series: s.clone(),
             })
             .collect(),
@@ -188,37 +186,34 @@ fn measured(result: &RunResult, has_tasklet: bool) -> Vec<Measured<'_>> {
 fn metrics(result: &RunResult, has_tasklet: bool) -> Vec<Metric> {
     measured(result, has_tasklet)
         .into_iter()
-        .map(|(name, description, h)| Metric {
-            name: name.into(),
-            description: description.into(),
-            summary: h.summary(),
+        .map(|(name, description, h)| Metric::new(name, description, h.summary()))
+        .collect()
+}
+
+/// The run's distributions, labelled with `run` (a run id in a validation report).
+pub fn histograms(result: &RunResult, has_tasklet: bool, run: Option<&str>) -> Vec<HistogramData> {
+    if let Some(p) = &result.pps {
+        return pps_histograms(p, run);
+    }
+    measured(result, has_tasklet)
+        .into_iter()
+        .map(|(name, _, h)| HistogramData {
+            run: run.map(str::to_string),
+            ..HistogramData::of(name, h)
         })
         .collect()
 }
 
-/// The run's distributions, named with `prefix` (a run id in a validation report).
-pub fn histograms(result: &RunResult, has_tasklet: bool, prefix: &str) -> Vec<HistogramData> {
-    if let Some(p) = &result.pps {
-        return pps_histograms(p, prefix);
-    }
-    measured(result, has_tasklet)
-        .into_iter()
-        .map(|(name, _, h)| HistogramData::of(&format!("{prefix}{name}"), h))
-        .collect()
-}
-
 /// A seed-004 run's distributions: all samples, then each workload phase, in counter counts.
-fn pps_histograms(p: &PpsResult, prefix: &str) -> Vec<HistogramData> {
-    std::iter::once((format!("{prefix}pps_latency"), &p.latency))
-        .chain(
-            p.phases
-                .iter()
-                .map(|(n, h)| (format!("{prefix}pps_latency {n}"), h)),
-        )
+fn pps_histograms(p: &PpsResult, run: Option<&str>) -> Vec<HistogramData> {
+    std::iter::once((None, &p.latency))
+        .chain(p.phases.iter().map(|(n, h)| (Some(n.clone()), h)))
         .filter(|(_, h)| !h.is_empty())
-        .map(|(name, h)| HistogramData {
+        .map(|(phase, h)| HistogramData {
+            run: run.map(str::to_string),
+            phase,
             quantum_ns: Some(p.count_ns),
-            ..HistogramData::of(&name, h)
+            ..HistogramData::of("pps_latency", h)
         })
         .collect()
 }
@@ -226,24 +221,25 @@ fn pps_histograms(p: &PpsResult, prefix: &str) -> Vec<HistogramData> {
 /// The report of a seed-004 run.
 pub fn pps_run_report(s: &PpsScenario, seed: u64, p: &PpsResult) -> RunReport {
     let fence = irqlab_stats::fence::step_period(&p.counts, p.count_ns, 40.0, 400.0);
-    let mut metrics = vec![Metric {
-        name: "pps_latency".into(),
-        description: "pulse edge (the card's latch) to the driver's timestamp read reaching the \
-                      card, in 90.112 MHz counts"
-            .into(),
-        summary: p.latency.summary(),
-    }];
+    let mut metrics = vec![Metric::new(
+        "pps_latency",
+        "pulse edge (the card's latch) to the driver's timestamp read reaching the card, in \
+         90.112 MHz counts",
+        p.latency.summary(),
+    )];
     for (name, h) in &p.phases {
         if !h.is_empty() {
             metrics.push(Metric {
-                name: format!("pps_latency[{name}]"),
-                description: format!("the samples taken during the '{name}' workload"),
-                summary: h.summary(),
+                phase: Some(name.clone()),
+                ..Metric::new(
+                    "pps_latency",
+                    &format!("the samples taken during the '{name}' workload"),
+                    h.summary(),
+                )
             });
         }
     }
     RunReport {
-        schema_version: SCHEMA_VERSION,
         source: s.path.display().to_string(),
         title: s.file.title.clone(),
         config: vec![
@@ -270,17 +266,15 @@ pub fn pps_run_report(s: &PpsScenario, seed: u64, p: &PpsResult) -> RunReport {
         counters: p
             .counters
             .iter()
-            .map(|(name, value)| Counter {
-                name: name.clone(),
-                value: *value,
-            })
+            .map(|(name, value)| Counter::new(name, *value))
             .collect(),
         trace: Vec::new(),
         spike: None,
-        histograms: pps_histograms(p, ""),
+        histograms: pps_histograms(p, None),
         warnings: Vec::new(),
         series: vec![NamedSeries {
             metric: "pps_latency".into(),
+            run: None,
             series: p.series.clone(),
         }],
     }

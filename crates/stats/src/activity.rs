@@ -54,7 +54,6 @@ pub struct TaskletActivity {
 /// A whole measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IrqActivityReport {
-    pub schema_version: u32,
     pub kernel: Option<String>,
     pub duration_s: f64,
     pub cpus: Vec<u32>,

@@ -120,7 +120,6 @@ pub struct Finding {
 /// The host's interrupts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Inventory {
-    pub schema_version: u32,
     /// `uname -r`-style kernel release, if readable.
     pub kernel: Option<String>,
     /// The CPU numbers of the `/proc/interrupts` columns, in order.

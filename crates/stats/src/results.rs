@@ -1,23 +1,75 @@
-//! The result data model every renderer reads (terminal tables, JSON, later plots): one
-//! simulated or measured run, and a validation report. Pure data, serde-serializable, with a
-//! `schema_version` so that saved JSON can be read back by later versions.
+//! The result data model every renderer reads (terminal tables, JSON, plots): one simulated or
+//! measured run, and a validation report. Pure data, serde-serializable. What a run is (a metric,
+//! its CPU, its workload phase, the run it belongs to) is in typed fields, never folded into a
+//! name; the JSON envelope around a result (`irqlab-report`'s `json` module) carries the schema
+//! version and how the result was made.
 
 #![allow(missing_docs)] // field names carry units and meaning; the structs are documented
 
 use crate::Summary;
 use serde::{Deserialize, Serialize};
 
-/// Version of the JSON layout of [`RunReport`] and [`ValidationReport`].
-pub const SCHEMA_VERSION: u32 = 1;
+/// The machine a measurement ran on, as the JSON envelope records it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// `uname -r`.
+    pub kernel_release: Option<String>,
+    /// `uname -v`: the build, with `PREEMPT_RT` or `PREEMPT_DYNAMIC` where the kernel has them.
+    pub kernel_version: Option<String>,
+    /// `uname -m`.
+    pub machine: Option<String>,
+    /// `model name` of `/proc/cpuinfo`.
+    pub cpu_model: Option<String>,
+    pub cpus_online: Vec<u32>,
+    /// Whether the CPU says it runs under a hypervisor (x86's `hypervisor` flag); `None` where
+    /// the architecture does not say.
+    pub virtualized: Option<bool>,
+    /// The hypervisor or platform vendor, where the firmware names it (DMI, `/sys/hypervisor`).
+    pub hypervisor: Option<String>,
+}
 
 /// One latency metric of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// Machine name, e.g. `isr_latency`.
+    /// Machine name, e.g. `isr_latency`, `thread_latency`.
     pub name: String,
+    /// The CPU it was measured on, for per-CPU metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// The workload phase its samples were taken in (seed 004's `idle`, `make-world`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
     /// What it measures, for people.
     pub description: String,
     pub summary: Summary,
+}
+
+impl Metric {
+    /// A metric of the whole run.
+    pub fn new(name: &str, description: &str, summary: Summary) -> Self {
+        Metric {
+            name: name.into(),
+            cpu: None,
+            phase: None,
+            description: description.into(),
+            summary,
+        }
+    }
+
+    /// How tables and legends name it: `thread_latency[cpu0]`, `pps_latency[idle]`.
+    pub fn label(&self) -> String {
+        label(&self.name, self.cpu, self.phase.as_deref())
+    }
+}
+
+/// `name`, then the CPU or phase in brackets.
+fn label(name: &str, cpu: Option<u32>, phase: Option<&str>) -> String {
+    match (cpu, phase) {
+        (Some(c), Some(p)) => format!("{name}[cpu{c} {p}]"),
+        (Some(c), None) => format!("{name}[cpu{c}]"),
+        (None, Some(p)) => format!("{name}[{p}]"),
+        (None, None) => name.to_string(),
+    }
 }
 
 /// One packet seen by a bus analyzer, already in printable terms.
@@ -40,7 +92,26 @@ pub struct TraceRow {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Counter {
     pub name: String,
+    /// The CPU it counts on, for per-CPU counters (`wakeups`, `overruns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
     pub value: u64,
+}
+
+impl Counter {
+    /// A counter of the whole run.
+    pub fn new(name: &str, value: u64) -> Self {
+        Counter {
+            name: name.into(),
+            cpu: None,
+            value,
+        }
+    }
+
+    /// How tables name it: `wakeups[cpu0]`.
+    pub fn label(&self) -> String {
+        label(&self.name, self.cpu, None)
+    }
 }
 
 /// A metric's distribution for plots: the histogram's recorded values (to its resolution,
@@ -48,6 +119,13 @@ pub struct Counter {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistogramData {
     pub metric: String,
+    /// The run it belongs to: a run id in a validation (`ws-msi`), a file in a comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
     /// (value ns, count).
     pub values: Vec<(u64, u64)>,
     /// Values above the histogram's range (10 s).
@@ -63,9 +141,22 @@ impl HistogramData {
     pub fn of(metric: &str, h: &crate::LatencyHistogram) -> Self {
         HistogramData {
             metric: metric.to_string(),
+            run: None,
+            cpu: None,
+            phase: None,
             values: h.iter_buckets(1).collect(),
             overflows: h.overflows(),
             quantum_ns: None,
+        }
+    }
+
+    /// How legends name it: the run, then the metric with its CPU or phase
+    /// (`ws-msi isr_latency`, `thread_latency[cpu1]`).
+    pub fn label(&self) -> String {
+        let m = label(&self.metric, self.cpu, self.phase.as_deref());
+        match &self.run {
+            Some(r) => format!("{r} {m}"),
+            None => m,
         }
     }
 }
@@ -98,7 +189,6 @@ pub struct Spike {
 /// One run of a scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
-    pub schema_version: u32,
     /// Where the run came from: a scenario file, or "host" for a measurement.
     pub source: String,
     pub title: String,
@@ -126,6 +216,9 @@ pub struct RunReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NamedSeries {
     pub metric: String,
+    /// The run it belongs to, as in [`HistogramData::run`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
     pub series: crate::series::SampleSeries,
 }
 
@@ -157,7 +250,6 @@ pub struct ValidationRow {
 /// The whole validation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ValidationReport {
-    pub schema_version: u32,
     pub rows: Vec<ValidationRow>,
     /// The distributions of each experiment's runs, for plots.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

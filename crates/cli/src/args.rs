@@ -1,0 +1,203 @@
+//! The command line: plain values only, parsed by clap without touching the host or the disk
+//! (ripgrep's `lowargs`). Each command's module turns these into work.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "irqlab",
+    version,
+    about = "Interrupt-latency laboratory: simulate the interrupt path, validate against published experiments, inventory and measure the host"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Simulate a scenario and print its ISR and tasklet latencies.
+    Sim(SimArgs),
+    /// Run every published experiment in experiments/ and compare published with simulated.
+    Validate(ValidateArgs),
+    /// Inventory this host's interrupts: delivery, trigger, device and driver, rates per CPU,
+    /// affinity, and findings (legacy INTx on MSI-capable devices, shared lines, load on one
+    /// CPU, irqbalance).
+    Host(HostArgs),
+    /// Draw saved results (`--json` of sim or measure timer) as SVG figures; several files are
+    /// overlaid on the same axes, each metric labelled with its file's name.
+    Plot(PlotArgs),
+    /// Measure this host: timer wake-up latency (`timer`), interrupt handler and softirq times
+    /// (`irqs`).
+    #[command(subcommand)]
+    Measure(Measure),
+}
+
+#[derive(Args)]
+pub struct SimArgs {
+    /// Scenario file (see experiments/seed000/ws.toml).
+    pub scenario: PathBuf,
+    /// Override a parameter by dotted path, e.g. `delivery=xtpic`,
+    /// `platform.cpu.clock_hz=2.0e9`, `device.0.read_turnaround_ns=300`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Random seed (default: the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Interrupts to raise (default: the scenario's `samples`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub samples: Option<u64>,
+    /// Print the first N packets the analyzer saw on the device's link (Figure 7 style).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub trace: usize,
+    /// Also write the result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw SVG figures into DIR: the latency histogram (log count axis) and the cumulative
+    /// distribution.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Split the samples over N independent replications run on all cores and merge their
+    /// histograms (replication 0 uses --seed; the result depends on N, not on the cores). A
+    /// seed-004 scenario's phases are set by sample number, so each of its replications
+    /// runs the whole timeline and the histograms hold N times the samples.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub replications: u32,
+}
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Directory of experiment files.
+    #[arg(long, default_value = "experiments")]
+    pub experiments: PathBuf,
+    /// Only rows whose id matches (substring, or a pattern with `*`).
+    #[arg(long, value_name = "PATTERN")]
+    pub only: Option<String>,
+    /// Override the sample count of every run.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "full")]
+    pub samples: Option<u64>,
+    /// Run the published sample counts where they are long (seed 002: 256M round trips,
+    /// on all cores) instead of the shorter defaults. The output says which ran.
+    #[arg(long)]
+    pub full: bool,
+    /// Also write the validation as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw SVG figures into DIR: per experiment, its runs' latencies overlaid (histogram
+    /// with a log count axis, and the cumulative distribution).
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct HostArgs {
+    /// Take two snapshots this far apart and show rates per CPU (e.g. `2s`, `500ms`).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub interval: Option<std::time::Duration>,
+    /// Also write the inventory as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Read a captured tree (proc/, sys/) instead of the live system; see
+    /// crates/host/tests/fixtures/capture-host.sh.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+}
+
+#[derive(Args)]
+pub struct PlotArgs {
+    /// Result files written with --json.
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// Directory for the figures.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Subcommand)]
+pub enum Measure {
+    /// Timer wake-up latency per CPU, cyclictest's method (pinned SCHED_FIFO threads, absolute
+    /// clock_nanosleep on CLOCK_MONOTONIC, mlockall, /dev/cpu_dma_latency held at 0), with the
+    /// IRQ-vs-thread split from trace events where tracefs is available (root).
+    Timer(TimerArgs),
+    /// Hard IRQ handler time, softirq raise-to-run delay and run time, and tasklet run time,
+    /// per CPU, from the kernel's trace events (root; tracefs). Nothing of the host's tracing
+    /// state is changed: irqlab works in its own tracing instance and removes it.
+    Irqs(IrqsArgs),
+}
+
+#[derive(Args)]
+pub struct TimerArgs {
+    /// CPUs to measure on, one thread each (e.g. `0-3,6`; default: all online).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// SCHED_FIFO priority of the measuring threads.
+    #[arg(long, default_value_t = 95)]
+    pub priority: i32,
+    /// Period between wake-ups, in microseconds.
+    #[arg(long, value_name = "US", default_value_t = 1000)]
+    pub interval_us: u64,
+    /// How long to measure (e.g. `10s`, `5m`); without it or --loops, until Ctrl-C.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "loops")]
+    pub duration: Option<std::time::Duration>,
+    /// Wake-ups per thread, instead of --duration.
+    #[arg(long, value_name = "N")]
+    pub loops: Option<u64>,
+    /// Stop at the first wake-up later than this (us) and show what ran on that CPU before
+    /// it (from the trace).
+    #[arg(long, value_name = "US")]
+    pub break_us: Option<u64>,
+    /// Run this shell command as load for the measurement's duration, then stop it (and
+    /// everything it started), e.g. `--load 'stress-ng --cpu 2'`.
+    #[arg(long, value_name = "CMD")]
+    pub load: Option<String>,
+    /// Do not trace: no IRQ/thread split, no spike account.
+    #[arg(long)]
+    pub no_trace: bool,
+    /// Trace ring buffer per CPU in KiB.
+    #[arg(long, value_name = "KIB", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub buffer_kb: u32,
+    /// Also write the result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the thread latencies in cyclictest's --histogram format (1 us buckets up
+    /// to --histogram-max-us, later ones counted as overflows) to FILE, for existing
+    /// plotting scripts.
+    #[arg(long, value_name = "FILE")]
+    pub histogram_out: Option<PathBuf>,
+    /// Draw SVG figures of the latencies into DIR (histogram with a log count axis,
+    /// cumulative distribution), every CPU on the same axes.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups
+    /// count as overflows.
+    #[arg(long, value_name = "US", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub histogram_max_us: u64,
+}
+
+#[derive(Args)]
+pub struct IrqsArgs {
+    /// How long to measure (e.g. `10s`). Ctrl-C ends it early with the results so far.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: std::time::Duration,
+    /// Ring buffer per CPU in KiB; raise it if events are reported lost.
+    #[arg(long, value_name = "KIB", default_value_t = 4096,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub buffer_kb: u32,
+    /// Also write the result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `2s`, `500ms`, `1m`: a positive duration.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))?;
+    if d.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(d)
+}

@@ -1,0 +1,140 @@
+//! `irqlab measure timer` and `irqlab measure irqs`: measurements on this host.
+
+use crate::args::{IrqsArgs, TimerArgs};
+use crate::made::{write_json, Invocation};
+use crate::ui::{print, LiveLines};
+use anyhow::{Context, Result};
+use irqlab_report as report;
+use irqlab_report::json::Kind;
+use serde::Serialize;
+
+/// The settings of a timer measurement, as its JSON records them.
+#[derive(Serialize)]
+struct TimerSettings<'a> {
+    cpus: &'a [u32],
+    priority: i32,
+    interval_us: u64,
+    /// `--duration`, in seconds.
+    duration_s: Option<f64>,
+    loops: Option<u64>,
+    break_us: Option<u64>,
+    load: Option<&'a str>,
+    trace: bool,
+    buffer_kb: u32,
+    histogram_max_us: u64,
+}
+
+pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
+    use irqlab_host::timer::{self, Stop, TimerOptions};
+    let TimerArgs {
+        cpus,
+        priority,
+        interval_us,
+        duration,
+        loops,
+        break_us,
+        load,
+        no_trace,
+        buffer_kb,
+        json,
+        histogram_out,
+        plot,
+        histogram_max_us,
+    } = a;
+    let cpus = match cpus {
+        Some(list) => timer::parse_cpu_list(&list).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?,
+        None => timer::online_cpus()?,
+    };
+    let stop_after = match (duration, loops) {
+        (Some(d), _) => Stop::Duration(d),
+        (None, Some(n)) => Stop::Loops(n),
+        (None, None) => Stop::UntilStopped,
+    };
+    let mut opts = TimerOptions::new(cpus.clone(), stop_after);
+    opts.priority = priority;
+    opts.interval = std::time::Duration::from_micros(interval_us);
+    opts.break_us = break_us;
+    let m = irqlab_host::timer_report::MeasureTimer {
+        timer: opts,
+        trace: !no_trace,
+        buffer_kb,
+        load: load.clone(),
+    };
+    for (flag, path) in [("--json", &json), ("--histogram-out", &histogram_out)] {
+        if let Some(p) = path {
+            report::check_writable(p).with_context(|| flag)?;
+        }
+    }
+    let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
+    let mut live = LiveLines::new();
+    let measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| live.show(s))?;
+    live.finish();
+    let made = inv.made(
+        &TimerSettings {
+            cpus: &cpus,
+            priority,
+            interval_us,
+            duration_s: duration.map(|d| d.as_secs_f64()),
+            loops,
+            break_us,
+            load: load.as_deref(),
+            trace: !no_trace,
+            buffer_kb,
+            histogram_max_us,
+        },
+        Some(irqlab_host::host_info::collect(std::path::Path::new("/"))),
+    );
+    // The result first: a file that cannot be written must not hide it.
+    print(&report::run_text(&measured.report))?;
+    if let Some(path) = &json {
+        write_json(path, Kind::MeasureTimer, &made, &measured.report).with_context(|| "--json")?;
+    }
+    if let Some(path) = &histogram_out {
+        let hists: Vec<&irqlab_stats::LatencyHistogram> =
+            measured.thread_histograms.iter().map(|(_, h)| h).collect();
+        let text = timer::cyclictest_histogram(&hists, histogram_max_us);
+        report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
+    }
+    if let Some(dir) = &plot {
+        for f in report::plot::plot_run(&measured.report, dir, "timer").with_context(|| "--plot")? {
+            print(&format!("wrote {}\n", f.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The settings of an interrupt activity measurement, as its JSON records them.
+#[derive(Serialize)]
+struct IrqsSettings {
+    duration_s: f64,
+    buffer_kb: u32,
+}
+
+pub fn irqs(a: IrqsArgs, inv: &Invocation) -> Result<()> {
+    let IrqsArgs {
+        duration,
+        buffer_kb,
+        json,
+    } = a;
+    if let Some(p) = &json {
+        report::check_writable(p).with_context(|| "--json")?;
+    }
+    let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
+    let opts = irqlab_host::irqs::IrqsOptions {
+        duration,
+        buffer_kb,
+    };
+    let r = irqlab_host::irqs::measure_irqs(&opts, &stop)?;
+    print(&report::irq_activity_text(&r))?;
+    if let Some(path) = &json {
+        let made = inv.made(
+            &IrqsSettings {
+                duration_s: duration.as_secs_f64(),
+                buffer_kb,
+            },
+            Some(irqlab_host::host_info::collect(std::path::Path::new("/"))),
+        );
+        write_json(path, Kind::MeasureIrqs, &made, &r).with_context(|| "--json")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! `irqlab validate`: every published experiment, published beside simulated.
+
+use crate::args::ValidateArgs;
+use crate::made::{write_json, Invocation};
+use crate::ui::{print, Progress};
+use anyhow::{Context, Result};
+use irqlab_report as report;
+use irqlab_report::json::Kind;
+use irqlab_sim::experiment::{planned_samples, validate_dir, ValidateOptions};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// The settings of a validation, as its JSON records them.
+#[derive(serde::Serialize)]
+struct Settings<'a> {
+    experiments: String,
+    only: Option<&'a str>,
+    /// `--samples`: every run's sample count, instead of the experiments' own.
+    samples: Option<u64>,
+    full: bool,
+}
+
+/// Returns whether every row passed.
+pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
+    let ValidateArgs {
+        experiments,
+        only,
+        samples,
+        full,
+        json,
+        plot,
+    } = a;
+    if !experiments.is_dir() {
+        anyhow::bail!(
+            "no experiments directory '{}': run irqlab validate from the repository's top \
+             directory, or pass --experiments DIR",
+            experiments.display()
+        );
+    }
+    let counter = Arc::new(AtomicU64::new(0));
+    let opts = ValidateOptions {
+        only,
+        samples,
+        full,
+        progress: Some(counter.clone()),
+    };
+    let bar = Progress::start(planned_samples(&experiments, &opts)?, &counter);
+    let v = validate_dir(&experiments, &opts);
+    bar.finish();
+    let v = v?;
+    if v.rows.is_empty() {
+        anyhow::bail!(
+            "no validation row matches --only {}; row ids look like msi-ws-ioapic",
+            opts.only.as_deref().unwrap_or("")
+        );
+    }
+    if let Some(path) = &json {
+        let made = inv.made(
+            &Settings {
+                experiments: experiments.display().to_string(),
+                only: opts.only.as_deref(),
+                samples,
+                full,
+            },
+            None,
+        );
+        write_json(path, Kind::Validate, &made, &v).with_context(|| "--json")?;
+    }
+    print(&report::validation_text(&v))?;
+    if let Some(dir) = &plot {
+        for f in report::plot::plot_validation(&v, dir).with_context(|| "--plot")? {
+            print(&format!("wrote {}\n", f.display()))?;
+        }
+    }
+    Ok(v.failed() == 0)
+}

@@ -1,0 +1,100 @@
+//! What the user sees while a command runs: progress on stderr, results on stdout.
+
+use anyhow::Result;
+use std::io::Write;
+
+/// Write to stdout, flushed (a closed pipe is an error the caller ends on quietly).
+pub fn print(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// A progress bar with the time left for long simulations, on stderr when it is a terminal
+/// (quiet otherwise, and for runs too short to need one).
+pub struct Progress {
+    done: Option<(
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<()>,
+    )>,
+}
+
+impl Progress {
+    /// Runs shorter than this many samples finish before a bar would be useful.
+    const MIN_SAMPLES: u64 = 2_000_000;
+
+    pub fn start(total: u64, counter: &std::sync::Arc<std::sync::atomic::AtomicU64>) -> Progress {
+        use std::io::IsTerminal;
+        if total < Self::MIN_SAMPLES || !std::io::stderr().is_terminal() {
+            return Progress { done: None };
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop2, counter) = (stop.clone(), counter.clone());
+        let h = std::thread::spawn(move || {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:24} {human_pos}/{human_len} interrupts, ~{eta} left",
+                )
+                .expect("a valid template"),
+            );
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_position(
+                    counter
+                        .load(std::sync::atomic::Ordering::Relaxed)
+                        .min(total),
+                );
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            bar.finish_and_clear();
+        });
+        Progress {
+            done: Some((stop, h)),
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some((stop, h)) = self.done {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = h.join();
+        }
+    }
+}
+
+/// cyclictest's per-thread status lines on stderr, redrawn in place while a measurement runs;
+/// nothing when stderr is not a terminal.
+pub struct LiveLines {
+    tty: bool,
+    drawn: usize,
+}
+
+impl LiveLines {
+    pub fn new() -> Self {
+        use std::io::IsTerminal;
+        LiveLines {
+            tty: std::io::stderr().is_terminal(),
+            drawn: 0,
+        }
+    }
+
+    pub fn show(&mut self, stats: &[irqlab_host::timer::LiveStat]) {
+        if !self.tty {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if self.drawn > 0 {
+            let _ = write!(err, "\x1b[{}A", self.drawn);
+        }
+        for (i, s) in stats.iter().enumerate() {
+            let _ = writeln!(err, "\x1b[2K{}", s.cyclictest_line(i));
+        }
+        self.drawn = stats.len();
+    }
+
+    pub fn finish(&mut self) {
+        if self.tty && self.drawn > 0 {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
