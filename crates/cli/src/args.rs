@@ -89,6 +89,11 @@ pub struct ValidateArgs {
     /// with a log count axis, and the cumulative distribution).
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Every column in the table (the metric and the seed's own words), however wide; by
+    /// default the table fits 100 columns and the rest follows under it for rows that do not
+    /// pass.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 #[derive(Args)]

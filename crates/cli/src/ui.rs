@@ -10,6 +10,15 @@ pub fn print(s: &str) -> Result<()> {
     out.flush()?;
     Ok(())
 }
+/// A note on how a result was made, on stderr (results go to stdout).
+pub fn note(text: &str) {
+    let _ = writeln!(std::io::stderr(), "irqlab: note: {text}");
+}
+
+/// A warning on stderr: something limited the result.
+pub fn warning(text: &str) {
+    let _ = writeln!(std::io::stderr(), "irqlab: warning: {text}");
+}
 
 /// A progress bar with the time left for long simulations, on stderr when it is a terminal
 /// (quiet otherwise, and for runs too short to need one).

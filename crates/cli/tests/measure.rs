@@ -255,13 +255,19 @@ fn without_root_the_measurements_say_what_is_missing() {
         .unwrap();
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
+    // Warnings go to stderr, the result to stdout.
+    let warnings = String::from_utf8_lossy(&out.stderr);
     for missing in [
         "no IRQ/thread split",
         "memory not locked",
         "no /dev/cpu_dma_latency",
         "no SCHED_FIFO",
     ] {
-        assert!(text.contains(missing), "no warning '{missing}' in:\n{text}");
+        assert!(
+            warnings.contains(&format!("irqlab: warning: {missing}")),
+            "no warning '{missing}' in:\n{warnings}"
+        );
+        assert!(!text.contains(missing), "a warning on stdout:\n{text}");
     }
     assert!(text.contains("thread_latency[cpu0]"));
     eprintln!(

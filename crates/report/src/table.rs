@@ -6,6 +6,8 @@
 pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// Left-align every cell (a table whose columns mix numbers and words).
+    left: bool,
 }
 
 fn numeric(s: &str) -> bool {
@@ -22,7 +24,14 @@ impl Table {
         Table {
             headers: headers.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
+            left: false,
         }
+    }
+
+    /// Left-align numbers too: for columns that mix `2.76x` with `holds`.
+    pub fn left_aligned(mut self) -> Self {
+        self.left = true;
+        self
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -62,7 +71,7 @@ impl Table {
         let rule: Vec<String> = width.iter().map(|w| "-".repeat(*w)).collect();
         line(&rule, &mut out, false);
         for r in &self.rows {
-            line(r, &mut out, true);
+            line(r, &mut out, !self.left);
         }
         out
     }

@@ -1,7 +1,7 @@
 //! Terminal renderings of runs and validations.
 
 use crate::table::Table;
-use irqlab_stats::results::{RunReport, ValidationReport, Verdict};
+use irqlab_stats::results::{RunReport, SamplesNeeded, ValidationReport, ValidationRow, Verdict};
 
 /// Thousands separators for ns figures.
 pub fn group(n: u64) -> String {
@@ -12,7 +12,8 @@ pub fn opt(v: Option<u64>) -> String {
     v.map_or("-".into(), group)
 }
 
-/// A run: configuration, latency summary (ns), counters, and the analyzer trace if any.
+/// A run: configuration, latency summary (ns), counters, and the analyzer trace if any. The
+/// run's warnings are not part of it: they go to stderr (the CLI prints them).
 pub fn run_text(r: &RunReport) -> String {
     let mut out = format!("{}\n", r.title);
     for (k, v) in &r.config {
@@ -56,9 +57,6 @@ pub fn run_text(r: &RunReport) -> String {
     if let Some(sp) = &r.spike {
         out.push_str(&crate::spike::spike_text(sp));
     }
-    for w in &r.warnings {
-        out.push_str(&format!("warning: {w}\n"));
-    }
     out
 }
 
@@ -89,41 +87,231 @@ pub fn trace_text(r: &RunReport) -> String {
     t.render()
 }
 
-/// The validation table; failing rows are followed by what was compared.
-pub fn validation_text(v: &ValidationReport) -> String {
-    let mut t = Table::new(&[
-        "experiment",
-        "row",
-        "metric",
-        "published",
-        "simulated",
-        "tolerance",
-        "verdict",
-    ]);
-    for r in &v.rows {
-        t.row(vec![
-            r.experiment.clone(),
-            r.id.clone(),
-            r.metric.clone(),
-            r.published.clone(),
-            r.simulated.clone(),
-            r.tolerance.clone(),
-            match r.verdict {
-                Verdict::Pass => "pass".into(),
-                Verdict::Fail => "FAIL".into(),
-            },
-        ]);
+/// Columns the default validation table and the notes under it fit in.
+pub const VALIDATION_WIDTH: usize = 100;
+
+/// A verdict as the table shows it.
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "FAIL",
+        Verdict::Undecided => "undecided",
     }
-    let mut out = t.render();
-    for r in v.rows.iter().filter(|r| r.verdict == Verdict::Fail) {
-        out.push_str(&format!(
-            "\n{} failed: {}\n  source: {}\n",
-            r.id, r.detail, r.source
+}
+
+/// "undecided (4,000,000 samples, needs at least 36,888,795)".
+fn undecided_phrase(r: &ValidationRow) -> String {
+    let samples = r.samples.map_or("too few samples".into(), |n| {
+        format!("{} samples", group(n))
+    });
+    let needs = match r.needs {
+        Some(SamplesNeeded::AtLeast { samples }) => format!(", needs at least {}", group(samples)),
+        Some(SamplesNeeded::About { samples }) => format!(", needs about {}", group(samples)),
+        Some(SamplesNeeded::Never) => {
+            ", on a boundary of the published window: no sample count decides it".into()
+        }
+        None => String::new(),
+    };
+    format!("undecided ({samples}{needs})")
+}
+
+/// The published value with the seed's words, as the wide table and the notes show it.
+fn published_full(r: &ValidationRow) -> String {
+    if r.published_text.is_empty() {
+        r.published.clone()
+    } else {
+        format!("{} ({})", r.published, r.published_text)
+    }
+}
+
+/// The validation: a table of every row, then what was compared for each row that does not
+/// pass. The default table fits [`VALIDATION_WIDTH`] columns with the verdict near the left;
+/// `wide` keeps every column in the table (metric and the seed's words), however wide.
+pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
+    let mut out = if wide {
+        let mut t = Table::new(&[
+            "experiment",
+            "row",
+            "metric",
+            "published",
+            "simulated",
+            "tolerance",
+            "verdict",
+        ])
+        .left_aligned();
+        for r in &v.rows {
+            t.row(vec![
+                r.experiment.clone(),
+                r.id.clone(),
+                r.metric.clone(),
+                published_full(r),
+                r.simulated.clone(),
+                r.tolerance.clone(),
+                verdict_word(r.verdict).into(),
+            ]);
+        }
+        t.render()
+    } else {
+        let mut t = Table::new(&[
+            "experiment",
+            "row",
+            "verdict",
+            "simulated",
+            "published",
+            "tolerance",
+        ])
+        .left_aligned();
+        // The widest cells the table has room for in VALIDATION_WIDTH columns; a longer one
+        // is clipped here and shown whole under the table (rows that do not pass) and with
+        // --wide.
+        for r in &v.rows {
+            t.row(vec![
+                clip(&r.experiment, 10),
+                clip(&r.id, 16),
+                verdict_word(r.verdict).into(),
+                clip(&r.simulated, 24),
+                clip(&r.published, 18),
+                clip(&r.tolerance, 12),
+            ]);
+        }
+        t.render()
+    };
+    for r in v.rows.iter().filter(|r| r.verdict != Verdict::Pass) {
+        let verdict = match r.verdict {
+            Verdict::Undecided => undecided_phrase(r),
+            _ => "FAIL".into(),
+        };
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!("{}: {verdict}. {}", r.id, r.metric),
+            "",
+            "  ",
         ));
+        let interval = r
+            .interval
+            .as_ref()
+            .map_or(String::new(), |i| format!(" (95% interval {i})"));
+        for line in [
+            format!("simulated: {}{interval}", r.simulated),
+            format!(
+                "published: {}, tolerance {}",
+                published_full(r),
+                r.tolerance
+            ),
+            r.detail.clone(),
+            format!("source: {}", r.source),
+        ] {
+            out.push_str(&wrap(&line, "  ", "    "));
+        }
     }
-    for n in &v.notes {
-        out.push_str(&format!("\nnote: {n}\n"));
-    }
-    out.push_str(&format!("\n{} of {} rows pass\n", v.passed(), v.rows.len()));
+    out.push_str(&format!(
+        "\n{} of {} rows pass{}{}\n",
+        v.passed(),
+        v.rows.len(),
+        match v.failed() {
+            0 => String::new(),
+            n => format!(", {n} fail"),
+        },
+        match v.undecided() {
+            0 => String::new(),
+            n => format!(", {n} undecided"),
+        },
+    ));
     out
+}
+
+/// `s` cut to `n` characters, the last one an ellipsis when cut.
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
+    }
+}
+
+/// `text` as lines of at most [`VALIDATION_WIDTH`] columns, broken at spaces: the first line
+/// starts with `first`, the others with `rest`. A word longer than a line stays whole.
+pub fn wrap(text: &str, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.chars().count() + 1 + word.chars().count() > VALIDATION_WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    if !empty {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_table_fits_100_columns_however_long_the_cells() {
+        let long = "x".repeat(300);
+        let row = ValidationRow {
+            id: long.clone(),
+            experiment: long.clone(),
+            metric: long.clone(),
+            published: long.clone(),
+            published_text: long.clone(),
+            simulated: long.clone(),
+            interval: Some(long.clone()),
+            tolerance: long.clone(),
+            verdict: Verdict::Undecided,
+            samples: Some(12_345),
+            needs: Some(SamplesNeeded::AtLeast { samples: 999_999 }),
+            source: long.clone(),
+            detail: format!("{long} {long}"),
+        };
+        let v = ValidationReport {
+            rows: vec![row],
+            experiments: vec![],
+            notes: vec![],
+        };
+        let text = validation_text(&v, false);
+        let table: Vec<&str> = text.lines().take(3).collect();
+        for l in &table {
+            assert!(l.chars().count() <= VALIDATION_WIDTH, "{l}");
+        }
+        assert!(table[2].contains("undecided"));
+        assert!(text.contains("undecided (12,345 samples, needs at least 999,999)"));
+        // Under the table the whole value is kept; --wide keeps it in the table.
+        assert!(text.contains(&long));
+        assert!(validation_text(&v, true)
+            .lines()
+            .nth(2)
+            .unwrap()
+            .contains(&long));
+        assert!(text.ends_with("0 of 1 rows pass, 1 undecided\n"), "{text}");
+    }
+
+    #[test]
+    fn wrapping_keeps_lines_within_the_width_and_every_word() {
+        let text = "a ".repeat(80) + &"x".repeat(120) + " tail";
+        let w = wrap(&text, "  ", "    ");
+        for l in w.lines() {
+            assert!(
+                l.chars().count() <= VALIDATION_WIDTH || !l.trim().contains(' '),
+                "{l}"
+            );
+        }
+        assert!(w.starts_with("  a a"));
+        assert!(w.lines().nth(1).unwrap().starts_with("    "));
+        let words: Vec<&str> = w.split_whitespace().collect();
+        assert_eq!(words, text.split_whitespace().collect::<Vec<_>>());
+    }
 }

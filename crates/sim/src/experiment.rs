@@ -4,8 +4,12 @@
 
 use crate::report::trace_rows;
 use crate::scenario::{parse_file, RunResult, Scenario, ScenarioError};
-use irqlab_stats::results::{ExperimentRuns, ValidationReport, ValidationRow, Verdict};
+use irqlab_stats::decide::{self, Decision, Interval, MeanSample, Needs};
+use irqlab_stats::results::{
+    ExperimentRuns, SamplesNeeded, ValidationReport, ValidationRow, Verdict,
+};
 use irqlab_stats::thousands;
+use irqlab_stats::LatencyHistogram;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,6 +126,10 @@ pub enum Check {
         quantile: f64,
         low_ns: u64,
         high_ns: u64,
+        /// The published statistic's sample count. Required for a minimum or maximum
+        /// (`quantile` 0 or 1): an extreme of fewer samples is not comparable with it.
+        #[serde(default)]
+        published_samples: Option<u64>,
         published_text: String,
         source: String,
     },
@@ -294,6 +302,28 @@ impl Experiment {
         })?;
         let file: ExperimentFile = parse_file(&path, &text)?;
         for c in &file.check {
+            if let Check::QuantileRange {
+                id,
+                quantile,
+                published_samples: None,
+                ..
+            } = c
+            {
+                if *quantile == 0.0 || *quantile == 1.0 {
+                    return Err(ScenarioError::Invalid {
+                        origin: crate::scenario::Origin::File {
+                            path: path.clone(),
+                            line: 1,
+                            column: 1,
+                        },
+                        key: format!("check {id}"),
+                        message: "a minimum or maximum needs `published_samples`, the published \
+                                  sample count it was taken over: an extreme of fewer samples is \
+                                  not comparable with it"
+                            .into(),
+                    });
+                }
+            }
             for r in c.runs() {
                 if !file.run.iter().any(|s| s.id == r) {
                     return Err(ScenarioError::Invalid {
@@ -430,9 +460,13 @@ impl Experiment {
             experiment: self.file.id.clone(),
             metric,
             published: String::new(),
+            published_text: String::new(),
             simulated: String::new(),
+            interval: None,
             tolerance: String::new(),
             verdict: Verdict::Fail,
+            samples: None,
+            needs: None,
             source: source.to_string(),
             detail: String::new(),
         }
@@ -451,19 +485,25 @@ impl Experiment {
                 tolerance_rel,
                 source,
             } => {
+                let (hn, hd) = (metric.of(&runs[numerator]), metric.of(&runs[denominator]));
                 let (n, d) = (mean(numerator, *metric), mean(denominator, *metric));
                 let ratio = n / d;
                 let err = ratio / published - 1.0;
                 let name = metric.name();
                 let mut row = self.row(id, format!("{name} {numerator} / {denominator}"), source);
-                row.published = format!("{published:.1}x ({published_text})");
+                row.published = format!("{published:.1}x");
+                row.published_text = published_text.clone();
                 row.simulated = format!("{ratio:.2}x");
                 row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
-                row.verdict = if err.abs() <= *tolerance_rel {
-                    Verdict::Pass
-                } else {
-                    Verdict::Fail
-                };
+                row.samples = Some(hn.count().min(hd.count()));
+                let (interval, decision) = decide::decide_ratio(
+                    mean_sample(hn),
+                    mean_sample(hd),
+                    published * (1.0 - tolerance_rel),
+                    published * (1.0 + tolerance_rel),
+                );
+                row.interval = interval.map(|i| format!("{:.2}x..{:.2}x", i.lo, i.hi));
+                judge(&mut row, decision);
                 row.detail = format!(
                     "mean {name}: {numerator} {n:.0} ns, {denominator} {d:.0} ns; ratio {ratio:.3} \
                      is {:+.1}% from the published {published}",
@@ -511,7 +551,8 @@ impl Experiment {
                     "tasklet latency > ISR latency; tasklet ratios track ISR ratios".into(),
                     source,
                 );
-                row.published = format!("holds ({published_text})");
+                row.published = "holds".into();
+                row.published_text = published_text.clone();
                 row.simulated = if ok { "holds" } else { "does not hold" }.into();
                 row.tolerance = format!("ratios ±{:.0}%", tolerance_rel * 100.0);
                 row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
@@ -550,7 +591,8 @@ impl Experiment {
                     .iter()
                     .map(|s| s.expected.len().to_string())
                     .collect();
-                row.published = format!("{} packets in order", lens.join(" and "));
+                row.published = format!("{} in order", lens.join(" and "));
+                row.published_text = "packets of Figure 7".into();
                 row.simulated = if ok { "same order" } else { "different order" }.into();
                 row.tolerance = "exact".into();
                 row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
@@ -564,6 +606,7 @@ impl Experiment {
                 quantile,
                 low_ns,
                 high_ns,
+                published_samples,
                 published_text,
                 source,
             } => {
@@ -571,14 +614,31 @@ impl Experiment {
                 let q = h.quantile_ns(*quantile).ok().flatten();
                 let label = quantile_label(*quantile);
                 let mut row = self.row(id, format!("{label} {} of {run}", metric.name()), source);
-                row.published = format!("{} ({published_text})", us_range(*low_ns, *high_ns));
+                row.published = us_range(*low_ns, *high_ns);
+                row.published_text = published_text.clone();
                 row.simulated =
                     q.map_or("no samples".into(), |v| format!("{:.2} us", v as f64 / 1e3));
                 row.tolerance = "range".into();
-                row.verdict = match q {
-                    Some(v) if (*low_ns..=*high_ns).contains(&v) => Verdict::Pass,
-                    _ => Verdict::Fail,
+                row.samples = Some(h.count());
+                let (low, high) = (*low_ns as f64, *high_ns as f64);
+                let (interval, decision) = match (q, published_samples) {
+                    (None, _) => (None, Decision::Undecided(Needs::AtLeast(1))),
+                    // An extreme: comparable over at least the published sample count.
+                    (Some(v), Some(need)) if *quantile == 0.0 || *quantile == 1.0 => {
+                        if h.count() < *need {
+                            (None, Decision::Undecided(Needs::AtLeast(*need)))
+                        } else {
+                            let i = Interval {
+                                lo: v as f64,
+                                hi: v as f64,
+                            };
+                            (Some(i), decided(decide::against(i, low, high)))
+                        }
+                    }
+                    (Some(v), _) => quantile_decision(h, *quantile, v, low, high),
                 };
+                row.interval = interval.map(|i| us_interval(i.lo, i.hi));
+                judge(&mut row, decision);
                 row.detail = format!(
                     "{label} of {} samples: {} ns; published range {low_ns}..{high_ns} ns",
                     h.count(),
@@ -621,20 +681,19 @@ impl Experiment {
                     source,
                 );
                 row.published = published_text.clone();
-                row.simulated = format!("{p:.1e} ({} of {})", thousands(above), thousands(n));
+                row.simulated = format!("{} of {}", thousands(above), thousands(n));
                 row.tolerance = if *low > 0.0 {
-                    format!("{low:.0e} .. {high:.0e}")
+                    format!("{low:.0e}..{high:.0e}")
                 } else {
                     format!("<= {high:.0e}")
                 };
-                row.verdict = if n > 0 && p >= *low && p <= *high {
-                    Verdict::Pass
-                } else {
-                    Verdict::Fail
-                };
+                row.samples = Some(n);
+                let (i, decision) = decide::decide_rate(above, n, *low, *high);
+                row.interval = Some(format!("{:.1e}..{:.1e}", i.lo, i.hi));
+                judge(&mut row, decision);
                 row.detail = format!(
-                    "{above} of {n} samples {op} {threshold_ns} ns: {p:.3e}, expected {} .. {high:e}",
-                    low
+                    "{above} of {n} samples {op} {threshold_ns} ns: {p:.3e}, expected {low:e} .. \
+                     {high:e}"
                 );
                 row
             }
@@ -649,10 +708,9 @@ impl Experiment {
                 source,
             } => {
                 let mut row = self.row(id, format!("histogram step spacing of {run}"), source);
-                row.published = format!(
-                    "{published_ns:.0} ns = {:.2} MHz ({published_text})",
-                    1e3 / published_ns
-                );
+                row.published = format!("{published_ns:.0} ns = {:.2} MHz", 1e3 / published_ns);
+                row.published_text = published_text.clone();
+                row.samples = runs[run].pps.as_ref().map(|p| p.latency.count());
                 row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
                 let found = runs[run].pps.as_ref().and_then(|p| {
                     irqlab_stats::fence::step_period(
@@ -705,26 +763,64 @@ impl Experiment {
                     format!("{label} of phase {heavier} > {label} of phase {lighter} ({run})"),
                     source,
                 );
-                row.published = format!("holds ({published_text})");
+                row.published = "holds".into();
+                row.published_text = published_text.clone();
                 row.tolerance = "exact".into();
                 let phase = |name: &str| {
                     runs[run].pps.as_ref().and_then(|p| {
                         p.phases
                             .iter()
                             .find(|(n, _)| n == name)
-                            .and_then(|(_, h)| h.quantile_ns(*quantile).ok().flatten())
+                            .map(|(_, h)| h)
+                            .filter(|h| !h.is_empty())
                     })
                 };
                 match (phase(heavier), phase(lighter)) {
-                    (Some(h), Some(l)) => {
+                    (Some(hh), Some(hl)) => {
+                        let q = |h: &LatencyHistogram| {
+                            h.quantile_ns(*quantile).ok().flatten().unwrap_or(0)
+                        };
+                        let (h, l) = (q(hh), q(hl));
                         row.simulated = format!(
-                            "{} ({:.2} us vs {:.2} us)",
+                            "{} ({:.2} vs {:.2} us)",
                             if h > l { "holds" } else { "does not hold" },
                             h as f64 / 1e3,
                             l as f64 / 1e3
                         );
-                        row.verdict = if h > l { Verdict::Pass } else { Verdict::Fail };
-                        row.detail = format!("{label}: {heavier} {h} ns, {lighter} {l} ns");
+                        row.samples = Some(hh.count().min(hl.count()));
+                        let decision = match (
+                            quantile_interval(hh, *quantile),
+                            quantile_interval(hl, *quantile),
+                        ) {
+                            (Some(ih), Some(il)) => {
+                                row.interval = Some(format!(
+                                    "{} vs {}",
+                                    us_interval(ih.lo, ih.hi),
+                                    us_interval(il.lo, il.hi)
+                                ));
+                                if ih.lo > il.hi {
+                                    Decision::Pass
+                                } else if ih.hi < il.lo {
+                                    Decision::Fail
+                                } else {
+                                    let half = ((ih.hi - ih.lo) + (il.hi - il.lo)) / 2.0;
+                                    Decision::Undecided(decide::extrapolate(
+                                        hh.count().min(hl.count()),
+                                        half,
+                                        (h as f64 - l as f64).abs(),
+                                    ))
+                                }
+                            }
+                            _ => Decision::Undecided(Needs::AtLeast(decide::quantile_min_samples(
+                                *quantile,
+                            ))),
+                        };
+                        judge(&mut row, decision);
+                        row.detail = format!(
+                            "{label}: {heavier} {h} ns ({} samples), {lighter} {l} ns ({} samples)",
+                            hh.count(),
+                            hl.count()
+                        );
                     }
                     _ => {
                         row.simulated = "no samples".into();
@@ -738,6 +834,74 @@ impl Experiment {
             }
         }
     }
+}
+
+/// A mean, its spread and count, for a ratio's interval.
+fn mean_sample(h: &LatencyHistogram) -> MeanSample {
+    MeanSample {
+        n: h.count(),
+        mean: h.mean_ns().unwrap_or(f64::NAN),
+        sd: h.stdev_ns().unwrap_or(f64::NAN),
+    }
+}
+
+/// The 95% order-statistic interval of quantile `q` (strictly between 0 and 1) in ns, `None`
+/// when the samples are too few for one.
+fn quantile_interval(h: &LatencyHistogram, q: f64) -> Option<Interval> {
+    let (l, u) = decide::quantile_ranks(h.count(), q)?;
+    Some(Interval {
+        lo: h.value_at_rank_ns(l)? as f64,
+        hi: h.value_at_rank_ns(u)? as f64,
+    })
+}
+
+/// A quantile's interval and decision against `[low, high]` ns, with `value` its point value.
+fn quantile_decision(
+    h: &LatencyHistogram,
+    q: f64,
+    value: u64,
+    low: f64,
+    high: f64,
+) -> (Option<Interval>, Decision) {
+    match quantile_interval(h, q) {
+        None => (
+            None,
+            Decision::Undecided(Needs::AtLeast(decide::quantile_min_samples(q))),
+        ),
+        Some(i) => {
+            let d = match decide::against(i, low, high) {
+                Some(inside) => decided(Some(inside)),
+                None => Decision::Undecided(decide::extrapolate(
+                    h.count(),
+                    (i.hi - i.lo) / 2.0,
+                    decide::distance(value as f64, low, high),
+                )),
+            };
+            (Some(i), d)
+        }
+    }
+}
+
+/// Pass inside, fail outside; `None` (across a boundary) cannot happen for a point.
+fn decided(inside: Option<bool>) -> Decision {
+    match inside {
+        Some(true) => Decision::Pass,
+        Some(false) => Decision::Fail,
+        None => Decision::Undecided(Needs::Never),
+    }
+}
+
+/// Set a row's verdict (and what would decide it) from a decision.
+fn judge(row: &mut ValidationRow, d: Decision) {
+    (row.verdict, row.needs) = match d {
+        Decision::Pass => (Verdict::Pass, None),
+        Decision::Fail => (Verdict::Fail, None),
+        Decision::Undecided(n) => (Verdict::Undecided, Some(SamplesNeeded::from(n))),
+    };
+}
+
+fn us_interval(lo_ns: f64, hi_ns: f64) -> String {
+    format!("{:.2}..{:.2} us", lo_ns / 1e3, hi_ns / 1e3)
 }
 
 /// "median", "p99", "p99.9" for a quantile.

@@ -6,16 +6,20 @@
 
 mod common;
 
+use irqlab_stats::results::Verdict;
+
 /// Rows the model does not reproduce yet, and why (see the README's "Validation" section).
-const KNOWN_GAPS: &[(&str, &str)] = &[
+const KNOWN_GAPS: &[(&str, Verdict, &str)] = &[
     (
         "msi-ws-xtpic",
+        Verdict::Fail,
         "XT-PIC/MSI is ~18% high on the workstation: with ~1 us per ICH port I/O (Linux tsc.c) \
          the five 8259 accesses and the INTA cycle cost more than the seed's 6.8x allows; the \
          board's line sharing and idle-exit time are unknown",
     ),
     (
         "msi-soc-ioapic",
+        Verdict::Fail,
         "IO-APIC/MSI is ~26% low on the SoC: the model has no IO-APIC-only cost beyond the DMI \
          detour and the status read; a shared line (one more status read) would close it, but \
          which devices shared the EP80579's line is not documented",

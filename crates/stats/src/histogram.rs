@@ -181,6 +181,12 @@ impl LatencyHistogram {
         (!self.is_empty()).then(|| self.sum_ns as f64 / self.count() as f64)
     }
 
+    /// Standard deviation of the samples (population), from the HDR buckets (0.1% resolution);
+    /// `None` when empty or when any sample overflowed (its value is not kept).
+    pub fn stdev_ns(&self) -> Option<f64> {
+        (!self.is_empty() && self.overflows == 0).then(|| self.settled().stdev())
+    }
+
     /// Value at quantile `q` (a fraction in `[0, 1]`), `Ok(None)` when empty.
     ///
     /// The rank is hdrhistogram's: `ceil(q * count)` evaluated in `f64`, at
@@ -202,6 +208,13 @@ impl LatencyHistogram {
             return Err(StatsError::QuantileOutOfRange(q));
         }
         Ok(self.values_at_ranks([self.rank(q)])[0])
+    }
+
+    /// The `rank`-th smallest sample (1-based; clamped to `1..=count`), with the resolution of
+    /// [`quantile_ns`](Self::quantile_ns); `None` when empty. For order-statistic intervals,
+    /// whose ranks must not go through an `f64` quantile.
+    pub fn value_at_rank_ns(&self, rank: u64) -> Option<u64> {
+        self.values_at_ranks([rank.clamp(1, self.count().max(1))])[0]
     }
 
     /// hdrhistogram's rank for quantile `q` in `[0, 1]`: the same `f64`

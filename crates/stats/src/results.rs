@@ -222,12 +222,37 @@ pub struct NamedSeries {
     pub series: crate::series::SampleSeries,
 }
 
-/// Pass or fail of a validation row.
+/// The verdict of a validation row.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Pass,
     Fail,
+    /// The samples cannot decide the row (the statistic's 95% interval reaches across a
+    /// boundary of the published window). Counts as not passing.
+    Undecided,
+}
+
+/// How many samples would decide an undecided row ([`crate::decide::Needs`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SamplesNeeded {
+    /// Fewer cannot decide it (derived exactly from the statistic).
+    AtLeast { samples: u64 },
+    /// Extrapolated from the present interval, which narrows as 1/sqrt(n).
+    About { samples: u64 },
+    /// The statistic sits on a boundary: no sample count decides it.
+    Never,
+}
+
+impl From<crate::decide::Needs> for SamplesNeeded {
+    fn from(n: crate::decide::Needs) -> Self {
+        match n {
+            crate::decide::Needs::AtLeast(samples) => SamplesNeeded::AtLeast { samples },
+            crate::decide::Needs::About(samples) => SamplesNeeded::About { samples },
+            crate::decide::Needs::Never => SamplesNeeded::Never,
+        }
+    }
 }
 
 /// One row of `irqlab validate`: a published value beside the simulated one.
@@ -237,13 +262,25 @@ pub struct ValidationRow {
     pub id: String,
     pub experiment: String,
     pub metric: String,
+    /// The published value, short: `2.9x`, `2.0-2.5 us`, `holds`.
     pub published: String,
+    /// The seed's own words for it (`almost 3x`), empty where the value says it all.
+    pub published_text: String,
     pub simulated: String,
+    /// The 95% confidence interval of the simulated statistic, where the row has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
     pub tolerance: String,
     pub verdict: Verdict,
+    /// Samples behind the statistic (the fewest of the runs it compares).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    /// For an undecided row, the samples that would decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<SamplesNeeded>,
     /// Where the published value comes from (seed, figure, page).
     pub source: String,
-    /// What was compared, in more detail (shown under a failing row and in JSON).
+    /// What was compared, in more detail (shown under a row that does not pass, and in JSON).
     pub detail: String,
 }
 
@@ -268,13 +305,20 @@ pub struct ExperimentRuns {
 }
 
 impl ValidationReport {
+    fn count(&self, v: Verdict) -> usize {
+        self.rows.iter().filter(|r| r.verdict == v).count()
+    }
     pub fn passed(&self) -> usize {
-        self.rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Pass)
-            .count()
+        self.count(Verdict::Pass)
     }
     pub fn failed(&self) -> usize {
-        self.rows.len() - self.passed()
+        self.count(Verdict::Fail)
+    }
+    pub fn undecided(&self) -> usize {
+        self.count(Verdict::Undecided)
+    }
+    /// Every row passes (an undecided row does not).
+    pub fn all_pass(&self) -> bool {
+        self.passed() == self.rows.len()
     }
 }

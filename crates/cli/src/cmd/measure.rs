@@ -86,6 +86,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     );
     // The result first: a file that cannot be written must not hide it.
     print(&report::run_text(&measured.report))?;
+    super::warn_all(&measured.report.warnings);
     if let Some(path) = &json {
         write_json(path, Kind::MeasureTimer, &made, &measured.report).with_context(|| "--json")?;
     }

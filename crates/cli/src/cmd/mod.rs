@@ -14,6 +14,13 @@ use irqlab_report as report;
 use irqlab_report::json::Kind;
 use std::path::Path;
 
+/// Each of a result's warnings on stderr, one line each.
+pub fn warn_all(warnings: &[String]) {
+    for w in warnings {
+        crate::ui::warning(w);
+    }
+}
+
 /// Write a simulated run's JSON, print it, and draw its figures (named after the scenario and
 /// `kind`).
 pub fn emit_run(
@@ -28,6 +35,7 @@ pub fn emit_run(
         write_json(path, Kind::Sim, made, rep).with_context(|| "--json")?;
     }
     print(&report::run_text(rep))?;
+    warn_all(&rep.warnings);
     if let Some(dir) = plot {
         let name = scenario
             .file_stem()

@@ -29,6 +29,7 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         full,
         json,
         plot,
+        wide,
     } = a;
     if !experiments.is_dir() {
         anyhow::bail!(
@@ -66,11 +67,14 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         );
         write_json(path, Kind::Validate, &made, &v).with_context(|| "--json")?;
     }
-    print(&report::validation_text(&v))?;
+    print(&report::validation_text(&v, wide))?;
+    for n in &v.notes {
+        crate::ui::note(n);
+    }
     if let Some(dir) = &plot {
         for f in report::plot::plot_validation(&v, dir).with_context(|| "--plot")? {
             print(&format!("wrote {}\n", f.display()))?;
         }
     }
-    Ok(v.failed() == 0)
+    Ok(v.all_pass())
 }
