@@ -167,11 +167,11 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
         for r in &v.rows {
             t.row(vec![
                 clip(&r.experiment, 10),
-                clip(&r.id, 16),
+                clip(&r.id, 15),
                 verdict_word(r.verdict).into(),
                 clip(&r.simulated, 24),
-                clip(&r.published, 18),
-                clip(&r.tolerance, 12),
+                clip(&r.published, 17),
+                clip(&r.tolerance, 14),
             ]);
         }
         t.render()

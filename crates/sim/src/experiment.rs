@@ -134,7 +134,9 @@ pub enum Check {
         source: String,
     },
     /// The share of one run's samples above `threshold_ns` (or at or above it, `inclusive`)
-    /// lies between `low` and `high`.
+    /// lies between `low` and `high`; or, where the seed gives a count of rare samples
+    /// (`published_count` in `published_samples`), the rate lies inside that count's Poisson
+    /// 95% interval.
     Exceedance {
         id: String,
         run: String,
@@ -144,7 +146,12 @@ pub enum Check {
         inclusive: bool,
         #[serde(default)]
         low: f64,
-        high: f64,
+        #[serde(default)]
+        high: Option<f64>,
+        #[serde(default)]
+        published_count: Option<u64>,
+        #[serde(default)]
+        published_samples: Option<u64>,
         published_text: String,
         source: String,
     },
@@ -302,6 +309,31 @@ impl Experiment {
         })?;
         let file: ExperimentFile = parse_file(&path, &text)?;
         for c in &file.check {
+            if let Check::Exceedance {
+                id,
+                high,
+                published_count,
+                published_samples,
+                ..
+            } = c
+            {
+                let counted = published_count.is_some() && published_samples.is_some();
+                if counted == high.is_some()
+                    || published_count.is_some() != published_samples.is_some()
+                {
+                    return Err(ScenarioError::Invalid {
+                        origin: crate::scenario::Origin::File {
+                            path: path.clone(),
+                            line: 1,
+                            column: 1,
+                        },
+                        key: format!("check {id}"),
+                        message: "an exceedance row takes either `high` (and `low`), or \
+                                  `published_count` with `published_samples`"
+                            .into(),
+                    });
+                }
+            }
             if let Check::QuantileRange {
                 id,
                 quantile,
@@ -654,11 +686,23 @@ impl Experiment {
                 inclusive,
                 low,
                 high,
+                published_count,
+                published_samples,
                 published_text,
                 source,
             } => {
                 let h = metric.of(&runs[run]);
                 let n = h.count();
+                // A published count of rare samples: the rate window is its Poisson interval.
+                let (low, high, counted) = match (published_count, published_samples, high) {
+                    (Some(k), Some(of), _) => {
+                        let i = decide::poisson_interval(*k as f64);
+                        (i.lo / *of as f64, i.hi / *of as f64, Some((*k, *of, i)))
+                    }
+                    (_, _, Some(high)) => (*low, *high, None),
+                    _ => unreachable!("checked when the experiment loads"),
+                };
+                let (low, high) = (&low, &high);
                 let above: u64 = h
                     .iter_buckets(1)
                     .filter(|&(v, _)| {
@@ -682,18 +726,22 @@ impl Experiment {
                 );
                 row.published = published_text.clone();
                 row.simulated = format!("{} of {}", thousands(above), thousands(n));
-                row.tolerance = if *low > 0.0 {
-                    format!("{low:.0e}..{high:.0e}")
-                } else {
-                    format!("<= {high:.0e}")
+                row.tolerance = match counted {
+                    Some((_, of, i)) => format!("{:.2}-{:.1}/{}M", i.lo, i.hi, of as f64 / 1e6),
+                    None if *low > 0.0 => format!("{low:.0e}..{high:.0e}"),
+                    None => format!("<= {high:.0e}"),
                 };
                 row.samples = Some(n);
                 let (i, decision) = decide::decide_rate(above, n, *low, *high);
                 row.interval = Some(format!("{:.1e}..{:.1e}", i.lo, i.hi));
                 judge(&mut row, decision);
                 row.detail = format!(
-                    "{above} of {n} samples {op} {threshold_ns} ns: {p:.3e}, expected {low:e} .. \
-                     {high:e}"
+                    "{above} of {n} samples {op} {threshold_ns} ns: {p:.3e}, expected {low:.3e} .. \
+                     {high:.3e}{}",
+                    counted.map_or(String::new(), |(k, of, i)| format!(
+                        " (the Poisson 95% interval of {k} in {of}: {:.3}..{:.3} counts)",
+                        i.lo, i.hi
+                    ))
                 );
                 row
             }
