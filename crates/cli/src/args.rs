@@ -4,11 +4,30 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+/// Exit statuses, as every command's `--help` states them (the values are `main.rs`'s).
+const EXIT_ALL: &str = "Exit status: 0 done; 1 a validation row fails or is undecided (validate); \
+2 bad input (a file, a flag, a configuration hardware cannot have) or a measurement that cannot \
+run; 3 a host setting could not be put back (the message says how to by hand).";
+const EXIT_SIM: &str = "Exit status: 0 done; 2 bad input (a file, a flag, a configuration \
+hardware cannot have) or a run that cannot complete.";
+const EXIT_VALIDATE: &str = "Exit status: 0 every row passes; 1 a row fails or is undecided (too \
+few samples to decide it); 2 bad input.";
+const EXIT_HOST: &str = "Exit status: 0 done; 2 bad input, or the system cannot be read; 3 \
+(--cleanup) something left by a crashed irqlab could not be undone (the message says how to by \
+hand).";
+const EXIT_PLOT: &str = "Exit status: 0 done; 2 bad input (a file that is not a run result, a \
+directory that cannot be written).";
+const EXIT_MEASURE: &str = "Exit status: 0 done, also when stopped early by Ctrl-C or SIGTERM \
+(the results so far are shown); 2 bad input or a measurement that cannot run here; 3 a host \
+setting could not be put back (the message says how to by hand).";
+const EXIT_LIST: &str = "Exit status: 0.";
+
 #[derive(Parser)]
 #[command(
     name = "irqlab",
     version,
-    about = "Interrupt-latency laboratory: simulate the interrupt path, validate against published experiments, inventory and measure the host"
+    about = "Interrupt-latency laboratory: simulate the interrupt path, validate against published experiments, inventory and measure the host",
+    after_help = EXIT_ALL
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -18,25 +37,34 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Simulate a scenario and print its ISR and tasklet latencies.
+    #[command(after_help = EXIT_SIM)]
     Sim(SimArgs),
     /// Run every published experiment in experiments/ and compare published with simulated.
+    #[command(after_help = EXIT_VALIDATE)]
     Validate(ValidateArgs),
     /// Inventory this host's interrupts: delivery, trigger, device and driver, rates per CPU,
     /// affinity, and findings (legacy INTx on MSI-capable devices, shared lines, load on one
     /// CPU, irqbalance).
+    #[command(after_help = EXIT_HOST)]
     Host(HostArgs),
     /// Draw saved results (`--json` of sim or measure timer) as SVG figures; several files are
     /// overlaid on the same axes, each metric labelled with its file's name.
+    #[command(after_help = EXIT_PLOT)]
     Plot(PlotArgs),
     /// Measure this host: timer wake-up latency (`timer`), interrupt handler and softirq times
     /// (`irqs`).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = EXIT_MEASURE)]
     Measure(Measure),
+    /// List what irqlab ships: the published experiments (with their validation rows) and the
+    /// scenarios `irqlab sim` runs by name.
+    #[command(after_help = EXIT_LIST)]
+    List,
 }
 
 #[derive(Args)]
 pub struct SimArgs {
-    /// Scenario file (see experiments/seed000/ws.toml).
+    /// Scenario: a file, or the name of a shipped one (`seed002/fpga`; `irqlab list` shows
+    /// them). A file on disk wins over a shipped scenario of the same name.
     pub scenario: PathBuf,
     /// Override a parameter by dotted path, e.g. `delivery=xtpic`,
     /// `platform.cpu.clock_hz=2.0e9`, `device.0.read_turnaround_ns=300`. Repeatable.
@@ -69,9 +97,9 @@ pub struct SimArgs {
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// Directory of experiment files.
-    #[arg(long, default_value = "experiments")]
-    pub experiments: PathBuf,
+    /// Directory of experiment files (default: the experiments shipped in irqlab).
+    #[arg(long, value_name = "DIR")]
+    pub experiments: Option<PathBuf>,
     /// Only rows whose id matches (substring, or a pattern with `*`).
     #[arg(long, value_name = "PATTERN")]
     pub only: Option<String>,
@@ -125,10 +153,12 @@ pub enum Measure {
     /// Timer wake-up latency per CPU, cyclictest's method (pinned SCHED_FIFO threads, absolute
     /// clock_nanosleep on CLOCK_MONOTONIC, mlockall, /dev/cpu_dma_latency held at 0), with the
     /// IRQ-vs-thread split from trace events where tracefs is available (root).
+    #[command(after_help = EXIT_MEASURE)]
     Timer(TimerArgs),
     /// Hard IRQ handler time, softirq raise-to-run delay and run time, and tasklet run time,
     /// per CPU, from the kernel's trace events (root; tracefs). Nothing of the host's tracing
     /// state is changed: irqlab works in its own tracing instance and removes it.
+    #[command(after_help = EXIT_MEASURE)]
     Irqs(IrqsArgs),
 }
 

@@ -23,6 +23,12 @@ impl Invocation {
         }
     }
 
+    /// The start time as a compact UTC stamp for file names: `20261123T214012Z`.
+    pub fn stamp(&self) -> String {
+        let t = humantime::format_rfc3339_seconds(self.started).to_string();
+        t.replace(['-', ':'], "")
+    }
+
     /// The record of a result complete now, made with `settings` (on `host`, for measurements).
     pub fn made(
         &self,
@@ -66,5 +72,10 @@ mod tests {
     fn times_are_utc_rfc3339() {
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_795_000_000_123);
         assert_eq!(utc(t), "2026-11-18T11:06:40.123Z");
+        let inv = Invocation {
+            started: t,
+            command_line: vec![],
+        };
+        assert_eq!(inv.stamp(), "20261118T110640Z");
     }
 }

@@ -66,6 +66,7 @@ fn run(cli: Cli, inv: &made::Invocation) -> anyhow::Result<ExitCode> {
         Command::Plot(a) => cmd::plot::run(a)?,
         Command::Measure(Measure::Timer(a)) => cmd::measure::timer(a, inv)?,
         Command::Measure(Measure::Irqs(a)) => cmd::measure::irqs(a, inv)?,
+        Command::List => cmd::list::run()?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -368,6 +368,10 @@ pub fn measure_irqs(
     }
     tracefs::require_root("irqlab measure irqs")?;
     let cpus = crate::timer::online_cpus()?;
+    // Rates and CPU shares are over the time the trace recorded: from before tracing is turned
+    // on (the last step of creating the instance) to after it is turned off. The measuring
+    // period alone would leave out the setup, which matters when Ctrl-C comes early.
+    let traced_from = Instant::now();
     let inst = TraceInstance::create(&REQUIRED, opts.buffer_kb)?;
     // The optional events this kernel has (tasklet events are 5.13+, local_timer x86 only).
     inst.enable_if_present(&OPTIONAL)?;
@@ -382,8 +386,10 @@ pub fn measure_irqs(
             Duration::from_millis(50).min(opts.duration.saturating_sub(started.elapsed())),
         );
     }
-    let secs = started.elapsed().as_secs_f64();
     let stop_result = inst.stop();
+    let secs = traced_from.elapsed().as_secs_f64();
+    let stopped_early = (started.elapsed() < opts.duration)
+        .then(|| crate::signals::received().unwrap_or("a signal").to_string());
     let drained = readers.finish();
     let lost: Vec<u64> = cpus
         .iter()
@@ -408,6 +414,7 @@ pub fn measure_irqs(
     let mut report = IrqActivityReport {
         kernel: crate::pci::read_trimmed(std::path::Path::new("/proc/sys/kernel/osrelease")),
         duration_s: secs,
+        stopped_by: stopped_early,
         cpus: cpus.clone(),
         irqs: Vec::new(),
         softirqs: Vec::new(),

@@ -174,7 +174,10 @@ fn build(
     };
     let stopped = match run.stopped_by {
         StopReason::Completed => "completed".to_string(),
-        StopReason::Signal => "stopped by a signal (Ctrl-C)".to_string(),
+        StopReason::Signal => format!(
+            "stopped by {}",
+            crate::signals::received().unwrap_or("a signal")
+        ),
         StopReason::Break { .. } => {
             format!("stopped above --break-us {}", opts.break_us.unwrap_or(0))
         }

@@ -20,9 +20,12 @@ fn per_s(v: f64) -> String {
 pub fn irq_activity_text(r: &IrqActivityReport) -> String {
     let lost: u64 = r.lost_events.iter().sum();
     let mut out = format!(
-        "Interrupt activity on {} over {:.1} s: {} trace events{}\n\n",
+        "Interrupt activity on {} over {:.1} s{}: {} trace events{}\n\n",
         r.kernel.as_deref().unwrap_or("this host"),
         r.duration_s,
+        r.stopped_by
+            .as_ref()
+            .map_or(String::new(), |s| format!(" (stopped early by {s})")),
         group(r.events),
         if lost > 0 {
             format!(

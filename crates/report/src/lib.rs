@@ -40,10 +40,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     // Report the OS's reason, not the temporary file's name that tempfile attaches.
     let err = |e: std::io::Error| ReportError::Write {
         path: path.display().to_string(),
-        reason: match e.raw_os_error() {
-            Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
-            None => e.kind().to_string(),
-        },
+        reason: os_reason(e),
     };
     check_writable(path)?;
     let dir = parent_dir(path);
@@ -66,23 +63,70 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// Refuse early a result path whose directory does not exist, so that a measurement is not
-/// run only to be lost at the end.
+/// Refuse early a result path whose directory does not exist or cannot be written, so that a
+/// run or a measurement is not made only to be lost at the end.
 pub fn check_writable(path: &Path) -> Result<(), ReportError> {
+    let fail = |reason: String| ReportError::Write {
+        path: path.display().to_string(),
+        reason,
+    };
     let dir = parent_dir(path);
     if !dir.is_dir() {
-        return Err(ReportError::Write {
-            path: path.display().to_string(),
-            reason: format!("the directory {} does not exist", dir.display()),
-        });
+        return Err(fail(format!(
+            "the directory {} does not exist",
+            dir.display()
+        )));
     }
     if path.is_dir() {
-        return Err(ReportError::Write {
-            path: path.display().to_string(),
-            reason: "it is a directory; give a file name".into(),
-        });
+        return Err(fail("it is a directory; give a file name".into()));
     }
-    Ok(())
+    probe_dir(dir).map_err(fail)
+}
+
+/// Refuse early a figure directory that cannot be made or written: it must be a directory, or
+/// not exist yet below a directory that can be written (it is created when the figures are
+/// drawn).
+pub fn check_plot_dir(dir: &Path) -> Result<(), ReportError> {
+    let fail = |reason: String| ReportError::Write {
+        path: dir.display().to_string(),
+        reason,
+    };
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(fail(
+                "it is a file; give a directory for the figures".into(),
+            ));
+        }
+        return probe_dir(dir).map_err(fail);
+    }
+    let mut up = dir;
+    loop {
+        up = match up.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if up.exists() {
+            if !up.is_dir() {
+                return Err(fail(format!("{} is a file, not a directory", up.display())));
+            }
+            return probe_dir(up).map_err(fail);
+        }
+    }
+}
+
+/// Whether a file can be created in `dir`: by creating (and at once removing) a temporary one,
+/// the only test that holds for permissions, read-only mounts and full quotas alike.
+fn probe_dir(dir: &Path) -> Result<(), String> {
+    tempfile::tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| format!("cannot write in {}: {}", dir.display(), os_reason(e)))
+}
+
+fn os_reason(e: std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+        None => e.kind().to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +141,32 @@ mod tests {
         write_atomic(&p, b"second").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "second");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn destinations_are_checked_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        assert!(check_plot_dir(dir.path()).is_ok());
+        assert!(check_plot_dir(&dir.path().join("new/deeper")).is_ok());
+        let e = check_plot_dir(&file).unwrap_err().to_string();
+        assert!(e.contains("is a file"), "{e}");
+        let e = check_plot_dir(&file.join("sub")).unwrap_err().to_string();
+        assert!(e.contains("is a file, not a directory"), "{e}");
+        assert!(check_writable(&dir.path().join("x.json")).is_ok());
+        // Nothing was left behind by the probes.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // A directory without write permission (root bypasses permissions: then skip).
+        use std::os::unix::fs::PermissionsExt;
+        let ro = dir.path().join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        if std::fs::write(ro.join("t"), "").is_err() {
+            let e = check_writable(&ro.join("x.json")).unwrap_err().to_string();
+            assert!(e.contains("cannot write in"), "{e}");
+            assert!(check_plot_dir(&ro.join("plots")).is_err());
+        }
     }
 
     #[test]

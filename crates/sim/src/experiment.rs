@@ -302,7 +302,7 @@ const TRACE_PACKETS: usize = 64;
 impl Experiment {
     pub fn load(path: impl AsRef<Path>) -> Result<Experiment, ScenarioError> {
         let path = path.as_ref().to_owned();
-        let text = std::fs::read_to_string(&path).map_err(|cause| ScenarioError::Io {
+        let text = crate::shipped::read(&path).map_err(|cause| ScenarioError::Io {
             path: path.clone(),
             named_by: None,
             cause,
@@ -381,12 +381,12 @@ impl Experiment {
             named_by: Some("--experiments".into()),
             cause,
         };
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(io)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "toml") && p.is_file())
-            .collect();
-        paths.sort();
+        let paths = crate::shipped::toml_files(dir).map_err(io)?;
+        if paths.is_empty() {
+            return Err(ScenarioError::NoExperiments {
+                dir: dir.to_owned(),
+            });
+        }
         paths.into_iter().map(Experiment::load).collect()
     }
 

@@ -25,3 +25,4 @@ pub mod pps;
 pub mod probes;
 pub mod report;
 pub mod scenario;
+pub mod shipped;

@@ -334,6 +334,13 @@ pub enum ScenarioError {
     },
     #[error("{origin}: {message}")]
     Syntax { origin: Origin, message: String },
+    /// An experiments directory without experiment files.
+    #[error(
+        "{}: no experiment files (*.toml) in this directory; pass --experiments with a directory \
+         of experiment files, or leave it out to run the shipped experiments",
+        dir.display()
+    )]
+    NoExperiments { dir: PathBuf },
     #[error("--set {flag}: {message}")]
     Override { flag: String, message: String },
     /// The run did not settle: the event limit was reached before the samples completed.
@@ -360,7 +367,7 @@ pub enum ScenarioError {
 // ---- loading ------------------------------------------------------------------------------
 
 pub(crate) fn read(path: &Path, named_by: Option<String>) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path).map_err(|cause| ScenarioError::Io {
+    crate::shipped::read(path).map_err(|cause| ScenarioError::Io {
         path: path.to_owned(),
         named_by,
         cause,
@@ -1627,7 +1634,7 @@ pub(crate) fn load_named<T: for<'de> Deserialize<'de>>(
     key: &str,
     name: &str,
 ) -> Result<(PathBuf, String, T), ScenarioError> {
-    let path = scenario.parent().unwrap_or(Path::new(".")).join(name);
+    let path = crate::shipped::normalize(&scenario.parent().unwrap_or(Path::new(".")).join(name));
     let (line, column) = locate(text, key).unwrap_or((1, 1));
     let by = format!("`{key}` at {}:{line}:{column}", scenario.display());
     let body = read(&path, Some(by))?;

@@ -55,7 +55,11 @@ pub struct TaskletActivity {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IrqActivityReport {
     pub kernel: Option<String>,
+    /// The time the trace recorded, which rates and CPU shares are over.
     pub duration_s: f64,
+    /// The signal that ended the measurement before its `--duration`, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
     pub cpus: Vec<u32>,
     pub irqs: Vec<IrqActivity>,
     pub softirqs: Vec<SoftirqActivity>,

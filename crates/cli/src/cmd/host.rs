@@ -28,6 +28,7 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
              rates would all be zero"
         );
     }
+    super::check_outputs(json.as_deref(), None)?;
     let inventory = irqlab_host::inventory::collect(&root, interval)?;
     if let Some(path) = &json {
         let made = inv.made(

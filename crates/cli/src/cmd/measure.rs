@@ -60,10 +60,9 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
         buffer_kb,
         load: load.clone(),
     };
-    for (flag, path) in [("--json", &json), ("--histogram-out", &histogram_out)] {
-        if let Some(p) = path {
-            report::check_writable(p).with_context(|| flag)?;
-        }
+    super::check_outputs(json.as_deref(), plot.as_deref())?;
+    if let Some(p) = &histogram_out {
+        report::check_writable(p).with_context(|| "--histogram-out")?;
     }
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let mut live = LiveLines::new();
@@ -97,9 +96,12 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
         report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
     }
     if let Some(dir) = &plot {
-        for f in report::plot::plot_run(&measured.report, dir, "timer").with_context(|| "--plot")? {
-            print(&format!("wrote {}\n", f.display()))?;
-        }
+        // A measurement is never repeated exactly: its figures are named by its start time, so
+        // no later run overwrites them.
+        let name = format!("timer-{}", inv.stamp());
+        super::wrote(
+            &report::plot::plot_run(&measured.report, dir, &name).with_context(|| "--plot")?,
+        );
     }
     Ok(())
 }
@@ -117,9 +119,7 @@ pub fn irqs(a: IrqsArgs, inv: &Invocation) -> Result<()> {
         buffer_kb,
         json,
     } = a;
-    if let Some(p) = &json {
-        report::check_writable(p).with_context(|| "--json")?;
-    }
+    super::check_outputs(json.as_deref(), None)?;
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let opts = irqlab_host::irqs::IrqsOptions {
         duration,

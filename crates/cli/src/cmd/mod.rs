@@ -2,6 +2,7 @@
 //! renders the result.
 
 pub mod host;
+pub mod list;
 pub mod measure;
 pub mod plot;
 pub mod sim;
@@ -12,7 +13,43 @@ use crate::ui::print;
 use anyhow::{Context, Result};
 use irqlab_report as report;
 use irqlab_report::json::Kind;
+use std::io::Write;
 use std::path::Path;
+
+/// Refuse, before anything runs, a `--json` file or `--plot` directory that cannot be written:
+/// a long run or a measurement must not be made only to be lost.
+pub fn check_outputs(json: Option<&Path>, plot: Option<&Path>) -> Result<()> {
+    if let Some(p) = json {
+        report::check_writable(p).with_context(|| "--json")?;
+    }
+    if let Some(d) = plot {
+        report::check_plot_dir(d).with_context(|| "--plot")?;
+    }
+    Ok(())
+}
+
+/// A short, stable tag of the flags that change a deterministic result (`--set`, `--seed`,
+/// ...), for figure names: runs with other flags never overwrite each other's figures, and the
+/// same flags give the same figures. `None` when no such flag was given.
+pub fn flags_tag(flags: &[String]) -> Option<String> {
+    if flags.is_empty() {
+        return None;
+    }
+    // FNV-1a (64 bit): stable across builds and platforms, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in flags.join("\u{1f}").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    Some(format!("{:08x}", (h >> 32) as u32 ^ h as u32))
+}
+
+/// Print where each figure went (stderr: the figures are the result, the list is not).
+pub fn wrote(files: &[std::path::PathBuf]) {
+    for f in files {
+        let _ = writeln!(std::io::stderr(), "irqlab: wrote {}", f.display());
+    }
+}
 
 /// Each of a result's warnings on stderr, one line each.
 pub fn warn_all(warnings: &[String]) {
@@ -21,30 +58,42 @@ pub fn warn_all(warnings: &[String]) {
     }
 }
 
-/// Write a simulated run's JSON, print it, and draw its figures (named after the scenario and
-/// `kind`).
+/// Write a simulated run's JSON, print it, and draw its figures, named `NAME[-TAG]-FIGURE.svg`.
 pub fn emit_run(
     rep: &irqlab_stats::results::RunReport,
     made: &irqlab_report::json::Made,
     json: Option<&Path>,
-    plot: Option<&Path>,
-    scenario: &Path,
-    kind: &str,
+    plot: Option<(&Path, &str)>,
 ) -> Result<()> {
     if let Some(path) = json {
         write_json(path, Kind::Sim, made, rep).with_context(|| "--json")?;
     }
     print(&report::run_text(rep))?;
     warn_all(&rep.warnings);
-    if let Some(dir) = plot {
-        let name = scenario
-            .file_stem()
-            .map_or("run".into(), |s| s.to_string_lossy().into_owned());
-        for f in
-            report::plot::plot_run(rep, dir, &format!("{name}-{kind}")).with_context(|| "--plot")?
-        {
-            print(&format!("wrote {}\n", f.display()))?;
-        }
+    if let Some((dir, name)) = plot {
+        wrote(&report::plot::plot_run(rep, dir, name).with_context(|| "--plot")?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_stable_and_tell_flags_apart() {
+        assert_eq!(flags_tag(&[]), None);
+        let a = flags_tag(&["--set".into(), "delivery=xtpic".into()]).unwrap();
+        assert_eq!(a.len(), 8);
+        assert_eq!(
+            flags_tag(&["--set".into(), "delivery=xtpic".into()]),
+            Some(a.clone())
+        );
+        assert_ne!(
+            flags_tag(&["--set".into(), "delivery=msi".into()]),
+            Some(a.clone())
+        );
+        // The same words split differently are other flags.
+        assert_ne!(flags_tag(&["--setdelivery=xtpic".into()]), Some(a));
+    }
 }

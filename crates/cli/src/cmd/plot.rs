@@ -1,13 +1,13 @@
 //! `irqlab plot`: saved results drawn, alone or overlaid.
 
 use crate::args::PlotArgs;
-use crate::ui::print;
 use anyhow::{Context, Result};
 use irqlab_report as report;
 use irqlab_stats::results::RunReport;
 
 pub fn run(a: PlotArgs) -> Result<()> {
     let PlotArgs { results, out } = a;
+    report::check_plot_dir(&out).with_context(|| "--out")?;
     let mut runs: Vec<(String, RunReport)> = Vec::new();
     for path in &results {
         let text =
@@ -25,8 +25,6 @@ pub fn run(a: PlotArgs) -> Result<()> {
             .map_or("run".into(), |s| s.to_string_lossy().into_owned());
         runs.push((stem, r));
     }
-    for f in report::plot::plot_runs(&runs, &out).with_context(|| "--out")? {
-        print(&format!("wrote {}\n", f.display()))?;
-    }
+    super::wrote(&report::plot::plot_runs(&runs, &out).with_context(|| "--out")?);
     Ok(())
 }

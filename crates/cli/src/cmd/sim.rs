@@ -1,12 +1,14 @@
 //! `irqlab sim`: one scenario, simulated.
 
-use super::emit_run;
+use super::{emit_run, flags_tag};
 use crate::args::SimArgs;
 use crate::made::Invocation;
 use crate::ui::Progress;
 use anyhow::Result;
 use irqlab_sim::experiment::AnyScenario;
+use irqlab_stats::results::RunReport;
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -15,6 +17,8 @@ use std::sync::Arc;
 struct Settings<'a> {
     /// The scenario as given on the command line.
     scenario: String,
+    /// The file it was read from (`<shipped>/...` for a shipped scenario).
+    scenario_file: String,
     /// Every `--set`, in order.
     overrides: &'a [String],
     /// The seed the run used (the scenario's unless `--seed`).
@@ -25,84 +29,126 @@ struct Settings<'a> {
     trace_packets: usize,
 }
 
+/// The scenario to load: the file on disk if there is one, else the shipped scenario of that
+/// name.
+fn resolve(scenario: &Path) -> Result<PathBuf> {
+    if scenario.exists() {
+        return Ok(scenario.to_path_buf());
+    }
+    if let Some(p) = scenario.to_str().and_then(irqlab_sim::shipped::scenario) {
+        return Ok(p);
+    }
+    let names: Vec<String> = irqlab_sim::shipped::scenarios()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    anyhow::bail!(
+        "{}: no such file, and no shipped scenario of that name; give a scenario file, or one of \
+         the shipped scenarios: {} (irqlab list)",
+        scenario.display(),
+        names.join(", ")
+    )
+}
+
+/// The flags that change a simulation's result, as typed, for the figures' tag.
+fn result_flags(a: &SimArgs) -> Vec<String> {
+    let mut flags = Vec::new();
+    for s in &a.set {
+        flags.extend(["--set".to_string(), s.clone()]);
+    }
+    let optional = [
+        ("--seed", a.seed.map(|v| v.to_string())),
+        ("--samples", a.samples.map(|v| v.to_string())),
+        (
+            "--replications",
+            (a.replications != 1).then(|| a.replications.to_string()),
+        ),
+    ];
+    for (flag, v) in optional {
+        if let Some(v) = v {
+            flags.extend([flag.to_string(), v]);
+        }
+    }
+    flags
+}
+
 pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
-    let SimArgs {
-        scenario,
-        set,
-        seed,
-        samples,
-        trace,
-        json,
-        plot,
-        replications,
-    } = a;
-    let s = match AnyScenario::load(&scenario, &set)? {
-        AnyScenario::Pcie(s) => *s,
+    super::check_outputs(a.json.as_deref(), a.plot.as_deref())?;
+    let file = resolve(&a.scenario)?;
+    let counter = Arc::new(AtomicU64::new(0));
+    let (mut rep, seed, samples, kind) = match AnyScenario::load(&file, &a.set)? {
         AnyScenario::Pps(s) => {
-            if trace > 0 {
+            if a.trace > 0 {
                 anyhow::bail!(
                     "--trace shows PCIe analyzer packets; {} is an ISA PC with no PCIe link to \
                      watch",
-                    scenario.display()
+                    a.scenario.display()
                 );
             }
-            let seed = seed.unwrap_or(s.file.seed);
-            let samples = samples.unwrap_or(s.file.samples);
-            let counter = Arc::new(AtomicU64::new(0));
+            let seed = a.seed.unwrap_or(s.file.seed);
+            let samples = a.samples.unwrap_or(s.file.samples);
             // Each replication runs the whole pulse timeline (its phases are by sample).
-            let total = samples.saturating_mul(u64::from(replications.max(1)));
+            let total = samples.saturating_mul(u64::from(a.replications.max(1)));
             let bar = Progress::start(total, &counter);
-            let result = s.run_replicated(seed, samples, replications, Some(counter));
+            let result = s.run_replicated(seed, samples, a.replications, Some(counter));
             bar.finish();
-            let result = result?;
-            let rep = irqlab_sim::report::pps_run_report(&s, seed, &result);
-            let made = inv.made(
-                &Settings {
-                    scenario: scenario.display().to_string(),
-                    overrides: &set,
-                    seed,
-                    samples,
-                    replications,
-                    trace_packets: trace,
-                },
-                None,
-            );
-            return emit_run(
-                &rep,
-                &made,
-                json.as_deref(),
-                plot.as_deref(),
-                &scenario,
-                "pps",
-            );
+            let rep = irqlab_sim::report::pps_run_report(&s, seed, &result?);
+            (rep, seed, samples, "pps".to_string())
+        }
+        AnyScenario::Pcie(s) => {
+            let seed = a.seed.unwrap_or(s.file.seed);
+            let samples = a.samples.unwrap_or(s.file.samples);
+            let bar = Progress::start(samples, &counter);
+            let result = s.run_replicated(seed, samples, a.trace, a.replications, Some(counter));
+            bar.finish();
+            let rep = irqlab_sim::report::run_report(&s, seed, &result?);
+            let delivery = format!("{:?}", s.file.delivery).to_lowercase();
+            (rep, seed, samples, delivery)
         }
     };
-    let seed = seed.unwrap_or(s.file.seed);
-    let samples = samples.unwrap_or(s.file.samples);
-    let counter = Arc::new(AtomicU64::new(0));
-    let bar = Progress::start(samples, &counter);
-    let result = s.run_replicated(seed, samples, trace, replications, Some(counter));
-    bar.finish();
-    let result = result?;
-    let rep = irqlab_sim::report::run_report(&s, seed, &result);
+    list_overrides(&mut rep, &a.set);
     let made = inv.made(
         &Settings {
-            scenario: scenario.display().to_string(),
-            overrides: &set,
+            scenario: a.scenario.display().to_string(),
+            scenario_file: file.display().to_string(),
+            overrides: &a.set,
             seed,
             samples,
-            replications,
-            trace_packets: trace,
+            replications: a.replications,
+            trace_packets: a.trace,
         },
         None,
     );
-    let delivery = format!("{:?}", s.file.delivery).to_lowercase();
+    // Figures are named after the scenario, the delivery (or model) and a tag of the flags that
+    // change the result: runs with other flags never overwrite them.
+    let stem = a
+        .scenario
+        .file_stem()
+        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+    let name = match flags_tag(&result_flags(&a)) {
+        Some(t) => format!("{stem}-{kind}-{t}"),
+        None => format!("{stem}-{kind}"),
+    };
     emit_run(
         &rep,
         &made,
-        json.as_deref(),
-        plot.as_deref(),
-        &scenario,
-        &delivery,
+        a.json.as_deref(),
+        a.plot.as_deref().map(|d| (d, name.as_str())),
     )
+}
+
+/// The run's header lists every `--set`, after the seed.
+fn list_overrides(rep: &mut RunReport, set: &[String]) {
+    if set.is_empty() {
+        return;
+    }
+    let at = rep
+        .config
+        .iter()
+        .position(|(k, _)| k == "seed")
+        .map_or(rep.config.len(), |i| i + 1);
+    rep.config.insert(
+        at,
+        ("overrides".into(), format!("--set {}", set.join(" --set "))),
+    );
 }

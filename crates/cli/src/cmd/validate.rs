@@ -31,13 +31,16 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         plot,
         wide,
     } = a;
-    if !experiments.is_dir() {
-        anyhow::bail!(
-            "no experiments directory '{}': run irqlab validate from the repository's top \
-             directory, or pass --experiments DIR",
-            experiments.display()
-        );
-    }
+    super::check_outputs(json.as_deref(), plot.as_deref())?;
+    let experiments = match experiments {
+        Some(dir) if !dir.is_dir() => anyhow::bail!(
+            "--experiments {}: no such directory; pass a directory of experiment files, or leave \
+             --experiments out to run the shipped experiments",
+            dir.display()
+        ),
+        Some(dir) => dir,
+        None => irqlab_sim::shipped::experiments_dir(),
+    };
     let counter = Arc::new(AtomicU64::new(0));
     let opts = ValidateOptions {
         only,
@@ -51,7 +54,8 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
     let v = v?;
     if v.rows.is_empty() {
         anyhow::bail!(
-            "no validation row matches --only {}; row ids look like msi-ws-ioapic",
+            "no validation row matches --only {}; row ids look like msi-ws-ioapic (irqlab list \
+             shows them all)",
             opts.only.as_deref().unwrap_or("")
         );
     }
@@ -72,9 +76,7 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         crate::ui::note(n);
     }
     if let Some(dir) = &plot {
-        for f in report::plot::plot_validation(&v, dir).with_context(|| "--plot")? {
-            print(&format!("wrote {}\n", f.display()))?;
-        }
+        super::wrote(&report::plot::plot_validation(&v, dir).with_context(|| "--plot")?);
     }
     Ok(v.all_pass())
 }

@@ -1,0 +1,239 @@
+//! The data files shipped inside irqlab: every experiment, scenario, platform and kernel of the
+//! repository (`experiments/`, `platforms/`, `kernels/`), embedded when the library is built.
+//! An installed `irqlab` thus validates and runs the shipped scenarios from any directory.
+//!
+//! A shipped file has a path under the virtual root [`ROOT`] (`<shipped>/platforms/...`), which
+//! every loader reads through [`read`]; a relative name inside it (a scenario's
+//! `platform = "../../platforms/x.toml"`) resolves against it as on disk. A path on disk is
+//! always read from disk: the shipped copy is only the default.
+
+use std::path::{Component, Path, PathBuf};
+
+include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
+
+/// The virtual root of the shipped files, as paths and messages show it.
+pub const ROOT: &str = "<shipped>";
+
+/// The shipped experiments directory.
+pub fn experiments_dir() -> PathBuf {
+    Path::new(ROOT).join("experiments")
+}
+
+/// Whether `path` is under [`ROOT`].
+pub fn is_shipped(path: &Path) -> bool {
+    path.components().next() == Some(Component::Normal(ROOT.as_ref()))
+}
+
+/// `path` with `.` and `a/..` folded away, as text with `/` separators (after [`ROOT`]).
+fn key(path: &Path) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in path.components().skip(1) {
+        match c {
+            Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// `path` (under [`ROOT`]) in its shortest form: `<shipped>/experiments/seed000/../../x` is
+/// `<shipped>/x`. Other paths are returned as they are.
+pub fn normalize(path: &Path) -> PathBuf {
+    match is_shipped(path).then(|| key(path)).flatten() {
+        Some(k) => Path::new(ROOT).join(k),
+        None => path.to_path_buf(),
+    }
+}
+
+/// The contents of a shipped file.
+pub fn get(path: &Path) -> Option<&'static str> {
+    let k = key(path)?;
+    FILES.iter().find(|(p, _)| *p == k).map(|(_, text)| *text)
+}
+
+/// Read a file: a shipped one from the embedded copy, any other from disk.
+pub fn read(path: &Path) -> std::io::Result<String> {
+    if is_shipped(path) {
+        get(path).map(str::to_string).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "irqlab ships no such file (irqlab list shows what it ships)",
+            )
+        })
+    } else {
+        std::fs::read_to_string(path)
+    }
+}
+
+/// The `*.toml` files directly in `dir` (shipped or on disk), sorted.
+pub fn toml_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if is_shipped(dir) {
+        let k = key(dir).unwrap_or_default();
+        let mut out: Vec<PathBuf> = FILES
+            .iter()
+            .filter_map(|(p, _)| {
+                let rest = p.strip_prefix(&k)?.strip_prefix('/')?;
+                (!rest.contains('/')).then(|| Path::new(ROOT).join(p))
+            })
+            .collect();
+        out.sort();
+        if out.is_empty() && !FILES.iter().any(|(p, _)| p.starts_with(&format!("{k}/"))) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "irqlab ships no such directory",
+            ));
+        }
+        return Ok(out);
+    }
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml") && p.is_file())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// A shipped scenario by its short name: `seed002/fpga`, `seed002/fpga.toml` or
+/// `experiments/seed002/fpga.toml`.
+pub fn scenario(name: &str) -> Option<PathBuf> {
+    let name = name.trim_start_matches("./");
+    let name = name.strip_prefix("experiments/").unwrap_or(name);
+    let name = name.strip_suffix(".toml").unwrap_or(name);
+    scenarios()
+        .into_iter()
+        .find(|(short, _)| short == name)
+        .map(|(_, p)| p)
+}
+
+/// The shipped scenarios: (short name, path), the files one level below `experiments/`.
+pub fn scenarios() -> Vec<(String, PathBuf)> {
+    FILES
+        .iter()
+        .filter_map(|(p, _)| {
+            let rest = p.strip_prefix("experiments/")?;
+            let short = rest.strip_suffix(".toml")?;
+            short
+                .contains('/')
+                .then(|| (short.to_string(), Path::new(ROOT).join(p)))
+        })
+        .collect()
+}
+
+/// A shipped scenario as `irqlab list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioEntry {
+    /// `seed002/fpga`: what `irqlab sim` takes.
+    pub name: String,
+    pub title: String,
+    /// The platform and kernel files it names, by file stem.
+    pub platform: String,
+    pub kernel: String,
+    /// Its default sample count.
+    pub samples: u64,
+}
+
+/// Every shipped scenario, by name.
+pub fn scenario_entries() -> Vec<ScenarioEntry> {
+    let stem = |v: Option<&toml::Value>| {
+        v.and_then(toml::Value::as_str)
+            .map(|p| {
+                Path::new(p)
+                    .file_stem()
+                    .map_or(p.to_string(), |s| s.to_string_lossy().into_owned())
+            })
+            .unwrap_or_default()
+    };
+    scenarios()
+        .into_iter()
+        .filter_map(|(name, path)| {
+            let doc: toml::Table = toml::from_str(get(&path)?).ok()?;
+            Some(ScenarioEntry {
+                name,
+                title: doc.get("title")?.as_str()?.to_string(),
+                platform: stem(doc.get("platform")),
+                kernel: stem(doc.get("kernel")),
+                samples: doc
+                    .get("samples")
+                    .and_then(toml::Value::as_integer)
+                    .map_or(0, |n| n.max(0) as u64),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_data_file_of_the_repository_is_shipped_and_identical() {
+        let top = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut on_disk = 0;
+        for dir in ["experiments", "platforms", "kernels"] {
+            for e in walk(&top.join(dir)) {
+                let rel = e.strip_prefix(&top).unwrap();
+                let shipped = Path::new(ROOT).join(rel);
+                assert_eq!(
+                    get(&shipped),
+                    Some(std::fs::read_to_string(&e).unwrap().as_str()),
+                    "{}",
+                    rel.display()
+                );
+                on_disk += 1;
+            }
+        }
+        assert_eq!(on_disk, FILES.len());
+    }
+
+    fn walk(d: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn relative_names_resolve_inside_the_shipped_tree() {
+        let s = scenario("seed000/ws").unwrap();
+        assert_eq!(s, Path::new("<shipped>/experiments/seed000/ws.toml"));
+        assert_eq!(scenario("experiments/seed000/ws.toml"), Some(s.clone()));
+        assert_eq!(scenario("seed000/ws.toml"), Some(s.clone()));
+        assert_eq!(scenario("seed000"), None);
+        let platform = s
+            .parent()
+            .unwrap()
+            .join("../../platforms/ws-2008-core2-ich9.toml");
+        assert_eq!(
+            normalize(&platform),
+            Path::new("<shipped>/platforms/ws-2008-core2-ich9.toml")
+        );
+        assert!(read(&platform).unwrap().contains("ws-2008"));
+        // No escape above the root, and no such file.
+        assert!(read(Path::new("<shipped>/../etc/passwd")).is_err());
+        assert!(read(Path::new("<shipped>/platforms/none.toml")).is_err());
+        let files = toml_files(&experiments_dir()).unwrap();
+        assert!(files.iter().all(|f| f.parent() == Some(&experiments_dir())));
+        assert!(files.len() >= 3);
+        assert!(toml_files(Path::new("<shipped>/nowhere")).is_err());
+    }
+
+    #[test]
+    fn every_shipped_scenario_is_listed_with_its_parts() {
+        let entries = scenario_entries();
+        assert_eq!(entries.len(), scenarios().len());
+        let fpga = entries.iter().find(|e| e.name == "seed002/fpga").unwrap();
+        assert_eq!(fpga.platform, "desktop-2017-i7-8700k-z370");
+        assert_eq!(fpga.kernel, "linux-6.4-x86_64-smp");
+        assert!(fpga.samples > 0 && !fpga.title.is_empty());
+    }
+}
