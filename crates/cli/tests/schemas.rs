@@ -1,0 +1,139 @@
+//! Every JSON file irqlab writes validates against the schema that ships in the repository
+//! (`schemas/irqlab-result.schema.json`): real outputs of every command, made here. The
+//! measurements run where they can (a timer measurement needs no root; `measure irqs` needs
+//! root and tracefs and is skipped with the reason otherwise).
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn validator() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(repo_root().join("schemas/irqlab-result.schema.json"))
+        .expect("the schema ships in the repository");
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+    jsonschema::validator_for(&schema).expect("the schema is a valid JSON Schema")
+}
+
+/// Run irqlab with `args` plus `--json FILE` and return the file's JSON (any exit status: a
+/// validation with failing rows still writes its file).
+fn output(args: &[&str], dir: &Path, name: &str) -> serde_json::Value {
+    let path = dir.join(name);
+    let out = Command::cargo_bin("irqlab")
+        .unwrap()
+        .current_dir(repo_root())
+        .args(args)
+        .arg("--json")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "irqlab {args:?} wrote no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+fn assert_valid(v: &jsonschema::Validator, json: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(json)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        == Some("0")
+}
+
+#[test]
+fn every_output_validates_against_the_shipped_schema() {
+    let v = validator();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fixture = repo_root().join("crates/host/tests/fixtures/hosts/firecracker-6.18");
+    let fixture = fixture.to_str().unwrap();
+    let mut outputs = vec![
+        (
+            "sim with a trace",
+            output(
+                &[
+                    "sim",
+                    "seed000/ws",
+                    "--set",
+                    "delivery=xtpic",
+                    "--samples",
+                    "200",
+                    "--trace",
+                    "8",
+                ],
+                d,
+                "sim.json",
+            ),
+        ),
+        (
+            "sim of seed 004",
+            output(&["sim", "seed004/pps", "--samples", "100"], d, "pps.json"),
+        ),
+        (
+            "validate",
+            output(&["validate", "--samples", "300"], d, "validate.json"),
+        ),
+        (
+            "host on a captured tree",
+            output(&["host", "--root", fixture], d, "host-fixture.json"),
+        ),
+        ("host", output(&["host"], d, "host.json")),
+        (
+            "measure timer",
+            output(
+                &[
+                    "measure",
+                    "timer",
+                    "--cpus",
+                    "0",
+                    "--loops",
+                    "20",
+                    "--interval-us",
+                    "500",
+                ],
+                d,
+                "timer.json",
+            ),
+        ),
+    ];
+    if is_root() {
+        outputs.push((
+            "measure irqs",
+            output(
+                &["measure", "irqs", "--duration", "1s", "--buffer-kb", "256"],
+                d,
+                "irqs.json",
+            ),
+        ));
+    } else {
+        eprintln!("measure irqs not checked: not root");
+    }
+    for (what, json) in &outputs {
+        assert_valid(&v, json, what);
+    }
+    // The schema can fail: a file without its settings, or a validation dressed as a run.
+    let mut broken = outputs[0].1.clone();
+    broken.as_object_mut().unwrap().remove("settings");
+    assert!(!v.is_valid(&broken));
+    let mut broken = outputs[2].1.clone();
+    broken["kind"] = "sim".into();
+    assert!(!v.is_valid(&broken));
+    let mut broken = outputs[0].1.clone();
+    broken["result"]["metrics"][0]["summary"]["count"] = (-1).into();
+    assert!(!v.is_valid(&broken));
+}
