@@ -167,15 +167,35 @@ pub struct TimerArgs {
     /// CPUs to measure on, one thread each (e.g. `0-3,6`; default: all online).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// SCHED_FIFO priority of the measuring threads.
-    #[arg(long, default_value_t = 95)]
-    pub priority: i32,
+    /// Scheduling policy of the measuring threads: fifo, rr, or other (SCHED_OTHER, the fair
+    /// scheduler, to see what a normal task gets).
+    #[arg(long, value_name = "POLICY", default_value = "fifo",
+          value_parser = irqlab_host::timer::Policy::parse)]
+    pub policy: irqlab_host::timer::Policy,
+    /// Real-time priority of the measuring threads, 1..=99 (default 95; none with --policy
+    /// other).
+    #[arg(long)]
+    pub priority: Option<i32>,
     /// Period between wake-ups, in microseconds.
     #[arg(long, value_name = "US", default_value_t = 1000)]
     pub interval_us: u64,
-    /// How long to measure (e.g. `10s`, `5m`); without it or --loops, until Ctrl-C.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "loops")]
+    /// How long to measure: seconds (`10`, as cyclictest's -D) or with a unit (`10s`, `5m`,
+    /// `500ms`); without it or --loops, until Ctrl-C.
+    #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_duration,
+          conflicts_with = "loops", allow_negative_numbers = true)]
     pub duration: Option<std::time::Duration>,
+    /// The PM QoS request held on /dev/cpu_dma_latency during the run, in us (cyclictest's
+    /// --latency): 0 keeps every CPU out of idle states with a longer exit latency.
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub latency: i32,
+    /// Print only the result at the end, no live status lines (cyclictest's -q).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// Wake-ups per thread, instead of --duration.
     #[arg(long, value_name = "N")]
     pub loops: Option<u64>,
@@ -227,12 +247,39 @@ pub struct IrqsArgs {
     pub json: Option<PathBuf>,
 }
 
-/// `2s`, `500ms`, `1m`: a positive duration.
+/// `2s`, `500ms`, `1m`, or bare seconds (`10`, as cyclictest's `-D`): a positive duration.
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let d = humantime::parse_duration(s)
-        .map_err(|e| format!("{e}; expected a duration such as 2s, 500ms or 1m"))?;
+    let d = match s.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => std::time::Duration::from_secs_f64(secs),
+        Ok(_) => return Err("must be a positive number of seconds".into()),
+        Err(_) => humantime::parse_duration(s).map_err(|e| {
+            format!("{e}; expected seconds (10) or a duration such as 2s, 500ms or 1m")
+        })?,
+    };
     if d.is_zero() {
         return Err("must be longer than zero".into());
     }
     Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_bare_seconds_like_cyclictest() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("0")
+            .unwrap_err()
+            .contains("longer than zero"));
+        assert!(parse_duration("-3").is_err());
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("expected seconds (10)"));
+    }
 }

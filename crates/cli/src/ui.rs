@@ -79,10 +79,11 @@ pub struct LiveLines {
 }
 
 impl LiveLines {
-    pub fn new() -> Self {
+    /// Lines shown when `enabled` (not `--quiet`) and stderr is a terminal.
+    pub fn new(enabled: bool) -> Self {
         use std::io::IsTerminal;
         LiveLines {
-            tty: std::io::stderr().is_terminal(),
+            tty: enabled && std::io::stderr().is_terminal(),
             drawn: 0,
         }
     }

@@ -61,7 +61,15 @@ pub(crate) fn current_tid() -> i32 {
 
 /// Puts the calling thread (only) under `SCHED_FIFO` at `priority` (1..=99).
 /// `Err(EPERM)` without root or `CAP_SYS_NICE` and beyond `RLIMIT_RTPRIO`.
+#[cfg(test)]
 pub(crate) fn set_current_thread_fifo(priority: i32) -> Result<(), Errno> {
+    set_current_thread_policy(libc::SCHED_FIFO, priority)
+}
+
+/// Puts the calling thread (only) under `policy` (`SCHED_FIFO`, `SCHED_RR` at 1..=99, or
+/// `SCHED_OTHER` at 0). `Err(EPERM)` for a real-time policy without root or `CAP_SYS_NICE`
+/// and beyond `RLIMIT_RTPRIO`.
+pub(crate) fn set_current_thread_policy(policy: libc::c_int, priority: i32) -> Result<(), Errno> {
     let param = libc::sched_param {
         sched_priority: priority,
     };
@@ -69,7 +77,7 @@ pub(crate) fn set_current_thread_fifo(priority: i32) -> Result<(), Errno> {
     // definition, also on C libraries (musl) where sched_setscheduler is process-wide or absent.
     // SAFETY: pthread_self() is the calling thread's valid handle, and `param` is an initialised
     // sched_param that lives across the call, which only reads it.
-    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &param) };
     // The pthread functions return the error number instead of setting errno.
     match rc {
         0 => Ok(()),
@@ -136,6 +144,12 @@ mod tests {
                 Err(e) => panic!("unexpected error {e}"),
             }
             assert_eq!(set_current_thread_fifo(100), Err(Errno::EINVAL));
+            // SCHED_OTHER at 0 needs no privilege; a priority with it is invalid.
+            assert_eq!(set_current_thread_policy(libc::SCHED_OTHER, 0), Ok(()));
+            assert_eq!(
+                set_current_thread_policy(libc::SCHED_OTHER, 5),
+                Err(Errno::EINVAL)
+            );
         })
         .join()
         .unwrap();

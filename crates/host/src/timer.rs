@@ -92,13 +92,64 @@ pub enum Stop {
     UntilStopped,
 }
 
+/// The scheduling policy of the measuring threads (cyclictest `--policy`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// `SCHED_FIFO` (cyclictest's default with `-p`).
+    Fifo,
+    /// `SCHED_RR`: FIFO with a time slice among threads of equal priority.
+    Rr,
+    /// `SCHED_OTHER`: the fair scheduler, at priority 0; what a normal task sees.
+    Other,
+}
+
+impl Policy {
+    /// From a `--policy` value: `fifo`, `rr`, `other` (cyclictest also says `normal`).
+    pub fn parse(s: &str) -> Result<Policy, String> {
+        match s {
+            "fifo" => Ok(Policy::Fifo),
+            "rr" => Ok(Policy::Rr),
+            "other" | "normal" => Ok(Policy::Other),
+            _ => Err(format!("`{s}` is not a policy; use fifo, rr or other")),
+        }
+    }
+
+    /// The kernel's name: `SCHED_FIFO`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "SCHED_FIFO",
+            Policy::Rr => "SCHED_RR",
+            Policy::Other => "SCHED_OTHER",
+        }
+    }
+
+    /// Real-time (fifo, rr): a priority 1..=99 and privilege needed.
+    pub fn is_realtime(self) -> bool {
+        self != Policy::Other
+    }
+
+    fn raw(self) -> libc::c_int {
+        match self {
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+            Policy::Other => libc::SCHED_OTHER,
+        }
+    }
+}
+
 /// What to measure. Build with [`TimerOptions::new`] and adjust the fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TimerOptions {
     /// One measuring thread per CPU, pinned to it. Each must be online and listed once.
     pub cpus: Vec<u32>,
-    /// `SCHED_FIFO` priority of the measuring threads, 1..=99.
+    /// Scheduling policy of the measuring threads.
+    pub policy: Policy,
+    /// Their priority: 1..=99 for fifo and rr, 0 for other.
     pub priority: i32,
+    /// The PM QoS request held on `/dev/cpu_dma_latency` for the run, in us (cyclictest
+    /// `--latency`, default 0: no idle state with a longer exit latency is entered).
+    pub latency_us: i32,
     /// Period between deadlines; more than zero.
     pub interval: Duration,
     pub stop: Stop,
@@ -112,7 +163,9 @@ impl TimerOptions {
     pub fn new(cpus: Vec<u32>, stop: Stop) -> Self {
         TimerOptions {
             cpus,
+            policy: Policy::Fifo,
             priority: DEFAULT_PRIORITY,
+            latency_us: 0,
             interval: DEFAULT_INTERVAL,
             stop,
             break_us: None,
@@ -141,10 +194,25 @@ impl TimerOptions {
                 ));
             }
         }
-        if !(1..=99).contains(&self.priority) {
+        if self.policy.is_realtime() && !(1..=99).contains(&self.priority) {
             return invalid(format!(
-                "--priority: {} is outside 1..=99, the SCHED_FIFO priorities; pass e.g. --priority {DEFAULT_PRIORITY}",
+                "--priority: {} is outside 1..=99, the {} priorities; pass e.g. --priority {DEFAULT_PRIORITY}",
+                self.priority,
+                self.policy.name()
+            ));
+        }
+        if !self.policy.is_realtime() && self.priority != 0 {
+            return invalid(format!(
+                "--priority: SCHED_OTHER has no priority (it is 0); leave --priority out with \
+                 --policy other, or use --policy fifo or rr for priority {}",
                 self.priority
+            ));
+        }
+        if self.latency_us < 0 {
+            return invalid(format!(
+                "--latency: {} us is negative; pass 0 (no deep idle state, cyclictest's default) \
+                 or the exit latency in us the CPUs may take",
+                self.latency_us
             ));
         }
         if self.interval.is_zero() {
@@ -178,7 +246,7 @@ pub struct LiveStat {
     pub cpu: u32,
     /// Kernel task id of the thread, 0 until it has started.
     pub tid: i32,
-    /// Effective `SCHED_FIFO` priority; 0 when the thread runs `SCHED_OTHER`.
+    /// Effective real-time priority; 0 when the thread runs `SCHED_OTHER`.
     pub priority: i32,
     pub interval_us: u64,
     /// Wake-ups measured so far.
@@ -220,8 +288,9 @@ pub struct CpuResult {
     pub cpu: u32,
     /// Kernel task id of the thread (cyclictest prints it with `-b`).
     pub tid: i32,
-    /// Whether the thread ran `SCHED_FIFO` (false: `SCHED_OTHER`, see the run's warnings).
-    pub sched_fifo: bool,
+    /// Whether the thread ran under the requested policy (false: a real-time policy was
+    /// refused and it ran `SCHED_OTHER`, see the run's warnings).
+    pub policy_applied: bool,
     /// Wake-up latencies in ns, one sample per loop; exact count, min, mean and max.
     pub histogram: LatencyHistogram,
     /// Wake-ups measured (equal to `histogram.count()`).
@@ -306,7 +375,11 @@ pub fn measure_timer(
     }
     // Guards: dropped in reverse order on every return path, after the threads have ended.
     let _memory = MemoryLock::acquire(&mut warnings);
-    let _qos = DmaLatencyRequest::acquire(Path::new(CPU_DMA_LATENCY_PATH), &mut warnings);
+    let _qos = DmaLatencyRequest::acquire(
+        Path::new(CPU_DMA_LATENCY_PATH),
+        opts.latency_us,
+        &mut warnings,
+    );
 
     let halt = Halt {
         caller: stop_flag,
@@ -323,6 +396,7 @@ pub fn measure_timer(
         for (&cpu, live) in opts.cpus.iter().zip(&live) {
             let worker = Worker {
                 cpu,
+                policy: opts.policy,
                 priority: opts.priority,
                 interval_ns,
                 stop: opts.stop,
@@ -382,8 +456,8 @@ pub fn measure_timer(
     })?;
     let duration = started.elapsed();
 
-    if ended.iter().any(|e| !e.result.sched_fifo) {
-        warnings.push(WARN_NO_FIFO.to_string());
+    if ended.iter().any(|e| !e.result.policy_applied) {
+        warnings.push(WARN_NO_FIFO.replace("SCHED_FIFO", opts.policy.name()));
     }
     let stopped_by = match break_event.get() {
         Some(b) => *b,
@@ -474,6 +548,10 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
     out
 }
 
+/// The comment line naming the histogram's bucket size (irqlab's addition to the format).
+pub const BUCKET_COMMENT: &str =
+    "# Bucket size: 1 us (row N counts latencies from N us to N+1 us)\n";
+
 /// Renders histograms in cyclictest's `--histogram=US` text format, one column per histogram
 /// in the order given (cyclictest's thread order), so existing plotting scripts (OSADL's among
 /// them) read it unchanged.
@@ -483,6 +561,7 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
 ///
 /// ```text
 /// fprintf(fd, "# Histogram\n");
+/// (irqlab adds one comment line here: BUCKET_COMMENT)
 /// for (i = 0; i < histogram; i++) {
 ///         fprintf(fd, "%06d ", i);
 ///         ... fprintf(fd, "%06lu", curr_latency); if (j < nthreads - 1) fprintf(fd, "\t");
@@ -521,6 +600,10 @@ pub fn cyclictest_histogram(histograms: &[&LatencyHistogram], max_us: u64) -> St
     let mut totals = vec![0u64; n];
     // Writing to a String cannot fail; the results are ignored below for that reason.
     out.push_str("# Histogram\n");
+    // cyclictest's rows are always 1 us wide and say so nowhere; a comment line (which every
+    // reader of the format skips, OSADL's `grep -v -e "^#"` among them) makes the file
+    // self-describing.
+    out.push_str(BUCKET_COMMENT);
     for row in 0..rows {
         let _ = write!(out, "{row:06} ");
         for (j, column) in buckets.iter_mut().enumerate() {
@@ -688,6 +771,7 @@ struct ThreadEnd {
 /// `TIMER_ABSTIME` on `CLOCK_MONOTONIC`.
 struct Worker<'a> {
     cpu: u32,
+    policy: Policy,
     priority: i32,
     interval_ns: u64,
     stop: Stop,
@@ -717,21 +801,23 @@ impl Worker<'_> {
                 "--cpus: cannot run a thread on CPU {cpu}: {e} (is it outside this process's cpuset? see Cpus_allowed_list in /proc/self/status)"
             ))
         })?;
-        let sched_fifo = match sys::set_current_thread_fifo(self.priority) {
+        let policy_applied = match sys::set_current_thread_policy(self.policy.raw(), self.priority)
+        {
             Ok(()) => true,
             // Not root and no CAP_SYS_NICE, or above RLIMIT_RTPRIO: measure anyway, with a
             // warning (cyclictest exits here).
             Err(Errno::EPERM) => false,
             Err(e) => {
                 return Err(HostError::Invalid(format!(
-                    "--priority: cannot set SCHED_FIFO priority {} on CPU {cpu}: {e}",
+                    "--priority: cannot set {} priority {} on CPU {cpu}: {e}",
+                    self.policy.name(),
                     self.priority
                 )))
             }
         };
         self.live
             .priority
-            .store(if sched_fifo { self.priority } else { 0 }, Relaxed);
+            .store(if policy_applied { self.priority } else { 0 }, Relaxed);
         // Allocated on the measuring CPU, so its pages are local to it (and, with MCL_FUTURE,
         // already resident before the first wake-up).
         let mut histogram = LatencyHistogram::new();
@@ -807,7 +893,7 @@ impl Worker<'_> {
             result: CpuResult {
                 cpu: self.cpu,
                 tid,
-                sched_fifo,
+                policy_applied,
                 histogram,
                 loops,
                 overruns,
@@ -865,7 +951,8 @@ fn has_effective_capability(status: &str, bit: u32) -> bool {
         .is_some_and(|caps| caps >> bit & 1 == 1)
 }
 
-/// A PM QoS request of 0 us on `/dev/cpu_dma_latency`, held as long as this value lives.
+/// A PM QoS request on `/dev/cpu_dma_latency` (0 us unless `--latency`), held as long as this
+/// value lives.
 ///
 /// The kernel keeps the request only while the file descriptor is open and removes it when the
 /// descriptor is closed, whoever closes it and however the process ends (Linux
@@ -877,10 +964,14 @@ struct DmaLatencyRequest {
 }
 
 impl DmaLatencyRequest {
-    fn acquire(path: &Path, warnings: &mut Vec<String>) -> Option<DmaLatencyRequest> {
+    fn acquire(
+        path: &Path,
+        latency_us: i32,
+        warnings: &mut Vec<String>,
+    ) -> Option<DmaLatencyRequest> {
         let opened = std::fs::OpenOptions::new().write(true).open(path);
         // The device takes the request as a binary s32 in microseconds (or as hex text).
-        let written = opened.and_then(|mut f| f.write_all(&0i32.to_ne_bytes()).map(|()| f));
+        let written = opened.and_then(|mut f| f.write_all(&latency_us.to_ne_bytes()).map(|()| f));
         match written {
             Ok(fd) => Some(DmaLatencyRequest { _fd: fd }),
             Err(e) => {
@@ -990,6 +1081,7 @@ mod tests {
         }
         let expected = "\
 # Histogram
+# Bucket size: 1 us (row N counts latencies from N us to N+1 us)
 000000 000000\t000002
 000001 000001\t000000
 000002 000002\t000000
@@ -1013,7 +1105,8 @@ mod tests {
         let empty = LatencyHistogram::new();
         assert_eq!(
             cyclictest_histogram(&[&empty], 2),
-            "# Histogram\n000000 000000\n000001 000000\n# Total: 000000000\n\
+            "# Histogram\n# Bucket size: 1 us (row N counts latencies from N us to N+1 us)\n\
+             000000 000000\n000001 000000\n# Total: 000000000\n\
              # Min Latencies: 00000\n# Avg Latencies: 00000\n# Max Latencies: 00000\n\
              # Histogram Overflows: 00000\n# Histogram Overflow at cycle number:\n\
              # Thread 0:\n\n"
@@ -1057,7 +1150,7 @@ mod tests {
         let mut warnings = Vec::new();
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("cpu_dma_latency");
-        assert!(DmaLatencyRequest::acquire(&missing, &mut warnings).is_none());
+        assert!(DmaLatencyRequest::acquire(&missing, 0, &mut warnings).is_none());
         assert_eq!(warnings.len(), 1);
         assert!(
             warnings[0].starts_with(WARN_NO_DMA_LATENCY),
@@ -1066,8 +1159,13 @@ mod tests {
         );
         // A writable file takes the 4-byte request.
         std::fs::write(&missing, b"").unwrap();
-        let held = DmaLatencyRequest::acquire(&missing, &mut warnings);
+        let held = DmaLatencyRequest::acquire(&missing, 0, &mut warnings);
         assert!(held.is_some());
         assert_eq!(std::fs::read(&missing).unwrap(), 0i32.to_ne_bytes());
+        drop(held);
+        // --latency 25: the request is the value given.
+        let held = DmaLatencyRequest::acquire(&missing, 25, &mut warnings);
+        assert!(held.is_some());
+        assert_eq!(std::fs::read(&missing).unwrap(), 25i32.to_ne_bytes());
     }
 }

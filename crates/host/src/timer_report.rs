@@ -195,11 +195,17 @@ fn build(
         ),
         (
             "priority".into(),
-            if run.per_cpu.iter().all(|c| c.sched_fifo) {
-                format!("SCHED_FIFO {}", opts.priority)
-            } else {
-                format!("SCHED_OTHER (SCHED_FIFO {} was refused)", opts.priority)
+            match opts.policy {
+                timer::Policy::Other => "SCHED_OTHER".to_string(),
+                p if run.per_cpu.iter().all(|c| c.policy_applied) => {
+                    format!("{} {}", p.name(), opts.priority)
+                }
+                p => format!("SCHED_OTHER ({} {} was refused)", p.name(), opts.priority),
             },
+        ),
+        (
+            "PM QoS request".into(),
+            format!("{} us on /dev/cpu_dma_latency", opts.latency_us),
         ),
         (
             "duration".into(),

@@ -98,7 +98,7 @@ fn a_short_run_measures_one_wakeup_per_interval() {
     let max_ns = result.histogram.max_ns().unwrap();
     assert!(min_ns > 0, "a wake-up cannot come before its deadline");
     assert!(min_ns <= max_ns);
-    if !result.sched_fifo {
+    if !result.policy_applied {
         assert!(run.warnings.iter().any(|w| w == WARN_NO_FIFO));
     }
     assert!(

@@ -12,7 +12,10 @@ use serde::Serialize;
 #[derive(Serialize)]
 struct TimerSettings<'a> {
     cpus: &'a [u32],
+    policy: irqlab_host::timer::Policy,
     priority: i32,
+    /// The PM QoS request on /dev/cpu_dma_latency, us.
+    latency_us: i32,
     interval_us: u64,
     /// `--duration`, in seconds.
     duration_s: Option<f64>,
@@ -28,9 +31,12 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     use irqlab_host::timer::{self, Stop, TimerOptions};
     let TimerArgs {
         cpus,
+        policy,
         priority,
         interval_us,
         duration,
+        latency,
+        quiet,
         loops,
         break_us,
         load,
@@ -51,7 +57,13 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
         (None, None) => Stop::UntilStopped,
     };
     let mut opts = TimerOptions::new(cpus.clone(), stop_after);
-    opts.priority = priority;
+    opts.policy = policy;
+    opts.priority = match (policy.is_realtime(), priority) {
+        (_, Some(p)) => p,
+        (true, None) => timer::DEFAULT_PRIORITY,
+        (false, None) => 0,
+    };
+    opts.latency_us = latency;
     opts.interval = std::time::Duration::from_micros(interval_us);
     opts.break_us = break_us;
     let m = irqlab_host::timer_report::MeasureTimer {
@@ -65,13 +77,15 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
         report::check_writable(p).with_context(|| "--histogram-out")?;
     }
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
-    let mut live = LiveLines::new();
+    let mut live = LiveLines::new(!quiet);
     let measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| live.show(s))?;
     live.finish();
     let made = inv.made(
         &TimerSettings {
             cpus: &cpus,
-            priority,
+            policy,
+            priority: m.timer.priority,
+            latency_us: latency,
             interval_us,
             duration_s: duration.map(|d| d.as_secs_f64()),
             loops,

@@ -1,0 +1,91 @@
+//! What cyclictest users reach for in `irqlab measure timer`: `--policy fifo|rr|other`,
+//! `-q/--quiet`, `-D/--duration` in bare seconds, `--latency US` for /dev/cpu_dma_latency.
+//! Runs as any user.
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+
+fn irqlab() -> Command {
+    let mut cmd = Command::cargo_bin("irqlab").unwrap();
+    cmd.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    cmd
+}
+
+#[test]
+fn bad_cyclictest_style_flags_are_refused_with_the_flag_named() {
+    for (args, expect) in [
+        (
+            &["--policy", "batch"][..],
+            "not a policy; use fifo, rr or other",
+        ),
+        (
+            &["--policy", "other", "--priority", "5"],
+            "SCHED_OTHER has no priority",
+        ),
+        (
+            &["--policy", "rr", "--priority", "0"],
+            "outside 1..=99, the SCHED_RR priorities",
+        ),
+        (&["--latency", "-1"], "--latency: -1 us is negative"),
+        (&["-D", "-5"], "positive number of seconds"),
+    ] {
+        let out = irqlab()
+            .args(["measure", "timer", "--loops", "5"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn sched_other_bare_seconds_quiet_and_latency_run_and_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    let out = irqlab()
+        .args(["measure", "timer", "--cpus", "0", "--no-trace", "-q"])
+        .args([
+            "--policy",
+            "other",
+            "-D",
+            "0.3",
+            "--interval-us",
+            "1000",
+            "--latency",
+            "25",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("priority: SCHED_OTHER\n"), "{stdout}");
+    assert!(stdout.contains("PM QoS request: 25 us"), "{stdout}");
+    // SCHED_OTHER needs no privilege: nothing was refused.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no SCHED_"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &v["settings"];
+    assert_eq!(s["policy"], "other");
+    assert_eq!(s["priority"], 0);
+    assert_eq!(s["latency_us"], 25);
+    assert_eq!(s["duration_s"], 0.3);
+    // About 300 wake-ups at 1 ms in 0.3 s (the thread stops at its first wake-up past it).
+    let wakeups = v["result"]["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "wakeups")
+        .unwrap()["value"]
+        .as_u64()
+        .unwrap();
+    assert!((250..=301).contains(&wakeups), "{wakeups}");
+}
