@@ -9,6 +9,12 @@
 //! reverse order, so a normal exit, an error and a Ctrl-C (the caller turns SIGINT and SIGTERM
 //! into a stop flag, see [`crate::signals`]) all leave the host as it was. This follows rtla,
 //! which also works in its own instance (`tools/tracing/rtla/src/trace.c`).
+//!
+//! tracefs may be mounted several times (`/sys/kernel/tracing`, and the automount at
+//! `/sys/kernel/debug/tracing` wherever debugfs is mounted), and every mount shows the same
+//! instances: tracefs has a single superblock (`tracefs_get_tree()` calls `get_tree_single()`,
+//! `fs/tracefs/inode.c`), and an instance is a kernel `trace_array` that outlives every mount
+//! (`kernel/trace/trace.c`). So any mount will do.
 
 use crate::HostError;
 use std::path::{Path, PathBuf};
@@ -18,6 +24,9 @@ const PRIVATE_MOUNT_PREFIX: &str = "irqlab-tracefs-";
 
 /// Where tracefs is mounted by convention since Linux 4.1.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// Where debugfs shows tracefs (an automount since Linux 4.1, the only place before).
+pub const DEBUGFS_MOUNT: &str = "/sys/kernel/debug/tracing";
 
 /// One trace event, `system/name` (`irq/irq_handler_entry`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -63,27 +72,76 @@ pub struct TraceInstance {
     closed: bool,
 }
 
-/// Where tracefs is mounted, from `/proc/mounts`.
+/// Where tracefs is mounted, from `/proc/mounts`: `/sys/kernel/tracing` if it is mounted there,
+/// else `/sys/kernel/debug/tracing`, else any other mount point. Other irqlab processes' private
+/// mounts are skipped: each goes away when its run ends.
 pub fn find_mount() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    let points: Vec<&str> = mounts
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| f[1])
-        })
-        // Another irqlab's private mount goes away when that run ends.
-        .filter(|p| {
-            !Path::new(p)
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(PRIVATE_MOUNT_PREFIX))
-        })
-        .collect();
-    points
+    choose_mount(&tracefs_mounts())
+}
+
+/// Every mount point where tracefs is visible now, in `/proc/mounts` order.
+pub fn tracefs_mounts() -> Vec<PathBuf> {
+    tracefs_mounts_in(&std::fs::read_to_string("/proc/mounts").unwrap_or_default())
+}
+
+/// The tracefs mount points of a `/proc/mounts` text. A later mount on the same point hides an
+/// earlier one, so a point counts only if its last mount is tracefs.
+fn tracefs_mounts_in(mounts: &str) -> Vec<PathBuf> {
+    let mut last: Vec<(PathBuf, bool)> = Vec::new();
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let point = PathBuf::from(unescape_mount_field(f[1]));
+        let is_tracefs = f[2] == "tracefs";
+        last.retain(|(p, _)| *p != point);
+        last.push((point, is_tracefs));
+    }
+    last.into_iter()
+        .filter_map(|(p, t)| t.then_some(p))
+        .collect()
+}
+
+/// `/proc/mounts` writes a space, tab, newline and backslash in a path as `\ooo` octal
+/// (`mangle()` in `fs/proc_namespace.c`).
+fn unescape_mount_field(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        // At most \377: one byte.
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d[0] <= b'3' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `path` is an irqlab private mount point.
+fn is_private_mount(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(PRIVATE_MOUNT_PREFIX))
+}
+
+/// The mount to use among `points` (see [`find_mount`]).
+fn choose_mount(points: &[PathBuf]) -> Option<PathBuf> {
+    let usable: Vec<&PathBuf> = points.iter().filter(|p| !is_private_mount(p)).collect();
+    [DEFAULT_MOUNT, DEBUGFS_MOUNT]
         .iter()
-        .find(|p| **p == DEFAULT_MOUNT)
-        .or_else(|| points.first())
-        .map(PathBuf::from)
+        .find_map(|pref| usable.iter().find(|p| p.as_path() == Path::new(pref)))
+        .or_else(|| usable.first())
+        .map(|p| p.to_path_buf())
 }
 
 /// Refuse early, with what to do, when not root.
@@ -356,5 +414,61 @@ fn available(system: &Path) -> String {
         "none (the whole system is missing)".into()
     } else {
         names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(v: &[&str]) -> Vec<PathBuf> {
+        v.iter().map(PathBuf::from).collect()
+    }
+
+    #[test]
+    fn every_visible_tracefs_mount_is_found() {
+        // /sys/kernel/tracing, the debugfs automount, a point with a space, a tracefs mount
+        // hidden by a later mount on the same point, and a later tracefs on a point that had
+        // something else.
+        let mounts = "sysfs /sys sysfs rw 0 0\n\
+                      nodev /sys/kernel/tracing tracefs rw,relatime 0 0\n\
+                      debugfs /sys/kernel/debug debugfs rw 0 0\n\
+                      tracefs /sys/kernel/debug/tracing tracefs rw 0 0\n\
+                      nodev /mnt/my\\040trace tracefs rw 0 0\n\
+                      nodev /mnt/hidden tracefs rw 0 0\n\
+                      tmpfs /mnt/hidden tmpfs rw 0 0\n\
+                      tmpfs /mnt/over tmpfs rw 0 0\n\
+                      nodev /mnt/over tracefs rw 0 0\n";
+        assert_eq!(
+            tracefs_mounts_in(mounts),
+            paths(&[
+                "/sys/kernel/tracing",
+                "/sys/kernel/debug/tracing",
+                "/mnt/my trace",
+                "/mnt/over"
+            ])
+        );
+        assert_eq!(unescape_mount_field(r"a\134b\011c\012"), "a\\b\tc\n");
+        // Not an escape: kept as written.
+        assert_eq!(unescape_mount_field(r"a\9b\"), r"a\9b\");
+    }
+
+    #[test]
+    fn the_usual_mount_is_preferred_and_other_irqlabs_private_mounts_are_skipped() {
+        let private = "/tmp/irqlab-tracefs-4242";
+        assert_eq!(
+            choose_mount(&paths(&[private, "/mnt/t", DEBUGFS_MOUNT, DEFAULT_MOUNT])),
+            Some(PathBuf::from(DEFAULT_MOUNT))
+        );
+        assert_eq!(
+            choose_mount(&paths(&[private, "/mnt/t", DEBUGFS_MOUNT])),
+            Some(PathBuf::from(DEBUGFS_MOUNT))
+        );
+        assert_eq!(
+            choose_mount(&paths(&[private, "/mnt/t"])),
+            Some(PathBuf::from("/mnt/t"))
+        );
+        assert_eq!(choose_mount(&paths(&[private])), None);
+        assert_eq!(choose_mount(&[]), None);
     }
 }
