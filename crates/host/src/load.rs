@@ -1,18 +1,49 @@
 //! `--load CMD`: a load that runs for exactly the measurement's duration. The command runs
 //! under `sh -c` in its own process group, so stopping it stops everything it started
 //! (stress-ng's workers, a `cvs update`'s children), on every exit path of the measurement.
+//!
+//! # The load dies with irqlab, even on SIGKILL
+//!
+//! irqlab's normal stop ([`Load::stop`], also on errors and Ctrl-C through `Drop`) signals the
+//! group. SIGKILL leaves no chance to run it, so the group watches irqlab itself: the shell that
+//! leads it first starts a watcher in the group, which blocks reading a pipe whose only write end
+//! irqlab holds (close-on-exec, so no other program inherits it). When irqlab ends, however it
+//! ends, the kernel closes its descriptors (exit(2)), the read sees end of file (pipe(7): "If all
+//! file descriptors referring to the write end of a pipe have been closed, then an attempt to
+//! read(2) from the pipe will see end-of-file"), and the watcher sends SIGTERM to its own group,
+//! then SIGKILL two seconds later (`kill 0`: every process in the sender's group, kill(2)). It
+//! ignores SIGTERM itself, so that it outlives the group's SIGTERM to send the SIGKILL.
+//!
+//! The watcher runs in a subshell that exits at once, so it is not a child of the leader: the
+//! user's command keeps its own `$!` and `wait`, and the leader ends when the command ends (which
+//! irqlab reports as a load that ended early); the watcher stays in the group, so the command's
+//! background processes are still stopped with irqlab.
+//!
+//! Why not PR_SET_PDEATHSIG (prctl(2)): it reaches only the process that set it (the shell, not
+//! stress-ng's workers), fires when the *thread* that spawned the child ends rather than the
+//! process, and needs a getppid check against irqlab dying before the prctl call. A pipe has
+//! none of these gaps and needs no code between fork and exec.
 
 use crate::HostError;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The load's leader: keep the pipe from irqlab (its stdin) as fd 3, start the watcher on it,
+/// close it, then run the command (`$1`) with stdin from /dev/null, as `sh -c CMD` would.
+const LEADER_SCRIPT: &str = "exec 3<&0 </dev/null; \
+    ( { trap '' TERM; read _ <&3; kill -TERM 0; sleep 2; kill -KILL 0; } & ); \
+    exec 3<&-; eval \"$1\"";
 
 /// A running load; dropping it stops it.
 pub struct Load {
     cmd: String,
     child: Option<Child>,
+    /// The write end of the watcher's pipe: the load stops when it closes.
+    lifeline: Option<OwnedFd>,
     started: Instant,
 }
 
@@ -24,18 +55,28 @@ impl Load {
                 "--load: empty command; give a shell command such as 'stress-ng --cpu 2'".into(),
             ));
         }
-        let child = Command::new("sh")
+        let (read_end, write_end) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| {
+                HostError::Invalid(format!(
+                    "--load: cannot create the pipe that stops the load with irqlab: {e}"
+                ))
+            })?;
+        let spawned = Command::new("sh")
             .arg("-c")
+            .arg(LEADER_SCRIPT)
+            .arg("irqlab-load")
             .arg(cmd)
-            .stdin(Stdio::null())
+            .stdin(Stdio::from(read_end))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
-            .spawn()
+            .spawn();
+        let child = spawned
             .map_err(|e| HostError::Invalid(format!("--load: cannot start sh -c '{cmd}': {e}")))?;
         let mut load = Load {
             cmd: cmd.to_string(),
             child: Some(child),
+            lifeline: Some(write_end),
             started: Instant::now(),
         };
         // A mistyped command dies at once: say so before measuring without the load.
@@ -63,10 +104,18 @@ impl Load {
     }
 
     fn stop_inner(&mut self) -> Option<String> {
+        let warning = self.stop_group();
+        // Every process of the group has been sent SIGKILL: nothing is left to watch.
+        drop(self.lifeline.take());
+        warning
+    }
+
+    fn stop_group(&mut self) -> Option<String> {
         let mut child = self.child.take()?;
         let pgid = Pid::from_raw(child.id() as i32);
-        // The shell may have ended with children still running in its group (`cmd &`): the
-        // group is stopped either way; its id is not reused while any member lives.
+        // The shell may have ended with children still running in its group (`cmd &`), and
+        // the watcher runs there until SIGKILL: the group is stopped either way; its id is not
+        // reused while any member lives.
         let ended_early = match child.try_wait() {
             Ok(Some(status)) => Some(format!(
                 "the --load command '{}' ended by itself ({status}) before the measurement's \
@@ -94,6 +143,12 @@ impl Load {
         let _ = killpg(pgid, Signal::SIGKILL);
         let _ = child.wait();
         None
+    }
+
+    /// Close irqlab's end of the watcher's pipe, as irqlab's death would.
+    #[cfg(test)]
+    fn cut_lifeline(&mut self) {
+        drop(self.lifeline.take());
     }
 }
 
@@ -166,5 +221,52 @@ mod tests {
             .err()
             .expect("refused");
         assert!(e.to_string().contains("command not found"), "{e}");
+    }
+
+    /// Poll up to `secs` for the processes in `pids` to end.
+    fn all_end_within(pids: &[i32], secs: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if !pids.iter().any(|p| alive(*p)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// The live processes of group `pgid`.
+    fn group_members(pgid: i32) -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| {
+                // Field 5 of /proc/PID/stat, counted from the `)` that ends the command name.
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                let f: Vec<&str> = stat[stat.rfind(')').map_or(0, |i| i + 1)..]
+                    .split_whitespace()
+                    .collect();
+                f.get(2) == Some(&pgid.to_string().as_str()) && alive(*p)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_load_stops_when_irqlab_goes_away() {
+        // As if irqlab died: its end of the pipe closes and nothing else runs (no stop, no
+        // Drop signalling the group).
+        let mut load = Load::start("sleep 30 & sleep 40").unwrap();
+        let pgid = load.child.as_ref().unwrap().id() as i32;
+        let members = group_members(pgid);
+        // The leader, the watcher, and the two sleeps.
+        assert!(members.len() >= 4, "{members:?}");
+        load.cut_lifeline();
+        assert!(
+            all_end_within(&members, 10),
+            "still running: {:?}",
+            group_members(pgid)
+        );
+        let _ = load.child.as_mut().unwrap().wait();
     }
 }
