@@ -23,7 +23,15 @@
 //! stress-ng's workers), fires when the *thread* that spawned the child ends rather than the
 //! process, and needs a getppid check against irqlab dying before the prctl call. A pipe has
 //! none of these gaps and needs no code between fork and exec.
+//!
+//! A crash may still leave the group running if the watcher itself is killed; irqlab's state file
+//! records the group's leader, and the next start kills the group if it still is the load's: its
+//! leader runs with the recorded start time, or its members carry `IRQLAB_LOAD_OF=PID:START` (this
+//! irqlab's PID and start time) in their environment, which every process of the load inherits.
+//! (A program may overwrite its environment in memory, as stress-ng's workers do to set their
+//! process titles; the leader's is enough to find the group, and the group holds the workers.)
 
+use crate::state::{self, Change, ProcessId, Recorded};
 use crate::HostError;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -31,6 +39,10 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The environment variable that marks every process of a load with its irqlab's PID and start
+/// time.
+pub const LOAD_MARKER_ENV: &str = "IRQLAB_LOAD_OF";
 
 /// The load's leader: keep the pipe from irqlab (its stdin) as fd 3, start the watcher on it,
 /// close it, then run the command (`$1`) with stdin from /dev/null, as `sh -c CMD` would.
@@ -44,7 +56,13 @@ pub struct Load {
     child: Option<Child>,
     /// The write end of the watcher's pipe: the load stops when it closes.
     lifeline: Option<OwnedFd>,
+    recorded: Option<Recorded>,
     started: Instant,
+}
+
+/// `IRQLAB_LOAD_OF`'s value for the loads of `owner`.
+fn marker(owner: ProcessId) -> String {
+    format!("{}:{}", owner.pid, owner.start_time_ticks)
 }
 
 impl Load {
@@ -55,30 +73,55 @@ impl Load {
                 "--load: empty command; give a shell command such as 'stress-ng --cpu 2'".into(),
             ));
         }
-        let (read_end, write_end) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| {
-                HostError::Invalid(format!(
+        let owner = ProcessId::current()?;
+        let recorded = state::record(Change::LoadGroup {
+            command: cmd.to_string(),
+            leader: None,
+        })?;
+        let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+            Ok(p) => p,
+            Err(e) => {
+                recorded.undone();
+                return Err(HostError::Invalid(format!(
                     "--load: cannot create the pipe that stops the load with irqlab: {e}"
-                ))
-            })?;
+                )));
+            }
+        };
         let spawned = Command::new("sh")
             .arg("-c")
             .arg(LEADER_SCRIPT)
             .arg("irqlab-load")
             .arg(cmd)
+            .env(LOAD_MARKER_ENV, marker(owner))
             .stdin(Stdio::from(read_end))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn();
-        let child = spawned
-            .map_err(|e| HostError::Invalid(format!("--load: cannot start sh -c '{cmd}': {e}")))?;
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                recorded.undone();
+                return Err(HostError::Invalid(format!(
+                    "--load: cannot start sh -c '{cmd}': {e}"
+                )));
+            }
+        };
+        // The leader is a zombie at worst (not waited for yet), so its stat is there.
+        let leader = ProcessId::of(child.id() as i32);
         let mut load = Load {
             cmd: cmd.to_string(),
             child: Some(child),
             lifeline: Some(write_end),
+            recorded: Some(recorded),
             started: Instant::now(),
         };
+        if let Some(r) = &load.recorded {
+            r.update(Change::LoadGroup {
+                command: cmd.to_string(),
+                leader,
+            })?; // on error, dropping the load stops it
+        }
         // A mistyped command dies at once: say so before measuring without the load.
         std::thread::sleep(Duration::from_millis(100));
         if let Some(Ok(Some(status))) = load.child.as_mut().map(Child::try_wait) {
@@ -107,6 +150,9 @@ impl Load {
         let warning = self.stop_group();
         // Every process of the group has been sent SIGKILL: nothing is left to watch.
         drop(self.lifeline.take());
+        if let Some(r) = self.recorded.take() {
+            r.undone();
+        }
         warning
     }
 
@@ -150,6 +196,61 @@ impl Load {
     fn cut_lifeline(&mut self) {
         drop(self.lifeline.take());
     }
+}
+
+/// The process groups of the load of the dead irqlab `owner` that still run: the group of
+/// `leader` if the leader still runs with its recorded start time, and the group of any process
+/// carrying `owner`'s marker in its environment.
+fn leftover_groups(owner: ProcessId, leader: Option<ProcessId>) -> Vec<i32> {
+    let marker = format!("{LOAD_MARKER_ENV}={}", marker(owner));
+    let mut groups = Vec::new();
+    if let Some(l) = leader.filter(ProcessId::is_running) {
+        groups.push(l.pid);
+    }
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return groups;
+    };
+    for pid in procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let Some(stat) = state::proc_stat(pid) else {
+            continue;
+        };
+        if stat.has_ended() || groups.contains(&stat.pgid) {
+            continue;
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == marker.as_bytes())
+        {
+            groups.push(stat.pgid);
+        }
+    }
+    groups
+}
+
+/// Kill what is left of the load of the dead irqlab `owner` (see the module docs). `Ok(true)` if
+/// something was left, `Err` with what to do if it outlives SIGKILL.
+pub(crate) fn kill_leftover(owner: ProcessId, leader: Option<ProcessId>) -> Result<bool, String> {
+    let mut found = false;
+    for _ in 0..100 {
+        let groups = leftover_groups(owner, leader);
+        if groups.is_empty() {
+            return Ok(found);
+        }
+        found = true;
+        for g in groups {
+            let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let groups = leftover_groups(owner, leader);
+    Err(format!(
+        "the load's process groups {groups:?} still run after SIGKILL (processes in \
+         uninterruptible sleep?); as root: kill -KILL -- -PGID for each"
+    ))
 }
 
 impl Drop for Load {
@@ -241,14 +342,7 @@ mod tests {
             .unwrap()
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|p| {
-                // Field 5 of /proc/PID/stat, counted from the `)` that ends the command name.
-                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                let f: Vec<&str> = stat[stat.rfind(')').map_or(0, |i| i + 1)..]
-                    .split_whitespace()
-                    .collect();
-                f.get(2) == Some(&pgid.to_string().as_str()) && alive(*p)
-            })
+            .filter(|p| state::proc_stat(*p).is_some_and(|s| s.pgid == pgid && !s.has_ended()))
             .collect()
     }
 
@@ -268,5 +362,52 @@ mod tests {
             group_members(pgid)
         );
         let _ = load.child.as_mut().unwrap().wait();
+    }
+
+    /// A process group like a load's, started outside [`Load`] with `owner`'s marker.
+    fn fake_leftover(owner: ProcessId) -> (Child, i32) {
+        let child = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30"])
+            .env(LOAD_MARKER_ENV, marker(owner))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id() as i32;
+        (child, pgid)
+    }
+
+    #[test]
+    fn a_leftover_load_is_killed_only_if_it_is_the_dead_irqlabs() {
+        let dead = ProcessId {
+            pid: 999_999,
+            start_time_ticks: 1,
+        };
+        // Found by its marker, without a recorded leader (irqlab died before recording it).
+        let (mut child, pgid) = fake_leftover(dead);
+        std::thread::sleep(Duration::from_millis(100));
+        let members = group_members(pgid);
+        assert_eq!(kill_leftover(dead, None), Ok(true));
+        assert!(all_end_within(&members, 5), "{:?}", group_members(pgid));
+        let _ = child.wait();
+
+        // Another irqlab's load (another marker) with a recorded leader whose start time does
+        // not match: a reused group ID, left alone.
+        let other = ProcessId {
+            pid: 999_998,
+            start_time_ticks: 1,
+        };
+        let (mut child, pgid) = fake_leftover(other);
+        let reused = ProcessId {
+            pid: pgid,
+            start_time_ticks: 1,
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(kill_leftover(dead, Some(reused)), Ok(false));
+        assert!(alive(pgid));
+        // With the right start time it is the load's.
+        let leader = ProcessId::of(pgid).unwrap();
+        assert_eq!(kill_leftover(dead, Some(leader)), Ok(true));
+        let _ = child.wait();
+        assert!(group_members(pgid).is_empty());
     }
 }
