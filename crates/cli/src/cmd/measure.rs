@@ -41,6 +41,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
         plot,
         histogram_max_us,
     } = a;
+    super::host::clean_up_before_measuring();
     let cpus = match cpus {
         Some(list) => timer::parse_cpu_list(&list).map_err(|e| anyhow::anyhow!("--cpus: {e}"))?,
         None => timer::online_cpus()?,
@@ -116,6 +117,7 @@ pub fn irqs(a: IrqsArgs, inv: &Invocation) -> Result<()> {
         buffer_kb,
         json,
     } = a;
+    super::host::clean_up_before_measuring();
     if let Some(p) = &json {
         report::check_writable(p).with_context(|| "--json")?;
     }
