@@ -417,17 +417,13 @@ impl StateFile {
                 .collect(),
         };
         let bytes = serde_json::to_vec_pretty(&record).expect("a record serializes");
-        // A concurrent irqlab may remove the empty directory between our creating it and
-        // writing: create it again and retry once.
-        for attempt in 0..2 {
+        let write = || {
             self.dir.create()?;
-            match write_atomic(&self.path, &bytes) {
-                Ok(()) => return Ok(()),
-                Err(e) if attempt == 0 && e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(self.dir.error(e)),
-            }
-        }
-        unreachable!("the second attempt returns")
+            write_atomic(&self.path, &bytes).map_err(|e| self.dir.error(e))
+        };
+        // A concurrent irqlab may remove the empty directory between our creating it and
+        // writing: create it again, once.
+        write().or_else(|_| write())
     }
 }
 
@@ -491,17 +487,16 @@ pub struct Cleanup {
 }
 
 impl Cleanup {
-    /// One line: `cleaned up after irqlab PID (ended without cleaning up): ...`.
-    pub fn summary(&self) -> String {
-        let mut s = format!(
-            "cleaned up after irqlab {} (ended without cleaning up): {}",
-            self.owner.pid,
-            self.undone.join(", ")
-        );
-        if !self.failed.is_empty() {
-            s.push_str(&format!("; not undone: {}", self.failed.join("; ")));
-        }
-        s
+    /// What was undone, in one line: `cleaned up after irqlab PID (ended without cleaning up):
+    /// ...`; none if nothing was (what was not is in [`Cleanup::failed`]).
+    pub fn summary(&self) -> Option<String> {
+        (!self.undone.is_empty()).then(|| {
+            format!(
+                "cleaned up after irqlab {} (ended without cleaning up): {}",
+                self.owner.pid,
+                self.undone.join(", ")
+            )
+        })
     }
 }
 
@@ -867,7 +862,7 @@ mod tests {
         for c in &cleanups {
             assert!(c.failed.is_empty(), "{c:?}");
             assert_eq!(c.undone.len(), 1);
-            let line = c.summary();
+            let line = c.summary().unwrap();
             assert!(
                 line.starts_with(&format!("cleaned up after irqlab {} (", c.owner.pid))
                     && line.contains("PM QoS request of 0 us on /dev/cpu_dma_latency (released"),
@@ -899,7 +894,7 @@ mod tests {
         let cleanups = clean_up_after_dead_in(&dir).unwrap();
         assert_eq!(cleanups.len(), 1);
         let c = &cleanups[0];
-        assert!(c.undone.is_empty(), "{c:?}");
+        assert!(c.undone.is_empty() && c.summary().is_none(), "{c:?}");
         assert_eq!(c.failed.len(), 2, "{c:?}");
         assert!(c.failed[0].contains("does not know"), "{}", c.failed[0]);
         assert!(

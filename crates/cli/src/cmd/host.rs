@@ -57,8 +57,8 @@ fn clean_up(say_nothing: bool) -> Result<()> {
     if cleanups.is_empty() && say_nothing {
         eprintln!("irqlab: nothing to clean up");
     }
-    for c in &cleanups {
-        eprintln!("irqlab: {}", c.summary());
+    for line in cleanups.iter().filter_map(|c| c.summary()) {
+        eprintln!("irqlab: {line}");
     }
     let failed: Vec<&str> = cleanups
         .iter()
