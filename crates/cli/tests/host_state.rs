@@ -1,99 +1,23 @@
-//! `irqlab measure irqs` and `measure timer` leave the host's tracing state (and the timer's
-//! `/dev/cpu_dma_latency` request) as they found them: after a normal run,
-//! after Ctrl-C (SIGINT) and after SIGTERM, with tracefs unmounted beforehand and with tracefs
-//! mounted and configured by someone else. Needs root and tracefs; skips with the reason
-//! otherwise (CI runs as root).
+//! `irqlab measure irqs` and `measure timer` leave the host's tracing state as they found them:
+//! after a normal run, after Ctrl-C (SIGINT) and after SIGTERM; with tracefs unmounted
+//! beforehand; with it mounted and in use by someone else; and with tracefs mounted several
+//! times while another tracer records.
+//!
+//! These hold on any machine, whatever is mounted and whoever else traces: each scenario runs in
+//! a mount namespace of its own, where it sets up the mounts it needs (see `hostenv`), and
+//! compares only the state it owns: the instance of "someone else's session" or of the
+//! concurrent tracer it created, the mounts it sees, and what each irqlab it ran could have
+//! left (its instance, its private mount point, its state file, its PM QoS request). Not the
+//! global list of instances or the top-level settings, which other tracers on the machine
+//! change. Needs root and tracefs; skips with the reason otherwise (CI runs as root).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod hostenv;
+
+use hostenv::*;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const MOUNT: &str = "/sys/kernel/tracing";
-
-fn irqlab() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_irqlab"))
-}
-
-fn is_root() -> bool {
-    // /proc/self/status: "Uid:\treal\teffective\t..."
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
-fn tracefs_mounts() -> Vec<String> {
-    std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.split_whitespace().nth(2) == Some("tracefs"))
-        .map(str::to_string)
-        .collect()
-}
-
-fn skip_reason() -> Option<String> {
-    if !is_root() {
-        return Some("not root".into());
-    }
-    let fs = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
-    if !fs.lines().any(|l| l.ends_with("tracefs")) {
-        return Some("this kernel has no tracefs".into());
-    }
-    if !Path::new(MOUNT).is_dir() {
-        return Some(format!("no {MOUNT} mount point"));
-    }
-    None
-}
-
-/// Every global setting a tracing tool could touch, plus the list of instances.
-fn global_state(mount: &Path) -> Vec<(String, String)> {
-    let mut files = vec![
-        "tracing_on".to_string(),
-        "trace_clock".into(),
-        "buffer_size_kb".into(),
-        "current_tracer".into(),
-        "set_event".into(),
-        "tracing_cpumask".into(),
-        "events/irq/enable".into(),
-        "events/irq/filter".into(),
-        "events/irq/irq_handler_entry/enable".into(),
-        "events/irq/irq_handler_entry/filter".into(),
-        "events/irq/softirq_raise/enable".into(),
-        "events/irq_vectors/local_timer_entry/enable".into(),
-        "events/sched/sched_switch/enable".into(),
-    ];
-    if mount.join("buffer_percent").exists() {
-        files.push("buffer_percent".into());
-    }
-    let mut state: Vec<(String, String)> = files
-        .into_iter()
-        .map(|f| {
-            let v = std::fs::read_to_string(mount.join(&f)).unwrap_or_else(|e| format!("<{e}>"));
-            (f, v)
-        })
-        .collect();
-    let mut instances: Vec<String> = std::fs::read_dir(mount.join("instances"))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    instances.sort();
-    state.push(("instances/".into(), instances.join(",")));
-    state
-}
-
-/// The current PM QoS CPU latency target: reading /dev/cpu_dma_latency returns it (an i32).
-fn cpu_dma_latency() -> Option<i32> {
-    let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
-    Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
-}
-
+#[derive(Copy, Clone)]
 enum Ending {
     Normal,
     Signal(i32),
@@ -111,171 +35,229 @@ const MEASUREMENTS: [(&[&str], &str); 2] = [
     ),
 ];
 
-/// Run both measurements; for a signal ending, deliver it after 1 s of a 60 s run.
-fn run_measure(ending: Ending) {
-    for (args, expect) in MEASUREMENTS {
-        run_one(args, expect, &ending);
-    }
-}
-
-fn run_one(args: &[&str], expect: &str, ending: &Ending) {
-    let mut cmd = Command::new(irqlab());
-    cmd.args(args)
-        .arg("--duration")
+/// Run one measurement; for a signal ending, deliver it after 1 s of a 60 s run. Its PID.
+fn run_one(state: &StateDir, args: &[&str], expect: &str, ending: Ending) -> i32 {
+    let mut cmd = state.irqlab(args);
+    cmd.arg("--duration")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    match ending {
+    let (pid, out) = match ending {
         Ending::Normal => {
-            let out = cmd.arg("1s").output().expect("irqlab runs");
-            assert!(
-                out.status.success(),
-                "stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(stdout.contains(expect), "{args:?}: {stdout}");
+            cmd.arg("1s");
+            let run = Running::new(cmd);
+            (run.pid(), run.wait_with_output())
         }
         Ending::Signal(sig) => {
-            let sig = *sig;
-            let child = cmd.arg("60s").spawn().expect("irqlab starts");
+            cmd.arg("60s");
+            let run = Running::new(cmd);
             std::thread::sleep(Duration::from_secs(1));
             let started = Instant::now();
-            let status = Command::new("kill")
-                .args([format!("-{sig}"), child.id().to_string()])
-                .status()
-                .expect("kill runs");
-            assert!(status.success());
-            let out = child.wait_with_output().expect("irqlab ends");
+            run.signal(sig);
+            let pid = run.pid();
+            let out = run.wait_with_output();
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "irqlab took {:?} to stop after signal {sig}",
                 started.elapsed()
             );
-            assert!(
-                out.status.success(),
-                "after signal {sig}: {:?}, stderr: {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                stdout.contains(expect),
-                "{args:?}, results so far: {stdout}"
-            );
+            (pid, out)
         }
-    }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{args:?}: {:?}, stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(expect), "{args:?}: {stdout}");
+    pid
 }
 
-/// Puts the global tracing state set up by the test back, even if an assertion fails.
-struct Restore {
-    mount: PathBuf,
-    saved: Vec<(String, String)>,
-    unmount: bool,
+/// Nothing of what irqlab `pid` set up is left: its instance, its private mount point, its
+/// record.
+fn assert_nothing_left_by(pid: i32, state: &StateDir) {
+    let private = std::env::temp_dir().join(format!("irqlab-tracefs-{pid}"));
+    assert!(!private.exists(), "{} left", private.display());
+    assert!(
+        !instance_exists(&format!("irqlab-{pid}")),
+        "instance irqlab-{pid} left"
+    );
+    assert!(
+        state.changes_of(pid).is_empty(),
+        "{:?}",
+        state.changes_of(pid)
+    );
 }
 
-impl Drop for Restore {
-    fn drop(&mut self) {
-        for (f, v) in self.saved.iter().rev() {
-            let v = match f.as_str() {
-                // `trace_clock` reads as "[local] global ..."; write back the selected one.
-                "trace_clock" => v
-                    .split_whitespace()
-                    .find(|w| w.starts_with('['))
-                    .map(|w| w.trim_matches(['[', ']']).to_string())
-                    .unwrap_or_default(),
-                _ => v.trim().to_string(),
-            };
-            let _ = std::fs::write(self.mount.join(f), v);
-        }
-        if self.unmount {
-            let _ = Command::new("umount").arg(&self.mount).status();
-        }
+/// The settings of a tracing instance that a tool sets.
+fn settings(inst: &Instance) -> Vec<(String, String)> {
+    let mut files = vec![
+        "tracing_on",
+        "trace_clock",
+        "buffer_size_kb",
+        "current_tracer",
+        "set_event",
+        "tracing_cpumask",
+        "events/irq/enable",
+        "events/irq/irq_handler_entry/enable",
+        "events/irq/irq_handler_entry/filter",
+        "events/irq/softirq_raise/enable",
+        "events/sched/sched_switch/enable",
+        "events/timer/hrtimer_start/enable",
+    ];
+    if inst.dir.join("buffer_percent").exists() {
+        files.push("buffer_percent");
     }
+    files
+        .into_iter()
+        .map(|f| (f.to_string(), inst.read(f)))
+        .collect()
 }
 
 #[test]
 fn tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
+    run_in_mount_namespace("inner_tracing_state_is_unchanged");
+}
+
+#[test]
+#[ignore = "run in its own mount namespace by tracing_state_is_unchanged_after_normal_exit_sigint_and_sigterm"]
+fn inner_tracing_state_is_unchanged() {
+    if !inner_may_run() {
         return;
     }
-    // 1. With tracefs unmounted (if it is): irqlab mounts it at a private mount point and
-    //    unmounts it afterwards.
-    if tracefs_mounts().is_empty() {
-        for ending in [Ending::Normal, Ending::Signal(2)] {
-            run_measure(ending);
+    let state = StateDir::new();
+    // 1. With tracefs unmounted: irqlab mounts it at a private mount point and unmounts it
+    //    afterwards.
+    unmount_all_tracefs();
+    for ending in [Ending::Normal, Ending::Signal(2)] {
+        for (args, expect) in MEASUREMENTS {
+            let pid = run_one(&state, args, expect, ending);
             assert!(
                 tracefs_mounts().is_empty(),
                 "tracefs left mounted: {:?}",
                 tracefs_mounts()
             );
-            let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-                .unwrap()
-                .flatten()
-                .filter(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .starts_with("irqlab-tracefs-")
-                })
-                .map(|e| e.path())
-                .collect();
-            assert!(leftovers.is_empty(), "mount points left: {leftovers:?}");
+            assert_nothing_left_by(pid, &state);
         }
-    } else {
-        eprintln!("tracefs already mounted: the unmounted case is not exercised");
     }
 
-    // 2. With tracefs mounted and configured by someone else: nothing of theirs changes.
-    let unmount = tracefs_mounts().is_empty();
-    if unmount {
-        let ok = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", MOUNT])
-            .status()
-            .expect("mount runs")
-            .success();
-        assert!(ok, "could not mount tracefs for the test");
-    }
-    let mount = PathBuf::from(MOUNT);
-    let restore = Restore {
-        mount: mount.clone(),
-        saved: [
-            "trace_clock",
-            "tracing_on",
-            "events/sched/sched_switch/enable",
-        ]
-        .iter()
-        .map(|f| {
-            (
-                f.to_string(),
-                std::fs::read_to_string(mount.join(f)).unwrap_or_default(),
-            )
-        })
-        .collect(),
-        unmount,
-    };
-    // Someone else's session: a non-default clock, an event enabled, tracing off. (Not the
-    // buffer size: a fresh kernel reads "7 (expanded: 1408)", a state no write restores.)
+    // 2. With tracefs mounted, and someone else's session in an instance of its own: a
+    //    non-default clock and buffer, an event enabled, tracing off. Nothing of it changes.
+    let _mounted = Mounted::default_tracefs();
+    let view = View::new();
+    let session = Instance::new(&view, &format!("someone-else-{}", std::process::id()));
     for (f, v) in [
         ("trace_clock", "global"),
+        ("buffer_size_kb", "1024"),
         ("events/sched/sched_switch/enable", "1"),
         ("tracing_on", "0"),
     ] {
-        std::fs::write(mount.join(f), v).unwrap_or_else(|e| panic!("{f}: {e}"));
+        session.write(f, v);
     }
-    let before = global_state(&mount);
-    let qos_before = cpu_dma_latency();
+    let before = settings(&session);
+    let mounts = tracefs_mounts();
     for ending in [Ending::Normal, Ending::Signal(2), Ending::Signal(15)] {
-        run_measure(ending);
-        let after = global_state(&mount);
-        for (b, a) in before.iter().zip(&after) {
-            assert_eq!(b, a, "{} changed", b.0);
+        for (args, expect) in MEASUREMENTS {
+            let pid = run_one(&state, args, expect, ending);
+            for (b, a) in before.iter().zip(&settings(&session)) {
+                assert_eq!(b, a, "{} changed", b.0);
+            }
+            assert_eq!(tracefs_mounts(), mounts);
+            assert_nothing_left_by(pid, &state);
+            assert_no_qos_request_left();
         }
-        assert_eq!(tracefs_mounts().len(), 1, "mounts: {:?}", tracefs_mounts());
+    }
+}
+
+#[test]
+fn several_tracefs_mounts_and_a_concurrent_tracer() {
+    run_in_mount_namespace("inner_several_mounts_and_a_concurrent_tracer");
+}
+
+#[test]
+#[ignore = "run in its own mount namespace by several_tracefs_mounts_and_a_concurrent_tracer"]
+fn inner_several_mounts_and_a_concurrent_tracer() {
+    if !inner_may_run() {
+        return;
+    }
+    // tracefs at /sys/kernel/tracing, under debugfs (its automount), and at a point of its own.
+    let _default = Mounted::default_tracefs();
+    let debug = std::path::Path::new("/sys/kernel/debug");
+    let fs = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+    let _debugfs = (fs.contains("\tdebugfs\n")
+        && debug.is_dir()
+        && !std::fs::read_to_string("/proc/self/mounts")
+            .unwrap_or_default()
+            .contains(" /sys/kernel/debug debugfs "))
+    .then(|| Mounted::new("debugfs", debug));
+    let _ = std::fs::read_dir(debug.join("tracing")); // mounts it, where debugfs is
+    let third = tempfile::tempdir().unwrap();
+    let _third = Mounted::new("tracefs", third.path());
+    let mounts = tracefs_mounts();
+    eprintln!("tracefs mounts: {mounts:?}");
+    assert!(mounts.len() >= 2, "{mounts:?}");
+
+    // A concurrent tracer: an instance of its own recording scheduler and IRQ events, its
+    // buffer drained all along by a reader.
+    let view = View::new();
+    let tracer = Instance::new(&view, &format!("concurrent-tracer-{}", std::process::id()));
+    for f in ["events/sched/sched_switch/enable", "events/irq/enable"] {
+        tracer.write(f, "1");
+    }
+    tracer.write("tracing_on", "1");
+    let traced = tempfile::NamedTempFile::new().unwrap();
+    let mut cat = std::process::Command::new("cat");
+    cat.arg(tracer.dir.join("trace_pipe"))
+        .stdout(traced.reopen().unwrap());
+    let reader = Running::new(cat);
+    let before = settings(&tracer);
+
+    // Two measurements at once, beside it.
+    let state = StateDir::new();
+    let start = |args: &[&str]| {
+        let mut c = state.irqlab(args);
+        c.args(["--duration", "2s", "--buffer-kb", "512"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Running::new(c)
+    };
+    let irqs = start(&["measure", "irqs"]);
+    let timer = start(&["measure", "timer", "--cpus", "0"]);
+    let pids = [irqs.pid(), timer.pid()];
+    assert!(wait_until(20, || pids
+        .iter()
+        .all(|p| state.change_of(*p, "trace_instance").is_some())));
+    // Both chose /sys/kernel/tracing among the mounts, and mounted nothing of their own.
+    for p in pids {
         assert_eq!(
-            cpu_dma_latency(),
-            qos_before,
-            "the PM QoS request was left in place"
+            state.change_of(p, "trace_instance").unwrap()["mount"],
+            "/sys/kernel/tracing"
         );
     }
-    drop(restore);
+    assert_eq!(tracefs_mounts(), mounts);
+    for (run, expect) in [(irqs, "Hard IRQ handlers"), (timer, "thread_latency[cpu0]")] {
+        let out = run.wait_with_output();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(expect), "{stdout}");
+    }
+
+    // The tracer recorded all along, and its settings are its own.
+    assert_eq!(settings(&tracer), before);
+    assert_eq!(tracer.read("tracing_on").trim(), "1");
+    assert!(
+        wait_until(5, || traced.as_file().metadata().unwrap().len() > 0),
+        "the concurrent tracer read nothing"
+    );
+    drop(reader);
+    assert_eq!(tracefs_mounts(), mounts);
+    for p in pids {
+        assert_nothing_left_by(p, &state);
+    }
+    assert_no_qos_request_left();
 }

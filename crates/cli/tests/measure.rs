@@ -57,7 +57,7 @@ fn bad_timer_flags_are_refused_with_the_flag_named() {
         ),
         (vec!["--loops", "0"], "--loops must be at least 1"),
         (vec!["--duration", "0s"], "must be longer than zero"),
-        (vec!["--duration", "soon"], "expected a duration such as 2s"),
+        (vec!["--duration", "soon"], "or a duration such as 2s"),
     ] {
         irqlab()
             .args(["measure", "timer"])

@@ -6,6 +6,8 @@
 //!   read from the binary per-CPU ring buffers; [`irqs`]: per-IRQ handler time and softirq
 //!   delay from them (`irqlab measure irqs`).
 //! - [`timer`]: timer wake-up latency the way cyclictest measures it (`irqlab measure timer`).
+//! - [`state`]: what irqlab sets up on the host, recorded before it is set up, so that the next
+//!   start undoes what a crashed irqlab left (`irqlab host --cleanup`).
 //!
 //! Every reader takes a root directory, so tests run on captured fixture trees and on the live
 //! system alike. Results are the `irqlab-stats` data model, rendered by `irqlab-report`.
@@ -21,6 +23,7 @@ pub mod pci;
 pub mod readers;
 pub mod ringbuf;
 pub mod signals;
+pub mod state;
 mod sys;
 pub mod timer;
 pub mod timer_report;
@@ -52,6 +55,13 @@ pub enum HostError {
     NoTracefs { reason: String },
     #[error("this kernel has no trace event {event} (its system offers: {available})")]
     MissingEvent { event: String, available: String },
+    /// irqlab cannot keep its record of host changes, so it makes none.
+    #[error(
+        "cannot keep irqlab's record of host changes in {path}: {cause}; fix that directory, or \
+         point {env} at a directory only this user can write to",
+        env = state::STATE_DIR_ENV
+    )]
+    StateDir { path: PathBuf, cause: String },
     /// A host setting could not be put back; the message says how to do it by hand.
     #[error("restoring the host: {0}")]
     Restore(String),

@@ -1,19 +1,68 @@
 //! `--load CMD`: a load that runs for exactly the measurement's duration. The command runs
 //! under `sh -c` in its own process group, so stopping it stops everything it started
 //! (stress-ng's workers, a `cvs update`'s children), on every exit path of the measurement.
+//!
+//! # The load dies with irqlab, even on SIGKILL
+//!
+//! irqlab's normal stop ([`Load::stop`], also on errors and Ctrl-C through `Drop`) signals the
+//! group. SIGKILL leaves no chance to run it, so the group watches irqlab itself: the shell that
+//! leads it first starts a watcher in the group, which blocks reading a pipe whose only write end
+//! irqlab holds (close-on-exec, so no other program inherits it). When irqlab ends, however it
+//! ends, the kernel closes its descriptors (exit(2)), the read sees end of file (pipe(7): "If all
+//! file descriptors referring to the write end of a pipe have been closed, then an attempt to
+//! read(2) from the pipe will see end-of-file"), and the watcher sends SIGTERM to its own group,
+//! then SIGKILL two seconds later (`kill 0`: every process in the sender's group, kill(2)). It
+//! ignores SIGTERM itself, so that it outlives the group's SIGTERM to send the SIGKILL.
+//!
+//! The watcher runs in a subshell that exits at once, so it is not a child of the leader: the
+//! user's command keeps its own `$!` and `wait`, and the leader ends when the command ends (which
+//! irqlab reports as a load that ended early); the watcher stays in the group, so the command's
+//! background processes are still stopped with irqlab.
+//!
+//! Why not PR_SET_PDEATHSIG (prctl(2)): it reaches only the process that set it (the shell, not
+//! stress-ng's workers), fires when the *thread* that spawned the child ends rather than the
+//! process, and needs a getppid check against irqlab dying before the prctl call. A pipe has
+//! none of these gaps and needs no code between fork and exec.
+//!
+//! A crash may still leave the group running if the watcher itself is killed; irqlab's state file
+//! records the group's leader, and the next start kills the group if it still is the load's: its
+//! leader runs with the recorded start time, or its members carry `IRQLAB_LOAD_OF=PID:START` (this
+//! irqlab's PID and start time) in their environment, which every process of the load inherits.
+//! (A program may overwrite its environment in memory, as stress-ng's workers do to set their
+//! process titles; the leader's is enough to find the group, and the group holds the workers.)
 
+use crate::state::{self, Change, ProcessId, Recorded};
 use crate::HostError;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The environment variable that marks every process of a load with its irqlab's PID and start
+/// time.
+pub const LOAD_MARKER_ENV: &str = "IRQLAB_LOAD_OF";
+
+/// The load's leader: keep the pipe from irqlab (its stdin) as fd 3, start the watcher on it,
+/// close it, then run the command (`$1`) with stdin from /dev/null, as `sh -c CMD` would.
+const LEADER_SCRIPT: &str = "exec 3<&0 </dev/null; \
+    ( { trap '' TERM; read _ <&3; kill -TERM 0; sleep 2; kill -KILL 0; } & ); \
+    exec 3<&-; eval \"$1\"";
 
 /// A running load; dropping it stops it.
 pub struct Load {
     cmd: String,
     child: Option<Child>,
+    /// The write end of the watcher's pipe: the load stops when it closes.
+    lifeline: Option<OwnedFd>,
+    recorded: Option<Recorded>,
     started: Instant,
+}
+
+/// `IRQLAB_LOAD_OF`'s value for the loads of `owner`.
+fn marker(owner: ProcessId) -> String {
+    format!("{}:{}", owner.pid, owner.start_time_ticks)
 }
 
 impl Load {
@@ -24,20 +73,55 @@ impl Load {
                 "--load: empty command; give a shell command such as 'stress-ng --cpu 2'".into(),
             ));
         }
-        let child = Command::new("sh")
+        let owner = ProcessId::current()?;
+        let recorded = state::record(Change::LoadGroup {
+            command: cmd.to_string(),
+            leader: None,
+        })?;
+        let (read_end, write_end) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+            Ok(p) => p,
+            Err(e) => {
+                recorded.undone();
+                return Err(HostError::Invalid(format!(
+                    "--load: cannot create the pipe that stops the load with irqlab: {e}"
+                )));
+            }
+        };
+        let spawned = Command::new("sh")
             .arg("-c")
+            .arg(LEADER_SCRIPT)
+            .arg("irqlab-load")
             .arg(cmd)
-            .stdin(Stdio::null())
+            .env(LOAD_MARKER_ENV, marker(owner))
+            .stdin(Stdio::from(read_end))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
-            .spawn()
-            .map_err(|e| HostError::Invalid(format!("--load: cannot start sh -c '{cmd}': {e}")))?;
+            .spawn();
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                recorded.undone();
+                return Err(HostError::Invalid(format!(
+                    "--load: cannot start sh -c '{cmd}': {e}"
+                )));
+            }
+        };
+        // The leader is a zombie at worst (not waited for yet), so its stat is there.
+        let leader = ProcessId::of(child.id() as i32);
         let mut load = Load {
             cmd: cmd.to_string(),
             child: Some(child),
+            lifeline: Some(write_end),
+            recorded: Some(recorded),
             started: Instant::now(),
         };
+        if let Some(r) = &load.recorded {
+            r.update(Change::LoadGroup {
+                command: cmd.to_string(),
+                leader,
+            })?; // on error, dropping the load stops it
+        }
         // A mistyped command dies at once: say so before measuring without the load.
         std::thread::sleep(Duration::from_millis(100));
         if let Some(Ok(Some(status))) = load.child.as_mut().map(Child::try_wait) {
@@ -63,10 +147,21 @@ impl Load {
     }
 
     fn stop_inner(&mut self) -> Option<String> {
+        let warning = self.stop_group();
+        // Every process of the group has been sent SIGKILL: nothing is left to watch.
+        drop(self.lifeline.take());
+        if let Some(r) = self.recorded.take() {
+            r.undone();
+        }
+        warning
+    }
+
+    fn stop_group(&mut self) -> Option<String> {
         let mut child = self.child.take()?;
         let pgid = Pid::from_raw(child.id() as i32);
-        // The shell may have ended with children still running in its group (`cmd &`): the
-        // group is stopped either way; its id is not reused while any member lives.
+        // The shell may have ended with children still running in its group (`cmd &`), and
+        // the watcher runs there until SIGKILL: the group is stopped either way; its id is not
+        // reused while any member lives.
         let ended_early = match child.try_wait() {
             Ok(Some(status)) => Some(format!(
                 "the --load command '{}' ended by itself ({status}) before the measurement's \
@@ -95,6 +190,67 @@ impl Load {
         let _ = child.wait();
         None
     }
+
+    /// Close irqlab's end of the watcher's pipe, as irqlab's death would.
+    #[cfg(test)]
+    fn cut_lifeline(&mut self) {
+        drop(self.lifeline.take());
+    }
+}
+
+/// The process groups of the load of the dead irqlab `owner` that still run: the group of
+/// `leader` if the leader still runs with its recorded start time, and the group of any process
+/// carrying `owner`'s marker in its environment.
+fn leftover_groups(owner: ProcessId, leader: Option<ProcessId>) -> Vec<i32> {
+    let marker = format!("{LOAD_MARKER_ENV}={}", marker(owner));
+    let mut groups = Vec::new();
+    if let Some(l) = leader.filter(ProcessId::is_running) {
+        groups.push(l.pid);
+    }
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return groups;
+    };
+    for pid in procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let Some(stat) = state::proc_stat(pid) else {
+            continue;
+        };
+        if stat.has_ended() || groups.contains(&stat.pgid) {
+            continue;
+        }
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == marker.as_bytes())
+        {
+            groups.push(stat.pgid);
+        }
+    }
+    groups
+}
+
+/// Kill what is left of the load of the dead irqlab `owner` (see the module docs). `Ok(true)` if
+/// something was left, `Err` with what to do if it outlives SIGKILL.
+pub(crate) fn kill_leftover(owner: ProcessId, leader: Option<ProcessId>) -> Result<bool, String> {
+    let mut found = false;
+    for _ in 0..100 {
+        let groups = leftover_groups(owner, leader);
+        if groups.is_empty() {
+            return Ok(found);
+        }
+        found = true;
+        for g in groups {
+            let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let groups = leftover_groups(owner, leader);
+    Err(format!(
+        "the load's process groups {groups:?} still run after SIGKILL (processes in \
+         uninterruptible sleep?); as root: kill -KILL -- -PGID for each"
+    ))
 }
 
 impl Drop for Load {
@@ -166,5 +322,92 @@ mod tests {
             .err()
             .expect("refused");
         assert!(e.to_string().contains("command not found"), "{e}");
+    }
+
+    /// Poll up to `secs` for the processes in `pids` to end.
+    fn all_end_within(pids: &[i32], secs: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if !pids.iter().any(|p| alive(*p)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// The live processes of group `pgid`.
+    fn group_members(pgid: i32) -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| state::proc_stat(*p).is_some_and(|s| s.pgid == pgid && !s.has_ended()))
+            .collect()
+    }
+
+    #[test]
+    fn the_load_stops_when_irqlab_goes_away() {
+        // As if irqlab died: its end of the pipe closes and nothing else runs (no stop, no
+        // Drop signalling the group).
+        let mut load = Load::start("sleep 30 & sleep 40").unwrap();
+        let pgid = load.child.as_ref().unwrap().id() as i32;
+        let members = group_members(pgid);
+        // The leader, the watcher, and the two sleeps.
+        assert!(members.len() >= 4, "{members:?}");
+        load.cut_lifeline();
+        assert!(
+            all_end_within(&members, 10),
+            "still running: {:?}",
+            group_members(pgid)
+        );
+        let _ = load.child.as_mut().unwrap().wait();
+    }
+
+    /// A process group like a load's, started outside [`Load`] with `owner`'s marker.
+    fn fake_leftover(owner: ProcessId) -> (Child, i32) {
+        let child = Command::new("sh")
+            .args(["-c", "sleep 30 & sleep 30"])
+            .env(LOAD_MARKER_ENV, marker(owner))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id() as i32;
+        (child, pgid)
+    }
+
+    #[test]
+    fn a_leftover_load_is_killed_only_if_it_is_the_dead_irqlabs() {
+        let dead = ProcessId {
+            pid: 999_999,
+            start_time_ticks: 1,
+        };
+        // Found by its marker, without a recorded leader (irqlab died before recording it).
+        let (mut child, pgid) = fake_leftover(dead);
+        std::thread::sleep(Duration::from_millis(100));
+        let members = group_members(pgid);
+        assert_eq!(kill_leftover(dead, None), Ok(true));
+        assert!(all_end_within(&members, 5), "{:?}", group_members(pgid));
+        let _ = child.wait();
+
+        // Another irqlab's load (another marker) with a recorded leader whose start time does
+        // not match: a reused group ID, left alone.
+        let other = ProcessId {
+            pid: 999_998,
+            start_time_ticks: 1,
+        };
+        let (mut child, pgid) = fake_leftover(other);
+        let reused = ProcessId {
+            pid: pgid,
+            start_time_ticks: 1,
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(kill_leftover(dead, Some(reused)), Ok(false));
+        assert!(alive(pgid));
+        // With the right start time it is the load's.
+        let leader = ProcessId::of(pgid).unwrap();
+        assert_eq!(kill_leftover(dead, Some(leader)), Ok(true));
+        let _ = child.wait();
+        assert!(group_members(pgid).is_empty());
     }
 }

@@ -958,9 +958,12 @@ fn has_effective_capability(status: &str, bit: u32) -> bool {
 /// descriptor is closed, whoever closes it and however the process ends (Linux
 /// `Documentation/power/pm_qos_interface.rst`: "When the process closes the file descriptor the
 /// request is removed"; `cpu_latency_qos_release()` in `kernel/power/qos.c`). So dropping this,
-/// on any path, restores the previous QoS state; nothing else needs saving.
+/// on any path, restores the previous QoS state; nothing else needs saving. It is still recorded
+/// in irqlab's state file ([`crate::state`]) while held, so that the account of what a crashed
+/// irqlab held is complete.
 struct DmaLatencyRequest {
-    _fd: std::fs::File,
+    fd: Option<std::fs::File>,
+    recorded: Option<crate::state::Recorded>,
 }
 
 impl DmaLatencyRequest {
@@ -969,15 +972,39 @@ impl DmaLatencyRequest {
         latency_us: i32,
         warnings: &mut Vec<String>,
     ) -> Option<DmaLatencyRequest> {
+        let recorded = match crate::state::record(crate::state::Change::PmQos {
+            path: path.to_path_buf(),
+            target_us: latency_us,
+        }) {
+            Ok(r) => r,
+            Err(e) => {
+                warnings.push(format!("{WARN_NO_DMA_LATENCY} ({e})"));
+                return None;
+            }
+        };
         let opened = std::fs::OpenOptions::new().write(true).open(path);
         // The device takes the request as a binary s32 in microseconds (or as hex text).
         let written = opened.and_then(|mut f| f.write_all(&latency_us.to_ne_bytes()).map(|()| f));
         match written {
-            Ok(fd) => Some(DmaLatencyRequest { _fd: fd }),
+            Ok(fd) => Some(DmaLatencyRequest {
+                fd: Some(fd),
+                recorded: Some(recorded),
+            }),
             Err(e) => {
+                recorded.undone();
                 warnings.push(format!("{WARN_NO_DMA_LATENCY} ({}: {e})", path.display()));
                 None
             }
+        }
+    }
+}
+
+impl Drop for DmaLatencyRequest {
+    fn drop(&mut self) {
+        // Closing the descriptor removes the request; then its record.
+        drop(self.fd.take());
+        if let Some(r) = self.recorded.take() {
+            r.undone();
         }
     }
 }

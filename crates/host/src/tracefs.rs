@@ -9,15 +9,32 @@
 //! reverse order, so a normal exit, an error and a Ctrl-C (the caller turns SIGINT and SIGTERM
 //! into a stop flag, see [`crate::signals`]) all leave the host as it was. This follows rtla,
 //! which also works in its own instance (`tools/tracing/rtla/src/trace.c`).
+//!
+//! Both the private mount and the instance are recorded in irqlab's state file before they are
+//! made ([`crate::state`]), so that if irqlab is killed outright the next start removes them.
+//!
+//! tracefs may be mounted several times (`/sys/kernel/tracing`, and the automount at
+//! `/sys/kernel/debug/tracing` wherever debugfs is mounted), and every mount shows the same
+//! instances: tracefs has a single superblock (`tracefs_get_tree()` calls `get_tree_single()`,
+//! `fs/tracefs/inode.c`), and an instance is a kernel `trace_array` that outlives every mount
+//! (`kernel/trace/trace.c`). So any mount will do, and an instance left by a crash can be removed
+//! through any mount, or through a private mount made for the purpose.
 
+use crate::state::{self, Change, Recorded};
 use crate::HostError;
 use std::path::{Path, PathBuf};
 
 /// irqlab's own mount points are named `irqlab-tracefs-PID` in the temporary directory.
 const PRIVATE_MOUNT_PREFIX: &str = "irqlab-tracefs-";
 
+/// irqlab's instances are named `irqlab-PID`.
+const INSTANCE_PREFIX: &str = "irqlab-";
+
 /// Where tracefs is mounted by convention since Linux 4.1.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// Where debugfs shows tracefs (an automount since Linux 4.1, the only place before).
+pub const DEBUGFS_MOUNT: &str = "/sys/kernel/debug/tracing";
 
 /// One trace event, `system/name` (`irq/irq_handler_entry`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -58,32 +75,83 @@ impl std::fmt::Display for EventName {
 pub struct TraceInstance {
     mount: PathBuf,
     /// tracefs was not mounted and this instance mounted it.
-    mounted_here: bool,
+    private_mount: Option<PrivateMount>,
     dir: PathBuf,
+    /// The instance's entry in the state file, until it is removed.
+    recorded: Option<Recorded>,
     closed: bool,
 }
 
-/// Where tracefs is mounted, from `/proc/mounts`.
+/// Where tracefs is mounted, from `/proc/mounts`: `/sys/kernel/tracing` if it is mounted there,
+/// else `/sys/kernel/debug/tracing`, else any other mount point. Other irqlab processes' private
+/// mounts are skipped: each goes away when its run ends.
 pub fn find_mount() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-    let points: Vec<&str> = mounts
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| f[1])
-        })
-        // Another irqlab's private mount goes away when that run ends.
-        .filter(|p| {
-            !Path::new(p)
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(PRIVATE_MOUNT_PREFIX))
-        })
-        .collect();
-    points
+    choose_mount(&tracefs_mounts())
+}
+
+/// Every mount point where tracefs is visible now, in `/proc/mounts` order.
+pub fn tracefs_mounts() -> Vec<PathBuf> {
+    tracefs_mounts_in(&std::fs::read_to_string("/proc/mounts").unwrap_or_default())
+}
+
+/// The tracefs mount points of a `/proc/mounts` text. A later mount on the same point hides an
+/// earlier one, so a point counts only if its last mount is tracefs.
+fn tracefs_mounts_in(mounts: &str) -> Vec<PathBuf> {
+    let mut last: Vec<(PathBuf, bool)> = Vec::new();
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let point = PathBuf::from(unescape_mount_field(f[1]));
+        let is_tracefs = f[2] == "tracefs";
+        last.retain(|(p, _)| *p != point);
+        last.push((point, is_tracefs));
+    }
+    last.into_iter()
+        .filter_map(|(p, t)| t.then_some(p))
+        .collect()
+}
+
+/// `/proc/mounts` writes a space, tab, newline and backslash in a path as `\ooo` octal
+/// (`mangle()` in `fs/proc_namespace.c`).
+fn unescape_mount_field(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        // At most \377: one byte.
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d[0] <= b'3' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `path` is an irqlab private mount point.
+fn is_private_mount(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(PRIVATE_MOUNT_PREFIX))
+}
+
+/// The mount to use among `points` (see [`find_mount`]).
+fn choose_mount(points: &[PathBuf]) -> Option<PathBuf> {
+    let usable: Vec<&PathBuf> = points.iter().filter(|p| !is_private_mount(p)).collect();
+    [DEFAULT_MOUNT, DEBUGFS_MOUNT]
         .iter()
-        .find(|p| **p == DEFAULT_MOUNT)
-        .or_else(|| points.first())
-        .map(PathBuf::from)
+        .find_map(|pref| usable.iter().find(|p| p.as_path() == Path::new(pref)))
+        .or_else(|| usable.first())
+        .map(|p| p.to_path_buf())
 }
 
 /// Refuse early, with what to do, when not root.
@@ -103,24 +171,32 @@ impl TraceInstance {
     /// failure undoes what was done before it.
     pub fn create(events: &[EventName], buffer_kb_per_cpu: u32) -> Result<Self, HostError> {
         require_root("this measurement")?;
-        let (mount, mounted_here) = match find_mount() {
-            Some(m) => (m, false),
-            None => (mount_private()?, true),
+        let (mount, private_mount) = match find_mount() {
+            Some(m) => (m, None),
+            None => {
+                let p = PrivateMount::mount()?;
+                (p.path.clone(), Some(p))
+            }
         };
-        let dir = mount
-            .join("instances")
-            .join(format!("irqlab-{}", std::process::id()));
+        let name = format!("{INSTANCE_PREFIX}{}", std::process::id());
+        let dir = mount.join("instances").join(&name);
+        // Recorded before it exists, so that a crash from here on leaves a record of it.
+        let recorded = state::record(Change::TraceInstance {
+            mount: mount.clone(),
+            name,
+        })?;
         let mut inst = TraceInstance {
             mount,
-            mounted_here,
+            private_mount,
             dir: dir.clone(),
+            recorded: Some(recorded),
             closed: false,
         };
         if let Err(e) = std::fs::create_dir(&dir) {
             let err = HostError::Invalid(format!(
                 "cannot create the tracing instance {}: {e} (this kernel may predate tracing \
                  instances, Linux 3.14; or an instance of that name is left from a crash: \
-                 remove it with rmdir)",
+                 remove it with irqlab host --cleanup, or rmdir)",
                 dir.display()
             ));
             inst.dir = PathBuf::new(); // nothing to remove
@@ -251,84 +327,241 @@ impl TraceInstance {
             return Ok(());
         }
         self.closed = true;
-        let mut first_err = None;
-        if !self.dir.as_os_str().is_empty() && self.dir.exists() {
+        let removed = if self.dir.as_os_str().is_empty() || !self.dir.exists() {
+            Ok(())
+        } else {
             let _ = self.write("tracing_on", "0");
-            // rmdir fails with EBUSY while a reader still holds a file; they are closed by now,
-            // but give the kernel a moment to drop its references.
-            let mut result = std::fs::remove_dir(&self.dir);
-            for _ in 0..50 {
-                match &result {
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                        result = std::fs::remove_dir(&self.dir);
-                    }
-                    _ => break,
+            remove_instance_dir(&self.dir)
+        };
+        match removed {
+            Ok(()) => {
+                if let Some(r) = self.recorded.take() {
+                    r.undone();
+                }
+                match self.private_mount.take() {
+                    Some(m) => m.unmount(),
+                    None => Ok(()),
                 }
             }
-            if let Err(e) = result {
-                first_err = Some(HostError::Restore(format!(
-                    "could not remove the tracing instance {}: {e}; remove it with rmdir",
-                    self.dir.display()
-                )));
+            Err(e) => {
+                // Both stay recorded, for irqlab host --cleanup or the next start.
+                if let Some(r) = self.recorded.take() {
+                    r.keep();
+                }
+                Err(HostError::Restore(match self.private_mount.take() {
+                    // The instance is still there: keep the mount so that it can be removed.
+                    Some(m) => {
+                        let mount = m.keep();
+                        format!(
+                            "could not remove the tracing instance {}: {e}; tracefs stays \
+                             mounted at {} so you can: rmdir {} && umount {} (or run irqlab \
+                             host --cleanup once this irqlab has ended)",
+                            self.dir.display(),
+                            mount.display(),
+                            self.dir.display(),
+                            mount.display()
+                        )
+                    }
+                    None => format!(
+                        "could not remove the tracing instance {}: {e}; remove it with rmdir, \
+                         or run irqlab host --cleanup once this irqlab has ended",
+                        self.dir.display()
+                    ),
+                }))
             }
         }
-        if self.mounted_here && first_err.is_some() {
-            // The instance is still there: keep the mount so that it can be removed by hand.
-            first_err = Some(HostError::Restore(format!(
-                "could not remove the tracing instance {}; tracefs stays mounted at {} so you \
-                 can: rmdir {} && umount {}",
-                self.dir.display(),
-                self.mount.display(),
-                self.dir.display(),
-                self.mount.display()
-            )));
-        } else if self.mounted_here {
-            // Lazily, in case the kernel still holds a reference: the mount leaves the
-            // namespace now. It is irqlab's own mount point, so nobody else uses it.
-            if let Err(e) = nix::mount::umount2(&self.mount, nix::mount::MntFlags::MNT_DETACH) {
-                first_err.get_or_insert(HostError::Restore(format!(
-                    "could not unmount tracefs from {} (irqlab mounted it): {e}; unmount it \
-                     with umount {}",
-                    self.mount.display(),
-                    self.mount.display()
-                )));
-            } else {
-                let _ = std::fs::remove_dir(&self.mount);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
     }
 }
 
-/// tracefs is not mounted: mount it at a mount point of irqlab's own (a new directory in the
-/// temporary directory), not at `/sys/kernel/tracing`, so that nothing another process sees
-/// changes, and two irqlab runs never unmount each other's view.
-fn mount_private() -> Result<PathBuf, HostError> {
-    let target = std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{}", std::process::id()));
-    std::fs::create_dir(&target).map_err(|e| HostError::NoTracefs {
-        reason: format!(
-            "it is not mounted, and irqlab cannot create its mount point {}: {e}; mount it as \
-             root with: mount -t tracefs nodev /sys/kernel/tracing",
-            target.display()
-        ),
-    })?;
-    if let Err(e) = nix::mount::mount(
-        Some("nodev"),
-        &target,
-        Some("tracefs"),
-        nix::mount::MsFlags::empty(),
-        None::<&str>,
-    ) {
-        let _ = std::fs::remove_dir(&target);
-        return Err(HostError::NoTracefs {
-            reason: format!(
-                "it is not mounted, and mounting it failed: {e}; mount it as root with: mount \
-                 -t tracefs nodev /sys/kernel/tracing"
-            ),
-        });
+/// rmdir a tracing instance. It fails with EBUSY while a reader still holds one of its files;
+/// they are closed by now, but give the kernel a moment to drop its references.
+fn remove_instance_dir(dir: &Path) -> Result<(), std::io::Error> {
+    let mut result = std::fs::remove_dir(dir);
+    for _ in 0..50 {
+        match &result {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                result = std::fs::remove_dir(dir);
+            }
+            _ => break,
+        }
     }
-    Ok(target)
+    result
+}
+
+/// tracefs mounted at a mount point of irqlab's own (a new directory in the temporary
+/// directory), not at `/sys/kernel/tracing`, so that nothing another process sees changes, and
+/// two irqlab runs never unmount each other's view. Recorded before it is made; dropping it
+/// unmounts it.
+struct PrivateMount {
+    path: PathBuf,
+    recorded: Option<Recorded>,
+}
+
+impl PrivateMount {
+    fn mount() -> Result<PrivateMount, HostError> {
+        let path =
+            std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{}", std::process::id()));
+        let recorded = state::record(Change::TracefsMount { path: path.clone() })?;
+        if let Err(e) = std::fs::create_dir(&path) {
+            recorded.undone();
+            return Err(HostError::NoTracefs {
+                reason: format!(
+                    "it is not mounted, and irqlab cannot create its mount point {}: {e}; mount \
+                     it as root with: mount -t tracefs nodev /sys/kernel/tracing",
+                    path.display()
+                ),
+            });
+        }
+        if let Err(e) = nix::mount::mount(
+            Some("nodev"),
+            &path,
+            Some("tracefs"),
+            nix::mount::MsFlags::empty(),
+            None::<&str>,
+        ) {
+            let _ = std::fs::remove_dir(&path);
+            recorded.undone();
+            return Err(HostError::NoTracefs {
+                reason: format!(
+                    "it is not mounted, and mounting it failed: {e}; mount it as root with: \
+                     mount -t tracefs nodev /sys/kernel/tracing"
+                ),
+            });
+        }
+        Ok(PrivateMount {
+            path,
+            recorded: Some(recorded),
+        })
+    }
+
+    /// Unmount, remove the mount point, and the record of both.
+    fn unmount(mut self) -> Result<(), HostError> {
+        self.release()
+    }
+
+    /// Leave it mounted (and recorded), for whoever removes what is still in it.
+    fn keep(mut self) -> PathBuf {
+        if let Some(r) = self.recorded.take() {
+            r.keep();
+        }
+        self.path.clone()
+    }
+
+    /// Unmount it unless that was done, or it is kept.
+    fn release(&mut self) -> Result<(), HostError> {
+        let Some(recorded) = self.recorded.take() else {
+            return Ok(());
+        };
+        match unmount_private(&self.path) {
+            Ok(()) => {
+                recorded.undone();
+                Ok(())
+            }
+            Err(e) => {
+                recorded.keep();
+                Err(HostError::Restore(format!(
+                    "could not unmount tracefs from {} (irqlab mounted it): {e}; unmount it \
+                     with umount {}",
+                    self.path.display(),
+                    self.path.display()
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for PrivateMount {
+    fn drop(&mut self) {
+        if let Err(e) = self.release() {
+            eprintln!("irqlab: warning: {e}");
+        }
+    }
+}
+
+/// Unmount irqlab's own mount point and remove it. Lazily (MNT_DETACH), in case the kernel still
+/// holds a reference: the mount leaves the namespace now, and nobody else uses the point.
+fn unmount_private(path: &Path) -> Result<(), nix::Error> {
+    nix::mount::umount2(path, nix::mount::MntFlags::MNT_DETACH)?;
+    let _ = std::fs::remove_dir(path);
+    Ok(())
+}
+
+/// Remove the tracing instance `name` that a dead irqlab created through `mount`: through that
+/// mount if it still is one, else through any tracefs mount, else through a private mount made
+/// for this (see the module docs: the instance outlives its mount). `Ok(Some(what))` says what
+/// was removed, `Ok(None)` that it was gone already.
+pub(crate) fn remove_leftover_instance(mount: &Path, name: &str) -> Result<Option<String>, String> {
+    // A state file names irqlab's own instances only; never follow it anywhere else.
+    if !name.starts_with(INSTANCE_PREFIX) || name.contains('/') || name.contains("..") {
+        return Err(format!(
+            "the tracing instance '{name}' in the state file is not irqlab's: left as is"
+        ));
+    }
+    let mounts = tracefs_mounts();
+    let view = if mounts.iter().any(|m| m == mount) {
+        Some(mount.to_path_buf())
+    } else {
+        choose_mount(&mounts)
+    };
+    // A private mount is unmounted on return (dropped), after the instance is gone.
+    let (view, private) = match view {
+        Some(v) => (v, None),
+        None => {
+            let p = PrivateMount::mount()
+                .map_err(|e| format!("could not look for the tracing instance {name}: {e}"))?;
+            (p.path.clone(), Some(p))
+        }
+    };
+    let dir = view.join("instances").join(name);
+    if !dir.exists() {
+        return Ok(None);
+    }
+    let _ = write_file(&dir.join("tracing_on"), "0");
+    remove_instance_dir(&dir).map_err(|e| {
+        format!(
+            "could not remove the tracing instance {}: {e}; as root: rmdir {}",
+            dir.display(),
+            dir.display()
+        )
+    })?;
+    Ok(Some(match private {
+        // Its path will not exist in a moment: name the instance only.
+        Some(_) => format!("tracing instance {name} (tracefs was mounted to remove it)"),
+        None => format!("tracing instance {}", dir.display()),
+    }))
+}
+
+/// Unmount and remove a private mount point a dead irqlab left. `Ok(true)` when something was
+/// there.
+pub(crate) fn remove_leftover_mount(path: &Path) -> Result<bool, String> {
+    if !is_private_mount(path) {
+        return Err(format!(
+            "the mount point {} in the state file is not irqlab's: left as is",
+            path.display()
+        ));
+    }
+    if tracefs_mounts().iter().any(|m| m == path) {
+        unmount_private(path).map_err(|e| {
+            format!(
+                "could not unmount tracefs from {}: {e}; as root: umount {} && rmdir {}",
+                path.display(),
+                path.display(),
+                path.display()
+            )
+        })?;
+        return Ok(true);
+    }
+    // Not mounted (here: it may have been in another mount namespace): only the directory.
+    match std::fs::remove_dir(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!(
+            "could not remove the mount point {}: {e}; check it is empty and not mounted, then \
+             rmdir it",
+            path.display()
+        )),
+    }
 }
 
 impl Drop for TraceInstance {
@@ -356,5 +589,76 @@ fn available(system: &Path) -> String {
         "none (the whole system is missing)".into()
     } else {
         names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(v: &[&str]) -> Vec<PathBuf> {
+        v.iter().map(PathBuf::from).collect()
+    }
+
+    #[test]
+    fn every_visible_tracefs_mount_is_found() {
+        // /sys/kernel/tracing, the debugfs automount, a point with a space, a tracefs mount
+        // hidden by a later mount on the same point, and a later tracefs on a point that had
+        // something else.
+        let mounts = "sysfs /sys sysfs rw 0 0\n\
+                      nodev /sys/kernel/tracing tracefs rw,relatime 0 0\n\
+                      debugfs /sys/kernel/debug debugfs rw 0 0\n\
+                      tracefs /sys/kernel/debug/tracing tracefs rw 0 0\n\
+                      nodev /mnt/my\\040trace tracefs rw 0 0\n\
+                      nodev /mnt/hidden tracefs rw 0 0\n\
+                      tmpfs /mnt/hidden tmpfs rw 0 0\n\
+                      tmpfs /mnt/over tmpfs rw 0 0\n\
+                      nodev /mnt/over tracefs rw 0 0\n";
+        assert_eq!(
+            tracefs_mounts_in(mounts),
+            paths(&[
+                "/sys/kernel/tracing",
+                "/sys/kernel/debug/tracing",
+                "/mnt/my trace",
+                "/mnt/over"
+            ])
+        );
+        assert_eq!(unescape_mount_field(r"a\134b\011c\012"), "a\\b\tc\n");
+        // Not an escape: kept as written.
+        assert_eq!(unescape_mount_field(r"a\9b\"), r"a\9b\");
+    }
+
+    #[test]
+    fn the_usual_mount_is_preferred_and_other_irqlabs_private_mounts_are_skipped() {
+        let private = "/tmp/irqlab-tracefs-4242";
+        assert_eq!(
+            choose_mount(&paths(&[private, "/mnt/t", DEBUGFS_MOUNT, DEFAULT_MOUNT])),
+            Some(PathBuf::from(DEFAULT_MOUNT))
+        );
+        assert_eq!(
+            choose_mount(&paths(&[private, "/mnt/t", DEBUGFS_MOUNT])),
+            Some(PathBuf::from(DEBUGFS_MOUNT))
+        );
+        assert_eq!(
+            choose_mount(&paths(&[private, "/mnt/t"])),
+            Some(PathBuf::from("/mnt/t"))
+        );
+        assert_eq!(choose_mount(&paths(&[private])), None);
+        assert_eq!(choose_mount(&[]), None);
+    }
+
+    #[test]
+    fn a_state_file_cannot_point_leftover_removal_elsewhere() {
+        for name in ["trace", "irqlab-1/../../x", "irqlab-../x"] {
+            let e = remove_leftover_instance(Path::new(DEFAULT_MOUNT), name).unwrap_err();
+            assert!(e.contains("not irqlab's"), "{e}");
+        }
+        let e = remove_leftover_mount(Path::new("/sys/kernel/tracing")).unwrap_err();
+        assert!(e.contains("not irqlab's"), "{e}");
+        // A private mount point that is gone already.
+        assert_eq!(
+            remove_leftover_mount(&std::env::temp_dir().join("irqlab-tracefs-0-gone")),
+            Ok(false)
+        );
     }
 }

@@ -1,4 +1,5 @@
-//! `irqlab host`: the host's interrupts.
+//! `irqlab host`: the host's interrupts; and, with `--cleanup` (and before every measurement),
+//! what crashed irqlab processes left on the host.
 
 use crate::args::HostArgs;
 use crate::made::{write_json, Invocation};
@@ -21,7 +22,11 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
         interval,
         json,
         root,
+        cleanup,
     } = a;
+    if cleanup {
+        return clean_up(true);
+    }
     if interval.is_some() && root != std::path::Path::new("/") {
         anyhow::bail!(
             "--interval needs the live system: a captured tree (--root) does not change, so its \
@@ -42,4 +47,35 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
     }
     print(&report::inventory_text(&inventory))?;
     Ok(())
+}
+
+/// Undo what irqlab processes that ended without cleaning up left on the host, saying so on
+/// stderr in one line per process (and "nothing to clean up" if `say_nothing` and there was
+/// nothing). Anything that could not be undone is an error that says how to do it by hand.
+fn clean_up(say_nothing: bool) -> Result<()> {
+    let cleanups = irqlab_host::state::clean_up_after_dead()
+        .context("looking for what crashed irqlab processes left")?;
+    if cleanups.is_empty() && say_nothing {
+        eprintln!("irqlab: nothing to clean up");
+    }
+    for line in cleanups.iter().filter_map(|c| c.summary()) {
+        eprintln!("irqlab: {line}");
+    }
+    let failed: Vec<&str> = cleanups
+        .iter()
+        .flat_map(|c| c.failed.iter().map(String::as_str))
+        .collect();
+    if !failed.is_empty() {
+        return Err(irqlab_host::HostError::Restore(failed.join("; ")))
+            .context("cleaning up after crashed irqlab processes");
+    }
+    Ok(())
+}
+
+/// Before a measurement changes the host: undo what crashed irqlab processes left (it would
+/// distort this measurement), saying what. A failure is a warning: the measurement can still run.
+pub fn clean_up_before_measuring() {
+    if let Err(e) = clean_up(false) {
+        eprintln!("irqlab: warning: {e:#}");
+    }
 }

@@ -76,6 +76,8 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     if let Some(p) = &histogram_out {
         report::check_writable(p).with_context(|| "--histogram-out")?;
     }
+    m.timer.validate(&timer::online_cpus()?)?;
+    super::host::clean_up_before_measuring();
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let mut live = LiveLines::new(!quiet);
     let measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| live.show(s))?;
@@ -134,6 +136,7 @@ pub fn irqs(a: IrqsArgs, inv: &Invocation) -> Result<()> {
         json,
     } = a;
     super::check_outputs(json.as_deref(), None)?;
+    super::host::clean_up_before_measuring();
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let opts = irqlab_host::irqs::IrqsOptions {
         duration,

@@ -1,0 +1,951 @@
+//! Crash-safe host state: what this irqlab process sets up on the host is written down before it
+//! is set up, so that the next irqlab can undo it if this one dies without cleaning up (SIGKILL,
+//! the OOM killer, a panic in a thread that holds a guard, a closed terminal before the signal
+//! handler is installed).
+//!
+//! # The record
+//!
+//! One JSON file per irqlab process, `DIR/PID-START.json`. START is the process's start time in
+//! clock ticks after boot (`/proc/PID/stat` field 22, proc(5)): the kernel reuses PIDs, so a PID
+//! alone cannot tell a dead irqlab from whatever got its number later; the PID, the start time
+//! and the boot ID (`/proc/sys/kernel/random/boot_id`) together can. The file lists the
+//! [`Change`]s the process holds: each is added by [`record`] *before* the change is made, and
+//! removed by [`Recorded::undone`] once it has been undone, so at every instant the file lists at
+//! least what exists. The file goes when its list is empty. Every write replaces the file whole
+//! (a temporary file, then rename(2), which is atomic within a directory), so a reader never sees
+//! half a record, even when the writer dies mid-write.
+//!
+//! DIR is `$IRQLAB_STATE_DIR` if set; else `/run/irqlab` for root (`/run` is a tmpfs emptied at
+//! boot, where system tools keep runtime state); else `$XDG_RUNTIME_DIR/irqlab`; else
+//! `irqlab-UID` in the temporary directory. It is created with mode 0700 and refused if it is a
+//! symbolic link, belongs to another user, or others may write to it (a shared `/tmp`). A
+//! default directory is removed again when its last file goes.
+//!
+//! # Recovery
+//!
+//! [`clean_up_after_dead`] reads every file of the directory, under an exclusive flock(2) on the
+//! directory so that two irqlab processes starting together do not undo the same thing twice. A
+//! file whose process still runs is left alone (two measurements at once each keep their own). A
+//! file whose process is gone has its changes undone in reverse order; what cannot be undone
+//! stays in the file, with how to do it by hand, for the next start to try again.
+//!
+//! How each change is undone:
+//! - [`Change::TraceInstance`]: rmdir of `instances/NAME` (Linux `Documentation/trace/ftrace.rst`,
+//!   "Instances"). An instance outlives every mount of tracefs, so it is removed through any mount
+//!   (see [`crate::tracefs`]).
+//! - [`Change::TracefsMount`]: umount of irqlab's private mount point, then rmdir.
+//! - [`Change::LoadGroup`]: SIGKILL to the load's process group, but only if it still is the
+//!   load's (see [`crate::load`]); normally the load is already gone, since it dies with irqlab.
+//! - [`Change::PmQos`]: nothing. The kernel removes a `/dev/cpu_dma_latency` request when its file
+//!   descriptor is closed, which exit(2) does for any ending, SIGKILL included
+//!   (`cpu_latency_qos_release()` in `kernel/power/qos.c`). It is recorded so that the account of
+//!   what irqlab held is complete.
+//! - [`Change::IrqAffinity`]: the previous `smp_affinity_list` written back.
+
+use crate::HostError;
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// The environment variable that puts irqlab's state files somewhere else.
+pub const STATE_DIR_ENV: &str = "IRQLAB_STATE_DIR";
+
+/// Version of the file's layout; a file of a later version is left to the irqlab that wrote it.
+const FORMAT: u32 = 1;
+
+/// One host change, as recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// tracefs mounted at `path`, a directory irqlab created for it.
+    TracefsMount { path: PathBuf },
+    /// The tracing instance `instances/NAME`, created through the tracefs mount `mount`.
+    TraceInstance { mount: PathBuf, name: String },
+    /// A `--load` command's process group. Recorded with `leader: None` before it starts; the
+    /// leader (whose PID is the group ID) is filled in once it runs.
+    LoadGroup {
+        command: String,
+        leader: Option<ProcessId>,
+    },
+    /// A PM QoS CPU latency request held through a file descriptor of `path`.
+    PmQos { path: PathBuf, target_us: i32 },
+    /// An IRQ's affinity, changed from `previous` (its `smp_affinity_list` text).
+    IrqAffinity { irq: u32, previous: String },
+}
+
+impl Change {
+    /// What it is, in a few words, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Change::TracefsMount { path } => format!("private tracefs mount {}", path.display()),
+            Change::TraceInstance { mount, name } => {
+                format!(
+                    "tracing instance {}",
+                    mount.join("instances").join(name).display()
+                )
+            }
+            Change::LoadGroup { command, leader } => match leader {
+                Some(l) => format!("load process group {} ('{command}')", l.pid),
+                None => format!("load '{command}'"),
+            },
+            Change::PmQos { path, target_us } => {
+                format!("PM QoS request of {target_us} us on {}", path.display())
+            }
+            Change::IrqAffinity { irq, previous } => {
+                format!("affinity of IRQ {irq} (was {previous})")
+            }
+        }
+    }
+
+    /// [`Change::describe`] with a note in its parentheses.
+    fn describe_noted(&self, note: &str) -> String {
+        match self {
+            Change::LoadGroup {
+                command,
+                leader: Some(l),
+            } => format!("load process group {} ('{command}', {note})", l.pid),
+            _ => format!("{} ({note})", self.describe()),
+        }
+    }
+
+    /// Whether `self` and `other` name the same thing on the host (a dead irqlab's instance name
+    /// may have been taken by a running irqlab that got the same PID).
+    fn same_object(&self, other: &Change) -> bool {
+        match (self, other) {
+            (Change::TracefsMount { path: a }, Change::TracefsMount { path: b }) => a == b,
+            (Change::TraceInstance { name: a, .. }, Change::TraceInstance { name: b, .. }) => {
+                a == b
+            }
+            (Change::IrqAffinity { irq: a, .. }, Change::IrqAffinity { irq: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A process, told apart from a later process with the same PID by its start time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessId {
+    pub pid: i32,
+    /// Clock ticks after boot (`/proc/PID/stat` field 22).
+    pub start_time_ticks: u64,
+}
+
+impl ProcessId {
+    /// This process.
+    pub fn current() -> Result<ProcessId, HostError> {
+        let pid = std::process::id() as i32;
+        ProcessId::of(pid).ok_or_else(|| {
+            HostError::Invalid(format!(
+                "cannot read /proc/{pid}/stat: is /proc mounted? irqlab needs it to tell its own \
+                 processes from others"
+            ))
+        })
+    }
+
+    /// The process that has `pid` now, if any (a zombie included).
+    pub fn of(pid: i32) -> Option<ProcessId> {
+        proc_stat(pid).map(|s| ProcessId {
+            pid,
+            start_time_ticks: s.start_time_ticks,
+        })
+    }
+
+    /// Whether this very process still runs (a zombie has ended: its files are closed).
+    pub fn is_running(&self) -> bool {
+        proc_stat(self.pid)
+            .is_some_and(|s| s.start_time_ticks == self.start_time_ticks && !s.has_ended())
+    }
+}
+
+/// The fields of `/proc/PID/stat` irqlab uses (proc(5)).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    /// Field 3: R, S, D, Z (zombie), X (dead), ...
+    pub state: char,
+    /// Field 5: the process group ID.
+    pub pgid: i32,
+    /// Field 22: start time, clock ticks after boot.
+    pub start_time_ticks: u64,
+}
+
+impl ProcStat {
+    pub fn has_ended(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+pub(crate) fn proc_stat(pid: i32) -> Option<ProcStat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Parse a `/proc/PID/stat` line. The command name (field 2) is in parentheses and may itself
+/// contain spaces and parentheses, so the fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // f[0] is field 3.
+    Some(ProcStat {
+        state: f.first()?.chars().next()?,
+        pgid: f.get(2)?.parse().ok()?,
+        start_time_ticks: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// This boot's ID: a record from an earlier boot names processes that are all gone.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Where the state files are.
+#[derive(Clone, Debug)]
+pub struct StateDir {
+    path: PathBuf,
+    /// A default location is removed again when empty; a directory the user named is not.
+    remove_when_empty: bool,
+}
+
+impl StateDir {
+    /// The directory for this user (see the module docs).
+    pub fn locate() -> StateDir {
+        if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+            return StateDir::at(PathBuf::from(dir));
+        }
+        let euid = nix::unistd::geteuid();
+        let path = if euid.is_root() && Path::new("/run").is_dir() {
+            PathBuf::from("/run/irqlab")
+        } else {
+            // XDG_RUNTIME_DIR only if it is this user's (sudo may keep another user's).
+            std::env::var_os("XDG_RUNTIME_DIR")
+                .map(PathBuf::from)
+                .filter(|d| {
+                    d.is_absolute()
+                        && std::fs::metadata(d)
+                            .is_ok_and(|m| m.is_dir() && m.uid() == euid.as_raw())
+                })
+                .map(|d| d.join("irqlab"))
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("irqlab-{euid}")))
+        };
+        StateDir {
+            path,
+            remove_when_empty: true,
+        }
+    }
+
+    /// A directory of the caller's choosing (kept when empty).
+    pub fn at(path: impl Into<PathBuf>) -> StateDir {
+        StateDir {
+            path: path.into(),
+            remove_when_empty: false,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, cause: impl std::fmt::Display) -> HostError {
+        HostError::StateDir {
+            path: self.path.clone(),
+            cause: cause.to_string(),
+        }
+    }
+
+    /// Create the directory if needed, and check that it is safe to keep state in.
+    fn create(&self) -> Result<(), HostError> {
+        match std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.path)
+        {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(self.error(e)),
+        }
+        let m = std::fs::symlink_metadata(&self.path).map_err(|e| self.error(e))?;
+        let euid = nix::unistd::geteuid().as_raw();
+        if !m.is_dir() {
+            return Err(self.error("it is not a directory"));
+        }
+        if m.uid() != euid {
+            return Err(self.error(format!(
+                "it belongs to user {}, not to this user ({euid})",
+                m.uid()
+            )));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Err(self.error(format!(
+                "others may write to it (mode {:o})",
+                m.mode() & 0o7777
+            )));
+        }
+        Ok(())
+    }
+
+    /// Remove the directory if it is a default one and empty (a concurrent writer recreates it).
+    fn remove_if_empty(&self) {
+        if self.remove_when_empty {
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
+
+    /// The file of `owner`.
+    fn file_of(&self, owner: ProcessId) -> PathBuf {
+        self.path
+            .join(format!("{}-{}.json", owner.pid, owner.start_time_ticks))
+    }
+}
+
+/// The owner a state file's name gives: `PID-START.json` (or its temporary `.PID-START.json.tmp`).
+fn owner_from_name(name: &str) -> Option<ProcessId> {
+    let stem = name
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".json.tmp"))
+        .or_else(|| name.strip_suffix(".json"))?;
+    let (pid, start) = stem.split_once('-')?;
+    Some(ProcessId {
+        pid: pid.parse().ok()?,
+        start_time_ticks: start.parse().ok()?,
+    })
+}
+
+/// A state file as stored.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    format: u32,
+    owner: ProcessId,
+    boot_id: String,
+    /// The owner's command line, for messages.
+    command: String,
+    /// Each an [`Entry`]; kept as JSON so that a kind this version does not know survives a
+    /// rewrite.
+    changes: Vec<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Entry {
+    id: u64,
+    #[serde(flatten)]
+    change: Change,
+}
+
+/// Write `path` whole or not at all: a temporary file beside it, then rename(2).
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// One process's state file: the changes it holds.
+struct StateFile {
+    dir: StateDir,
+    path: PathBuf,
+    owner: ProcessId,
+    boot_id: String,
+    command: String,
+    entries: Vec<Entry>,
+    next_id: u64,
+}
+
+impl StateFile {
+    fn new(dir: StateDir, owner: ProcessId) -> StateFile {
+        StateFile {
+            path: dir.file_of(owner),
+            dir,
+            owner,
+            boot_id: boot_id(),
+            command: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            entries: Vec::new(),
+            next_id: 0,
+        }
+    }
+
+    fn add(&mut self, change: Change) -> Result<u64, HostError> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.entries.push(Entry { id, change });
+        self.save().inspect_err(|_| {
+            self.entries.pop();
+        })?;
+        Ok(id)
+    }
+
+    fn update(&mut self, id: u64, change: Change) -> Result<(), HostError> {
+        let Some(e) = self.entries.iter_mut().find(|e| e.id == id) else {
+            return Ok(());
+        };
+        let old = std::mem::replace(&mut e.change, change);
+        self.save().inspect_err(|_| {
+            if let Some(e) = self.entries.iter_mut().find(|e| e.id == id) {
+                e.change = old;
+            }
+        })
+    }
+
+    fn remove(&mut self, id: u64) -> Result<(), HostError> {
+        self.entries.retain(|e| e.id != id);
+        self.save()
+    }
+
+    fn save(&self) -> Result<(), HostError> {
+        if self.entries.is_empty() {
+            match std::fs::remove_file(&self.path) {
+                Ok(()) => self.dir.remove_if_empty(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.dir.error(e)),
+            }
+            return Ok(());
+        }
+        let record = Record {
+            format: FORMAT,
+            owner: self.owner,
+            boot_id: self.boot_id.clone(),
+            command: self.command.clone(),
+            changes: self
+                .entries
+                .iter()
+                .map(|e| serde_json::to_value(e).expect("an entry serializes"))
+                .collect(),
+        };
+        let bytes = serde_json::to_vec_pretty(&record).expect("a record serializes");
+        let write = || {
+            self.dir.create()?;
+            write_atomic(&self.path, &bytes).map_err(|e| self.dir.error(e))
+        };
+        // A concurrent irqlab may remove the empty directory between our creating it and
+        // writing: create it again, once.
+        write().or_else(|_| write())
+    }
+}
+
+/// This process's state file, created at its first change.
+static OWN: Mutex<Option<StateFile>> = Mutex::new(None);
+
+fn with_own<T>(f: impl FnOnce(&mut StateFile) -> Result<T, HostError>) -> Result<T, HostError> {
+    let mut own = OWN.lock().unwrap_or_else(PoisonError::into_inner);
+    let file = match &mut *own {
+        Some(file) => file,
+        none => none.insert(StateFile::new(StateDir::locate(), ProcessId::current()?)),
+    };
+    f(file)
+}
+
+/// Record `change` in this process's state file. Call it *before* making the change; undo the
+/// change on every path, then call [`Recorded::undone`].
+pub fn record(change: Change) -> Result<Recorded, HostError> {
+    with_own(|f| f.add(change)).map(|id| Recorded { id })
+}
+
+/// A change recorded in this process's state file. Dropping it keeps the record (a change whose
+/// undoing failed, or was forgotten, is left for the next start to undo).
+#[must_use = "call undone() once the change is undone, or keep() to leave it for the next start"]
+#[derive(Debug)]
+pub struct Recorded {
+    id: u64,
+}
+
+impl Recorded {
+    /// Replace the recorded change with what is known now (a load's process group, once it
+    /// runs).
+    pub fn update(&self, change: Change) -> Result<(), HostError> {
+        with_own(|f| f.update(self.id, change))
+    }
+
+    /// The change is undone: remove it from the record.
+    pub fn undone(self) {
+        if let Err(e) = with_own(|f| f.remove(self.id)) {
+            // The host is restored; only the record of it is stale, and the next start will
+            // find its objects gone.
+            eprintln!("irqlab: warning: {e}");
+        }
+    }
+
+    /// The change could not be undone: leave it recorded for the next start.
+    pub fn keep(self) {}
+}
+
+/// What an irqlab process that ended without cleaning up had left, and what became of it.
+#[derive(Debug)]
+pub struct Cleanup {
+    pub owner: ProcessId,
+    /// Its command line, as recorded.
+    pub command: String,
+    /// What was undone, or found gone already, in the order undone.
+    pub undone: Vec<String>,
+    /// What could not be undone, each with how to do it by hand. It stays recorded, and the
+    /// next start tries again.
+    pub failed: Vec<String>,
+}
+
+impl Cleanup {
+    /// What was undone, in one line: `cleaned up after irqlab PID (ended without cleaning up):
+    /// ...`; none if nothing was (what was not is in [`Cleanup::failed`]).
+    pub fn summary(&self) -> Option<String> {
+        (!self.undone.is_empty()).then(|| {
+            format!(
+                "cleaned up after irqlab {} (ended without cleaning up): {}",
+                self.owner.pid,
+                self.undone.join(", ")
+            )
+        })
+    }
+}
+
+/// Undo what dead irqlab processes left, as recorded in this user's state directory.
+pub fn clean_up_after_dead() -> Result<Vec<Cleanup>, HostError> {
+    clean_up_after_dead_in(&StateDir::locate())
+}
+
+/// Undo what dead irqlab processes left, as recorded in `dir` (see the module docs).
+pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError> {
+    let handle = match std::fs::File::open(dir.path()) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(dir.error(e)),
+    };
+    let lock = Flock::lock(handle, FlockArg::LockExclusive)
+        .map_err(|(_, e)| dir.error(format!("cannot lock it: {e}")))?;
+    let boot = boot_id();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .map_err(|e| dir.error(e))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+
+    // What running irqlab processes hold is theirs, even where a name repeats a dead one's.
+    let mut held_by_running: Vec<Change> = Vec::new();
+    let mut dead: Vec<(PathBuf, ProcessId, Result<Record, String>)> = Vec::new();
+    for name in names {
+        let Some(owner) = owner_from_name(&name) else {
+            continue;
+        };
+        let path = dir.path().join(&name);
+        if name.starts_with('.') {
+            // A temporary file its writer did not rename: the writer died mid-write.
+            if !owner.is_running() {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        let record = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<Record>(&t).map_err(|e| e.to_string()))
+            .and_then(|r| {
+                if r.format > FORMAT {
+                    Err(format!(
+                        "written by a newer irqlab (format {}); clean up with that version",
+                        r.format
+                    ))
+                } else {
+                    Ok(r)
+                }
+            });
+        let running = owner.is_running()
+            && record
+                .as_ref()
+                .map_or(true, |r| r.boot_id.is_empty() || r.boot_id == boot);
+        match (running, record) {
+            (true, Ok(r)) => held_by_running.extend(
+                r.changes
+                    .into_iter()
+                    .filter_map(|v| serde_json::from_value::<Entry>(v).ok())
+                    .map(|e| e.change),
+            ),
+            (true, Err(_)) => {}
+            (false, record) => dead.push((path, owner, record)),
+        }
+    }
+    let mut cleanups = Vec::new();
+    for (path, owner, record) in dead {
+        cleanups.push(match record {
+            Ok(r) => undo_record(&path, r, &held_by_running),
+            Err(cause) => Cleanup {
+                owner,
+                command: "?".into(),
+                undone: Vec::new(),
+                failed: vec![format!(
+                    "unreadable state file {}: {cause}; undo what it lists by hand, then delete \
+                     it",
+                    path.display()
+                )],
+            },
+        });
+    }
+    drop(lock);
+    dir.remove_if_empty();
+    Ok(cleanups)
+}
+
+/// Undo a dead process's changes, last first, and rewrite its file with what remains.
+fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change]) -> Cleanup {
+    let mut cleanup = Cleanup {
+        owner: record.owner,
+        command: record.command.clone(),
+        undone: Vec::new(),
+        failed: Vec::new(),
+    };
+    let mut remaining = Vec::new();
+    for value in std::mem::take(&mut record.changes).into_iter().rev() {
+        let change = match serde_json::from_value::<Entry>(value.clone()) {
+            Ok(e) => e.change,
+            Err(_) => {
+                cleanup.failed.push(format!(
+                    "a change this irqlab does not know ({value}), left in {}",
+                    path.display()
+                ));
+                remaining.push(value);
+                continue;
+            }
+        };
+        if let Some(held) = held_by_running.iter().find(|h| h.same_object(&change)) {
+            if let Change::IrqAffinity { .. } = change {
+                // Restoring it would undo the running irqlab's setting; it restores its own.
+                cleanup.failed.push(format!(
+                    "{}: a running irqlab holds it now ({}); run irqlab host --cleanup after it \
+                     ends",
+                    change.describe(),
+                    held.describe()
+                ));
+                remaining.push(value);
+            } else {
+                // The leftover must be gone (the name could not have been taken otherwise).
+                cleanup
+                    .undone
+                    .push(change.describe_noted("gone; its name is now a running irqlab's"));
+            }
+            continue;
+        }
+        match undo(&change, record.owner) {
+            Ok(done) => cleanup.undone.push(done),
+            Err(e) => {
+                cleanup.failed.push(e);
+                remaining.push(value);
+            }
+        }
+    }
+    remaining.reverse();
+    let written = if remaining.is_empty() {
+        std::fs::remove_file(path)
+    } else {
+        record.changes = remaining;
+        write_atomic(
+            path,
+            &serde_json::to_vec_pretty(&record).expect("a record serializes"),
+        )
+    };
+    if let Err(e) = written {
+        cleanup.failed.push(format!(
+            "could not update the state file {}: {e}",
+            path.display()
+        ));
+    }
+    cleanup
+}
+
+/// Undo one change of the dead process `owner`: what was done, or what was not and how to do it
+/// by hand.
+fn undo(change: &Change, owner: ProcessId) -> Result<String, String> {
+    match change {
+        Change::TraceInstance { mount, name } => {
+            match crate::tracefs::remove_leftover_instance(mount, name)? {
+                Some(removed) => Ok(removed),
+                None => Ok(change.describe_noted("already gone")),
+            }
+        }
+        Change::TracefsMount { path } => Ok(if crate::tracefs::remove_leftover_mount(path)? {
+            change.describe()
+        } else {
+            change.describe_noted("already gone")
+        }),
+        Change::LoadGroup { leader, .. } => Ok(if crate::load::kill_leftover(owner, *leader)? {
+            change.describe()
+        } else {
+            change.describe_noted("already ended")
+        }),
+        Change::PmQos { .. } => Ok(change.describe_noted(&format!(
+            "released by the kernel when irqlab {} ended",
+            owner.pid
+        ))),
+        Change::IrqAffinity { irq, previous } => {
+            let file = format!("/proc/irq/{irq}/smp_affinity_list");
+            std::fs::write(&file, previous)
+                .map(|()| format!("affinity of IRQ {irq} put back to {previous}"))
+                .map_err(|e| {
+                    format!(
+                        "could not put the affinity of IRQ {irq} back to {previous} ({file}: \
+                         {e}); as root: echo {previous} > {file}"
+                    )
+                })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_from_the_last_parenthesis() {
+        // A command name with spaces and parentheses, as a process may choose.
+        let line = "4242 (a) b (c) S 1 4240 4240 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    987654 1000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0\n";
+        assert_eq!(
+            parse_stat(line),
+            Some(ProcStat {
+                state: 'S',
+                pgid: 4240,
+                start_time_ticks: 987654
+            })
+        );
+        assert_eq!(parse_stat("4242 (cut short) S 1"), None);
+        let me = ProcessId::current().unwrap();
+        assert!(me.is_running());
+        assert!(!ProcessId {
+            start_time_ticks: me.start_time_ticks + 1,
+            ..me
+        }
+        .is_running());
+    }
+
+    #[test]
+    fn file_names_give_their_owner() {
+        let p = ProcessId {
+            pid: 12,
+            start_time_ticks: 34,
+        };
+        assert_eq!(owner_from_name("12-34.json"), Some(p));
+        assert_eq!(owner_from_name(".12-34.json.tmp"), Some(p));
+        assert_eq!(owner_from_name("12.json"), None);
+        assert_eq!(owner_from_name("notes.txt"), None);
+    }
+
+    /// A process that has ended (and been reaped), so its PID and start time name nobody.
+    fn dead_process() -> ProcessId {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.05")
+            .spawn()
+            .unwrap();
+        let id = ProcessId::of(child.id() as i32).expect("the child runs");
+        child.wait().unwrap();
+        assert!(!id.is_running());
+        id
+    }
+
+    fn state_dir() -> (tempfile::TempDir, StateDir) {
+        let t = tempfile::tempdir().unwrap();
+        let d = StateDir::at(t.path().join("state"));
+        (t, d)
+    }
+
+    #[test]
+    fn a_state_file_lists_what_is_held_and_goes_when_nothing_is() {
+        let (_t, dir) = state_dir();
+        let me = ProcessId::current().unwrap();
+        let mut f = StateFile::new(dir.clone(), me);
+        let a = f
+            .add(Change::PmQos {
+                path: "/dev/cpu_dma_latency".into(),
+                target_us: 0,
+            })
+            .unwrap();
+        let b = f
+            .add(Change::LoadGroup {
+                command: "stress-ng --cpu 1".into(),
+                leader: None,
+            })
+            .unwrap();
+        let leader = ProcessId {
+            pid: 77,
+            start_time_ticks: 5,
+        };
+        f.update(
+            b,
+            Change::LoadGroup {
+                command: "stress-ng --cpu 1".into(),
+                leader: Some(leader),
+            },
+        )
+        .unwrap();
+        let path = dir
+            .path()
+            .join(format!("{}-{}.json", me.pid, me.start_time_ticks));
+        let r: Record = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(r.owner, me);
+        assert_eq!(r.changes.len(), 2);
+        assert_eq!(r.changes[1]["kind"], "load_group");
+        assert_eq!(r.changes[1]["leader"]["pid"], 77);
+        // The directory is private to this user.
+        let mode = std::fs::metadata(dir.path()).unwrap().mode();
+        assert_eq!(mode & 0o077, 0, "mode {mode:o}");
+        // No temporary file is left beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        f.remove(a).unwrap();
+        f.remove(b).unwrap();
+        assert!(!path.exists());
+        // A directory the caller named is kept.
+        assert!(dir.path().is_dir());
+    }
+
+    #[test]
+    fn an_unsafe_directory_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        let e = StateDir::at(&open).create().unwrap_err();
+        assert!(e.to_string().contains("others may write"), "{e}");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(t.path(), &link).unwrap();
+        let e = StateDir::at(&link).create().unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+    }
+
+    fn write_record(dir: &StateDir, owner: ProcessId, changes: &[Change]) -> PathBuf {
+        dir.create().unwrap();
+        let record = Record {
+            format: FORMAT,
+            owner,
+            boot_id: boot_id(),
+            command: "irqlab measure timer".into(),
+            changes: changes
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    serde_json::to_value(Entry {
+                        id: i as u64 + 1,
+                        change: c.clone(),
+                    })
+                    .unwrap()
+                })
+                .collect(),
+        };
+        let path = dir.file_of(owner);
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        path
+    }
+
+    #[test]
+    fn what_a_dead_process_left_is_undone_and_a_live_ones_is_not() {
+        let (_t, dir) = state_dir();
+        let qos = Change::PmQos {
+            path: "/dev/cpu_dma_latency".into(),
+            target_us: 0,
+        };
+        let dead = dead_process();
+        let dead_file = write_record(&dir, dead, std::slice::from_ref(&qos));
+        // Same PID, other start time: a PID reused by a later process is not the owner.
+        let reused = ProcessId {
+            pid: std::process::id() as i32,
+            start_time_ticks: 1,
+        };
+        let reused_file = write_record(&dir, reused, std::slice::from_ref(&qos));
+        let me = ProcessId::current().unwrap();
+        let live_file = write_record(&dir, me, std::slice::from_ref(&qos));
+        std::fs::write(dir.path().join(".1-1.json.tmp"), "{").unwrap();
+
+        let mut cleanups = clean_up_after_dead_in(&dir).unwrap();
+        cleanups.sort_by_key(|c| c.owner.start_time_ticks);
+        assert_eq!(cleanups.len(), 2, "{cleanups:?}");
+        let owners: Vec<ProcessId> = cleanups.iter().map(|c| c.owner).collect();
+        assert!(owners.contains(&dead) && owners.contains(&reused));
+        for c in &cleanups {
+            assert!(c.failed.is_empty(), "{c:?}");
+            assert_eq!(c.undone.len(), 1);
+            let line = c.summary().unwrap();
+            assert!(
+                line.starts_with(&format!("cleaned up after irqlab {} (", c.owner.pid))
+                    && line.contains("PM QoS request of 0 us on /dev/cpu_dma_latency (released"),
+                "{line}"
+            );
+        }
+        assert!(!dead_file.exists() && !reused_file.exists());
+        assert!(live_file.exists(), "a running process's record was touched");
+        assert!(!dir.path().join(".1-1.json.tmp").exists());
+        // Nothing is left to do.
+        std::fs::remove_file(&live_file).unwrap();
+        assert!(clean_up_after_dead_in(&dir).unwrap().is_empty());
+    }
+
+    #[test]
+    fn what_cannot_be_undone_stays_recorded_with_the_way_to_do_it_by_hand() {
+        let (_t, dir) = state_dir();
+        let dead = dead_process();
+        let affinity = Change::IrqAffinity {
+            irq: 999_999,
+            previous: "0-1".into(),
+        };
+        let unknown = serde_json::json!({"id": 9, "kind": "from_the_future", "x": 1});
+        let path = write_record(&dir, dead, std::slice::from_ref(&affinity));
+        let mut r: Record = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        r.changes.push(unknown.clone());
+        std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
+
+        let cleanups = clean_up_after_dead_in(&dir).unwrap();
+        assert_eq!(cleanups.len(), 1);
+        let c = &cleanups[0];
+        assert!(c.undone.is_empty() && c.summary().is_none(), "{c:?}");
+        assert_eq!(c.failed.len(), 2, "{c:?}");
+        assert!(c.failed[0].contains("does not know"), "{}", c.failed[0]);
+        assert!(
+            c.failed[1].contains("echo 0-1 > /proc/irq/999999/smp_affinity_list"),
+            "{}",
+            c.failed[1]
+        );
+        // Both stay, in their order, for the next start.
+        let r: Record = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(r.changes.len(), 2);
+        assert_eq!(r.changes[1], unknown);
+        let again = clean_up_after_dead_in(&dir).unwrap();
+        assert_eq!(again[0].failed.len(), 2);
+    }
+
+    #[test]
+    fn an_instance_name_now_held_by_a_running_irqlab_is_left_alone() {
+        let (_t, dir) = state_dir();
+        let dead = dead_process();
+        let me = ProcessId::current().unwrap();
+        let name = format!("irqlab-{}", me.pid);
+        let instance = |mount: &str| Change::TraceInstance {
+            mount: mount.into(),
+            name: name.clone(),
+        };
+        write_record(&dir, dead, &[instance("/nonexistent/tracefs")]);
+        let live = write_record(&dir, me, &[instance("/sys/kernel/tracing")]);
+        let cleanups = clean_up_after_dead_in(&dir).unwrap();
+        assert_eq!(cleanups.len(), 1);
+        assert!(
+            cleanups[0].undone[0].contains("now a running irqlab's"),
+            "{:?}",
+            cleanups[0]
+        );
+        assert!(live.exists());
+    }
+
+    #[test]
+    fn an_unreadable_record_is_named_and_kept() {
+        let (_t, dir) = state_dir();
+        let dead = dead_process();
+        dir.create().unwrap();
+        let path = dir.file_of(dead);
+        std::fs::write(&path, "{ not json").unwrap();
+        let cleanups = clean_up_after_dead_in(&dir).unwrap();
+        assert_eq!(cleanups.len(), 1);
+        assert!(
+            cleanups[0].failed[0].contains("unreadable state file"),
+            "{:?}",
+            cleanups[0]
+        );
+        assert!(path.exists());
+    }
+}
