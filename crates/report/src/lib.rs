@@ -35,7 +35,7 @@ pub enum ReportError {
 }
 
 /// Write `contents` to `path` whole or not at all: into a temporary file beside it, then a
-/// rename, so a crash or a full disk never leaves half a result (DESIGN.md, output contracts).
+/// rename, so a crash or a full disk never leaves half a result (docs/architecture.md, output contracts).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     // Report the OS's reason, not the temporary file's name that tempfile attaches.
     let err = |e: std::io::Error| ReportError::Write {

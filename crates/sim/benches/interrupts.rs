@@ -1,5 +1,5 @@
 //! Simulated interrupts per second on one core, for each delivery method of seed 000's
-//! workstation scenario (DESIGN.md target: at least 2 million per second for MSI).
+//! workstation scenario (the project's target: at least 2 million per second for MSI).
 //!
 //! `cargo bench -p irqlab-sim --bench interrupts`; criterion prints "thrpt" in elements
 //! (interrupts) per second.

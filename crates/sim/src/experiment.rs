@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 pub struct ExperimentFile {
     pub id: String,
     pub title: String,
-    /// The seed document (in `../shared/seeds/`) the published values come from.
+    /// The seed document the published values come from (docs/validation.md cites each).
     pub seed_document: String,
     pub run: Vec<RunSpec>,
     pub check: Vec<Check>,

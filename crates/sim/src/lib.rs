@@ -4,7 +4,7 @@
 //!
 //! Every latency it reports is the sum of modelled steps: TLPs serialized on links, hub
 //! crossings, register accesses that stall the CPU, and kernel code paths costed in instructions.
-//! See `../shared/DESIGN.md`, "The simulation model: a contract".
+//! The model's contract: `docs/model.md`.
 //!
 //! ```no_run
 //! use irqlab_sim::scenario::Scenario;

@@ -235,7 +235,7 @@ mod properties {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         /// The same scenario, overrides and seed give bit-identical results, for any seed,
-        /// delivery method and sample count (DESIGN.md, simulation contract 2).
+        /// delivery method and sample count (docs/model.md, point 2).
         #[test]
         fn runs_are_pure_functions_of_their_inputs(
             seed in any::<u64>(),

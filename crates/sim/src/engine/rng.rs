@@ -1,4 +1,4 @@
-//! Per-component random streams (DESIGN.md, simulation contract 2): each component draws from a
+//! Per-component random streams (docs/model.md, point 2): each component draws from a
 //! stream derived from the run seed and the component's stable name, so adding a component, or
 //! changing how often one draws, never shifts another component's draws.
 

@@ -1,4 +1,4 @@
-//! Simulated time: an integer count of picoseconds (DESIGN.md, simulation contract 1).
+//! Simulated time: an integer count of picoseconds (docs/model.md, point 1).
 //!
 //! Picoseconds keep a 2.5 GT/s PCIe symbol (400 ps per bit) and a 3 GHz CPU cycle (333 ps) exact
 //! enough that rounding never orders two events differently from the hardware they model, and a

@@ -5,7 +5,7 @@ use irqlab_stats::results::{ValidationReport, Verdict};
 use std::path::Path;
 
 /// `irqlab validate --only PATTERN` over the repository's experiments (`--samples` if given);
-/// the rows must come out as `rows`, DESIGN.md's, in order.
+/// the rows must come out as `rows`, docs/validation.md's, in order.
 pub fn validate_rows(pattern: &str, samples: Option<u64>, rows: &[&str]) -> ValidationReport {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     let report = validate_dir(
@@ -18,7 +18,10 @@ pub fn validate_rows(pattern: &str, samples: Option<u64>, rows: &[&str]) -> Vali
     )
     .expect("experiments load and run");
     let ids: Vec<&str> = report.rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, rows, "the rows of DESIGN.md for {pattern}, in order");
+    assert_eq!(
+        ids, rows,
+        "the rows of docs/validation.md for {pattern}, in order"
+    );
     report
 }
 
