@@ -3,6 +3,8 @@
 //! spike account need root and tracefs; they are checked when available, and the reason is
 //! printed when not).
 
+mod hostenv;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
@@ -22,17 +24,8 @@ fn assert_ok(out: &std::process::Output) {
     );
 }
 
-fn is_root() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
-}
-
 fn root_with_tracefs() -> Result<(), String> {
-    if !is_root() {
+    if !hostenv::is_root() {
         return Err("not root".into());
     }
     let fs = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
@@ -218,7 +211,7 @@ fn host_inventory_on_a_captured_tree_and_as_json() {
 fn without_root_the_measurements_say_what_is_missing() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_irqlab"));
     let as_nobody = |args: &[&str]| {
-        if is_root() {
+        if hostenv::is_root() {
             let mut c = std::process::Command::new("setpriv");
             c.args([
                 "--reuid=65534",
@@ -272,7 +265,7 @@ fn without_root_the_measurements_say_what_is_missing() {
     assert!(text.contains("thread_latency[cpu0]"));
     eprintln!(
         "checked as {}",
-        if is_root() {
+        if hostenv::is_root() {
             "nobody (setpriv)"
         } else {
             "this user"

@@ -11,6 +11,8 @@
 //! - `IRQLAB_README=update cargo test --test readme` rewrites the output of every block without
 //!   wildcards from a fresh run (then read the diff).
 
+mod hostenv;
+
 use std::path::{Path, PathBuf};
 
 fn repo_root() -> PathBuf {
@@ -18,15 +20,6 @@ fn repo_root() -> PathBuf {
         .join("../..")
         .canonicalize()
         .unwrap()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
 }
 
 /// One command of a console block and what it should print.
@@ -187,7 +180,7 @@ fn readme_examples_print_what_the_readme_shows() {
     // Later spans first, so that replacing one keeps the earlier ones' line numbers.
     for e in examples.iter().rev() {
         let (args, root) = irqlab_args(e);
-        if root && !is_root() {
+        if root && !hostenv::is_root() {
             eprintln!("README.md:{}: `{}` skipped: not root", e.line, e.command);
             continue;
         }

@@ -3,6 +3,8 @@
 //! measurements run where they can (a timer measurement needs no root; `measure irqs` needs
 //! root and tracefs and is skipped with the reason otherwise).
 
+mod hostenv;
+
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
@@ -44,15 +46,6 @@ fn assert_valid(v: &jsonschema::Validator, json: &serde_json::Value, what: &str)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
 }
 
 #[test]
@@ -111,7 +104,7 @@ fn every_output_validates_against_the_shipped_schema() {
             ),
         ),
     ];
-    if is_root() {
+    if hostenv::is_root() {
         outputs.push((
             "measure irqs",
             output(

@@ -192,6 +192,34 @@ impl Check {
             | Check::PhaseOrder { id, .. } => id,
         }
     }
+    /// What makes this row unusable as written, if anything.
+    fn problem(&self) -> Option<&'static str> {
+        match self {
+            Check::Exceedance {
+                high,
+                published_count,
+                published_samples,
+                ..
+            } if published_count.is_some() != published_samples.is_some()
+                || high.is_some() == published_count.is_some() =>
+            {
+                Some(
+                    "an exceedance row takes either `high` (and `low`), or `published_count` \
+                     with `published_samples`",
+                )
+            }
+            Check::QuantileRange {
+                quantile,
+                published_samples: None,
+                ..
+            } if *quantile == 0.0 || *quantile == 1.0 => Some(
+                "a minimum or maximum needs `published_samples`, the published sample count it \
+                 was taken over: an extreme of fewer samples is not comparable with it",
+            ),
+            _ => None,
+        }
+    }
+
     fn runs(&self) -> Vec<&str> {
         match self {
             Check::Ratio {
@@ -308,65 +336,25 @@ impl Experiment {
             cause,
         })?;
         let file: ExperimentFile = parse_file(&path, &text)?;
+        let invalid = |id: &str, message: String| ScenarioError::Invalid {
+            origin: crate::scenario::Origin::File {
+                path: path.clone(),
+                line: 1,
+                column: 1,
+            },
+            key: format!("check {id}"),
+            message,
+        };
         for c in &file.check {
-            if let Check::Exceedance {
-                id,
-                high,
-                published_count,
-                published_samples,
-                ..
-            } = c
-            {
-                let counted = published_count.is_some() && published_samples.is_some();
-                if counted == high.is_some()
-                    || published_count.is_some() != published_samples.is_some()
-                {
-                    return Err(ScenarioError::Invalid {
-                        origin: crate::scenario::Origin::File {
-                            path: path.clone(),
-                            line: 1,
-                            column: 1,
-                        },
-                        key: format!("check {id}"),
-                        message: "an exceedance row takes either `high` (and `low`), or \
-                                  `published_count` with `published_samples`"
-                            .into(),
-                    });
-                }
-            }
-            if let Check::QuantileRange {
-                id,
-                quantile,
-                published_samples: None,
-                ..
-            } = c
-            {
-                if *quantile == 0.0 || *quantile == 1.0 {
-                    return Err(ScenarioError::Invalid {
-                        origin: crate::scenario::Origin::File {
-                            path: path.clone(),
-                            line: 1,
-                            column: 1,
-                        },
-                        key: format!("check {id}"),
-                        message: "a minimum or maximum needs `published_samples`, the published \
-                                  sample count it was taken over: an extreme of fewer samples is \
-                                  not comparable with it"
-                            .into(),
-                    });
-                }
+            if let Some(problem) = c.problem() {
+                return Err(invalid(c.id(), problem.into()));
             }
             for r in c.runs() {
                 if !file.run.iter().any(|s| s.id == r) {
-                    return Err(ScenarioError::Invalid {
-                        origin: crate::scenario::Origin::File {
-                            path: path.clone(),
-                            line: 1,
-                            column: 1,
-                        },
-                        key: format!("check {}", c.id()),
-                        message: format!("names run '{r}', which no [[run]] defines"),
-                    });
+                    return Err(invalid(
+                        c.id(),
+                        format!("names run '{r}', which no [[run]] defines"),
+                    ));
                 }
             }
         }
@@ -1065,6 +1053,39 @@ mod tests {
         assert!(matches_pattern("msi-ws-ioapic", "*ioapic"));
         assert!(!matches_pattern("msi-soc-ioapic", "msi-ws-*"));
         assert!(matches_pattern("msi-soc-xtpic", "msi-*-xtpic"));
+    }
+
+    #[test]
+    fn rows_that_cannot_be_judged_are_refused_when_loaded() {
+        let check = |extra: &str| -> Check {
+            toml::from_str(&format!(
+                "kind = \"exceedance\"\nid = \"x\"\nrun = \"r\"\nmetric = \"round_trip\"\n\
+                 threshold_ns = 1\npublished_text = \"t\"\nsource = \"s\"\n{extra}"
+            ))
+            .unwrap()
+        };
+        assert_eq!(check("high = 1e-7").problem(), None);
+        assert_eq!(
+            check("published_count = 2\npublished_samples = 9").problem(),
+            None
+        );
+        assert!(check("").problem().is_some(), "neither form");
+        assert!(
+            check("published_count = 2").problem().is_some(),
+            "half a count"
+        );
+        assert!(
+            check("high = 1e-7\npublished_count = 2\npublished_samples = 9")
+                .problem()
+                .is_some(),
+            "both forms"
+        );
+        let min: Check = toml::from_str(
+            "kind = \"quantile_range\"\nid = \"m\"\nrun = \"r\"\nmetric = \"pps_latency\"\n\
+             quantile = 0.0\nlow_ns = 1\nhigh_ns = 2\npublished_text = \"t\"\nsource = \"s\"",
+        )
+        .unwrap();
+        assert!(min.problem().unwrap().contains("published_samples"));
     }
 
     #[test]
