@@ -13,7 +13,7 @@
 //! a measurement's CPUs, compare at a glance.
 
 use irqlab_stats::results::{HistogramData, NamedSeries, RunReport, ValidationReport};
-use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -53,6 +53,8 @@ fn frame<'a, 'b>(
     let mut b = ChartBuilder::on(root);
     b.caption(caption, ("sans-serif", 22))
         .margin(16)
+        // Room for the last x label, centred on the axis' right end (`1,000,000`).
+        .margin_right(40)
         .x_label_area_size(48)
         .y_label_area_size(72);
     b
@@ -236,19 +238,21 @@ fn sample_series(
     let (unit, scale) = unit_for(max_ns);
     let pad = ((max_ns - min_ns) / 20).max(1);
     let root = canvas(path)?;
+    let (y_lo, y_hi) = (
+        min_ns.saturating_sub(pad) as f64 / scale,
+        (max_ns + pad) as f64 / scale,
+    );
+    let xt = Ticks::linear(0.0, samples as f64, MAX_TICKS, 1.0);
+    let yt = Ticks::linear(y_lo, y_hi, MAX_TICKS, 1.0 / scale);
     let mut chart = frame(&root, format!("{title}: sample series"))
-        .build_cartesian_2d(
-            0f64..samples as f64,
-            (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
-        )
+        .build_cartesian_2d(xt.axis(0.0, samples as f64), yt.axis(y_lo, y_hi))
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc("sample number")
-        .x_label_formatter(&|v| format!("{v:.0}"))
+        .x_label_formatter(&|v| xt.label(v))
         .y_desc(format!("latency ({unit})"))
-        .y_label_formatter(&axis_number)
-        .light_line_style(WHITE.mix(0.0))
+        .y_label_formatter(&|v| yt.label(v))
         .draw()
         .map_err(|e| err(e.to_string()))?;
     for (i, s) in series.iter().enumerate() {
@@ -405,19 +409,21 @@ fn histogram(
         .max(1);
     let root = canvas(path)?;
     let x_hi = lo + width * n as f64;
+    let xt = Ticks::linear(lo / scale, x_hi / scale, MAX_TICKS, 1.0 / scale);
     let mut chart = frame(&root, format!("{title}: latency histogram"))
         .build_cartesian_2d(
-            (lo / scale)..(x_hi / scale),
-            (0.5f64..(top as f64 * 2.0)).log_scale(),
+            xt.axis(lo / scale, x_hi / scale),
+            (0.5f64..(top as f64 * 2.0))
+                .log_scale()
+                .with_key_points(count_ticks(top as f64 * 2.0)),
         )
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc(format!("latency ({unit})"))
-        .x_label_formatter(&axis_number)
+        .x_label_formatter(&|v| xt.label(v))
         .y_desc("samples per bin (log scale)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .light_line_style(WHITE.mix(0.0))
+        .y_label_formatter(&|v| tick_label(*v, 0, top >= 5_000))
         .draw()
         .map_err(|e| err(e.to_string()))?;
     for (i, (h, s)) in hists.iter().zip(&series).enumerate() {
@@ -480,7 +486,7 @@ where
         .map_err(|e| e.to_string())
 }
 
-/// Axis numbers without needless decimals: `1000`, `2.5`.
+/// Numbers in text without needless decimals: `1000`, `2.5`.
 fn axis_number(v: &f64) -> String {
     if (v.fract()).abs() < 1e-9 || v.abs() >= 100.0 {
         format!("{v:.0}")
@@ -488,6 +494,149 @@ fn axis_number(v: &f64) -> String {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
+}
+
+/// Most labelled ticks on a linear axis.
+const MAX_TICKS: usize = 10;
+
+/// A linear axis' labelled values: the multiples of one step (1, 2 or 5 times a power of ten)
+/// within the range, and the decimals that step needs. Plotters picks its own key points and
+/// hands the formatter one value at a time, so a formatter cannot know how many decimals keep
+/// neighbours apart (a series axis from 857.9 to 863.1 ns read `862, 862, 861`); choosing the
+/// ticks here fixes both.
+#[derive(Clone, Debug, PartialEq)]
+struct Ticks {
+    values: Vec<f64>,
+    decimals: usize,
+    /// Whole parts grouped in thousands: when any label reaches 10,000, all of them are, so
+    /// `5,000` and `10,000` stand side by side rather than `5000` and `10,000`.
+    grouped: bool,
+}
+
+impl Ticks {
+    /// At most `max` ticks in `lo..=hi`, at least `min_step` apart (1 ns for latencies, one
+    /// sample for sample numbers: finer ticks would fall between the data's own values).
+    fn linear(lo: f64, hi: f64, max: usize, min_step: f64) -> Ticks {
+        let span = (hi - lo).abs().max(min_step).max(f64::MIN_POSITIVE);
+        let count = |step: f64| ((hi / step + 1e-9).floor() - (lo / step - 1e-9).ceil()) as i64 + 1;
+        let mut exp = (span / max.max(2) as f64).log10().floor() as i32 - 1;
+        let step = 'found: loop {
+            for m in [1.0, 2.0, 5.0] {
+                let step = m * 10f64.powi(exp);
+                if step >= min_step * (1.0 - 1e-9) && count(step) <= max as i64 {
+                    break 'found step;
+                }
+            }
+            exp += 1;
+        };
+        // The decimals that write the step exactly (0.5 needs one, 0.25 cannot occur).
+        let decimals = (0..12)
+            .find(|&d| {
+                let scaled = step * 10f64.powi(d as i32);
+                (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+            })
+            .unwrap_or(12);
+        let first = (lo / step - 1e-9).ceil() as i64;
+        let last = (hi / step + 1e-9).floor() as i64;
+        let values: Vec<f64> = (first..=last).map(|k| k as f64 * step).collect();
+        Ticks {
+            grouped: values.iter().any(|v| v.abs() >= 10_000.0),
+            values,
+            decimals,
+        }
+    }
+
+    fn label(&self, v: &f64) -> String {
+        tick_label(*v, self.decimals, self.grouped)
+    }
+
+    /// A linear axis from `lo` to `hi` labelled at these ticks.
+    fn axis(&self, lo: f64, hi: f64) -> LinearAxis {
+        LinearAxis {
+            inner: (lo..hi).into(),
+            ticks: self.values.clone(),
+        }
+    }
+}
+
+/// A linear axis with chosen ticks. Plotters' `with_key_points` would do, but its linear f64
+/// axis then loses the formatter `configure_mesh` needs.
+#[derive(Clone)]
+struct LinearAxis {
+    inner: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ranged for LinearAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // Bold grid lines at the ticks only; no finer unlabelled grid.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// `v` with `decimals` decimals, its whole part grouped in thousands if `grouped` (`200,000`,
+/// `1964`, `0.25`).
+fn tick_label(v: f64, decimals: usize, grouped: bool) -> String {
+    let s = format!("{:.*}", decimals, v);
+    let s = if s
+        .trim_start_matches('-')
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        s.trim_start_matches('-').to_string() // no "-0"
+    } else {
+        s
+    };
+    let (sign, rest) = s.strip_prefix('-').map_or(("", s.as_str()), |r| ("-", r));
+    let (whole, frac) = rest
+        .split_once('.')
+        .map_or((rest, None), |(w, f)| (w, Some(f)));
+    if !grouped || whole.len() < 4 {
+        return s;
+    }
+    let mut out = sign.to_string();
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
+/// A logarithmic count axis' labels: the powers of ten up to `top` (with 2 and 5 when there
+/// are fewer than three), grouped in thousands.
+fn count_ticks(top: f64) -> Vec<f64> {
+    let decades: Vec<f64> = (0..=top.log10().floor().max(0.0) as i32)
+        .map(|d| 10f64.powi(d))
+        .collect();
+    if decades.len() >= 3 {
+        return decades;
+    }
+    decades
+        .iter()
+        .flat_map(|d| [1.0, 2.0, 5.0].map(|m| m * d))
+        .filter(|v| *v <= top)
+        .collect()
 }
 
 fn fmt_width(width_ns: f64, unit: &str, scale: f64) -> String {
@@ -530,28 +679,36 @@ fn cumulative(
         let chart = frame(&root, caption)
             .build_cartesian_2d(
                 (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
-                0f64..100f64,
+                percent_axis(),
             )
             .map_err(|e| err(e.to_string()))?;
         cumulative_curves(
             chart,
             format!("latency ({unit}, logarithmic)"),
-            &sig_number,
+            // Grouped as the linear axes are: all labels once one reaches 10,000.
+            &|v| sig_number(v, hi >= 10_000.0),
             curves,
         )
         .map_err(&err)?;
     } else {
         let pad = ((max_ns - min_ns) / 50).max(1);
+        let (lo, hi) = (
+            min_ns.saturating_sub(pad) as f64 / scale,
+            (max_ns + pad) as f64 / scale,
+        );
+        let xt = Ticks::linear(lo, hi, MAX_TICKS, 1.0 / scale);
         let chart = frame(&root, caption)
-            .build_cartesian_2d(
-                (min_ns.saturating_sub(pad) as f64 / scale)..((max_ns + pad) as f64 / scale),
-                0f64..100f64,
-            )
+            .build_cartesian_2d(xt.axis(lo, hi), percent_axis())
             .map_err(|e| err(e.to_string()))?;
-        cumulative_curves(chart, format!("latency ({unit})"), &axis_number, curves)
+        cumulative_curves(chart, format!("latency ({unit})"), &|v| xt.label(v), curves)
             .map_err(&err)?;
     }
     root.present().map_err(|e| err(e.to_string()))
+}
+
+/// The cumulative figures' share axis, 0 to 100% labelled every 10%.
+fn percent_axis() -> LinearAxis {
+    Ticks::linear(0.0, 100.0, 11, 1.0).axis(0.0, 100.0)
 }
 
 /// Labelled values for a logarithmic axis from `lo` to `hi`: the 1-2-3-4-5-6-8 steps of each
@@ -584,9 +741,9 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
 
 /// A log axis' labels: three significant figures, so that ticks a decade or more below the
 /// axis unit stay distinct (`0.002`, `0.005` ms) instead of rounding to `0`.
-fn sig_number(v: &f64) -> String {
+fn sig_number(v: &f64, grouped: bool) -> String {
     if *v <= 0.0 || *v >= 100.0 {
-        return axis_number(v);
+        return tick_label(*v, 0, grouped);
     }
     let decimals = (2 - v.log10().floor() as i32).clamp(0, 12) as usize;
     let s = format!("{v:.decimals$}");
@@ -599,7 +756,7 @@ fn sig_number(v: &f64) -> String {
 
 /// The cumulative figure's mesh, curves and legend, on a linear or a logarithmic latency axis.
 fn cumulative_curves<'a, X>(
-    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, RangedCoordf64>>,
+    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, LinearAxis>>,
     x_desc: String,
     x_label: &dyn Fn(&f64) -> String,
     curves: impl Iterator<Item = (Vec<(f64, f64)>, String)>,
@@ -612,7 +769,7 @@ where
         .x_desc(x_desc)
         .x_label_formatter(x_label)
         .y_desc("samples at or below (%)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| tick_label(*v, 0, false))
         .draw()
         .map_err(|e| e.to_string())?;
     for (i, (pts, label)) in curves.enumerate() {
@@ -709,14 +866,89 @@ mod tests {
     #[test]
     fn log_labels_below_the_unit_stay_distinct() {
         // A 0.9 us body under a 15 ms tail, labelled in ms.
-        let labels: Vec<String> = log_ticks(0.0009, 15.0).iter().map(sig_number).collect();
+        let labels: Vec<String> = log_ticks(0.0009, 15.0)
+            .iter()
+            .map(|v| sig_number(v, false))
+            .collect();
         assert_eq!(labels[..3], ["0.001", "0.002", "0.005"]);
         assert_eq!(labels.last().map(String::as_str), Some("10"));
         let mut distinct = labels.clone();
         distinct.dedup();
         assert_eq!(distinct, labels);
-        assert_eq!(sig_number(&1.5), "1.5");
-        assert_eq!(sig_number(&250.0), "250");
+        assert_eq!(sig_number(&1.5, false), "1.5");
+        assert_eq!(sig_number(&250.0, false), "250");
+        assert_eq!(sig_number(&8000.0, true), "8,000");
+    }
+
+    #[test]
+    fn tick_labels_are_distinct_on_every_axis() {
+        let labels = |t: &Ticks| -> Vec<String> { t.values.iter().map(|v| t.label(v)).collect() };
+        // The series axis that read 862, 862, 861: 857.9 to 863.1 ns.
+        let t = Ticks::linear(857.9, 863.1, MAX_TICKS, 1.0);
+        assert_eq!(labels(&t), ["858", "859", "860", "861", "862", "863"]);
+        // One value throughout (861 to 863 after padding): whole ns, never 861.5.
+        assert_eq!(
+            labels(&Ticks::linear(861.0, 863.0, MAX_TICKS, 1.0)),
+            ["861", "862", "863"]
+        );
+        // In us, a 4 ns quantum wide: decimals from the step.
+        let t = Ticks::linear(1.9, 1.97, MAX_TICKS, 0.001);
+        assert_eq!(labels(&t)[..3], ["1.90", "1.91", "1.92"]);
+        // Sample numbers grouped in thousands.
+        let t = Ticks::linear(0.0, 1e6, MAX_TICKS, 1.0);
+        assert_eq!(
+            labels(&t),
+            ["0", "200,000", "400,000", "600,000", "800,000", "1,000,000"]
+        );
+        let t = Ticks::linear(0.0, 20_000.0, MAX_TICKS, 1.0);
+        assert_eq!(labels(&t)[1..3], ["5,000", "10,000"]);
+        // Latencies below 10,000 stay as the text tables write them.
+        assert_eq!(
+            labels(&Ticks::linear(0.0, 4500.0, MAX_TICKS, 1.0))[2],
+            "1000"
+        );
+        assert_eq!(labels(&Ticks::linear(0.0, 100.0, 11, 1.0)).len(), 11);
+        // Any range, any unit: between 2 and MAX_TICKS ticks inside it, no two labels alike.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for _ in 0..20_000 {
+            let min_step = [1.0, 1e-3, 1e-6][(next() * 3.0) as usize];
+            let span = min_step * 2.0 * 10f64.powf(next() * 9.0);
+            let lo = next() * 10f64.powf(next() * 8.0) * min_step * 1000.0;
+            let hi = lo + span;
+            let t = Ticks::linear(lo, hi, MAX_TICKS, min_step);
+            let l = labels(&t);
+            assert!((2..=MAX_TICKS).contains(&l.len()), "{lo}..{hi}: {l:?}");
+            assert!(t
+                .values
+                .iter()
+                .all(|v| (lo - 1e-9 * hi..=hi * (1.0 + 1e-9)).contains(v)));
+            let mut distinct = l.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(
+                distinct.len(),
+                l.len(),
+                "{lo}..{hi} step >= {min_step}: {l:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn count_axis_labels() {
+        assert_eq!(count_ticks(2_000_000.0).len(), 7);
+        assert_eq!(tick_label(1_000_000.0, 0, true), "1,000,000");
+        assert_eq!(tick_label(1000.0, 0, true), "1,000");
+        assert_eq!(tick_label(1964.0, 0, false), "1964");
+        assert_eq!(tick_label(-0.0001, 2, false), "0.00");
+        assert_eq!(tick_label(-12_345.5, 1, true), "-12,345.5");
+        // A short histogram: 1, 2, 5 and 10, not a lone 1.
+        assert_eq!(count_ticks(16.0), [1.0, 2.0, 5.0, 10.0]);
     }
 
     #[test]
