@@ -17,14 +17,34 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter}
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::{Path, PathBuf};
 
 const WIDTH: u32 = 960;
-const HEIGHT: u32 = 600;
+/// The chart's height (caption, plotting area, axes); the legend's strip comes below it.
+const CHART_HEIGHT: u32 = 600;
 /// Bars across the histogram's range.
 const BINS: u64 = 120;
 /// At most this many bars in the body view (fine enough for one bar per counter count).
 const BODY_BINS: u64 = 240;
+const MARGIN: u32 = 16;
+const Y_LABEL_AREA: u32 = 80;
+const X_LABEL_AREA: u32 = 52;
+/// Font sizes as plotters takes them (it writes `size / 1.24` px into the SVG).
+const CAPTION_FONT: u32 = 22;
+const LABEL_FONT: u32 = 15;
+const LEGEND_FONT: u32 = 16;
+/// One legend line.
+const LEGEND_ROW: u32 = 22;
+/// Above and below the legend's lines.
+const LEGEND_PAD: u32 = 10;
+/// The legend starts under the plotting area's left edge.
+const LEGEND_LEFT: u32 = MARGIN + Y_LABEL_AREA;
+/// A legend entry's mark, and the gap to its text.
+const SWATCH: u32 = 28;
+const SWATCH_GAP: u32 = 8;
+/// Between legend columns.
+const COLUMN_GAP: u32 = 28;
 
 /// Errors drawing figures.
 #[derive(Debug, thiserror::Error)]
@@ -37,27 +57,147 @@ pub enum PlotError {
     Empty,
 }
 
-/// A white figure of the standard size at `path`.
-fn canvas(path: &Path) -> Result<DrawingArea<SVGBackend<'_>, Shift>, PlotError> {
-    let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-    root.fill(&WHITE)
-        .map_err(|e| draw_err(path)(e.to_string()))?;
-    Ok(root)
+/// How a legend entry shows what it names.
+#[derive(Clone, Copy, Debug)]
+enum Swatch {
+    Line(RGBColor),
+    Dot(RGBColor),
+    /// A vertical bar: a stretch of samples from its minimum to its maximum.
+    MinMax(RGBColor),
 }
 
-/// Every figure's caption, margins and axis label areas.
-fn frame<'a, 'b>(
-    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
-    caption: String,
-) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
-    let mut b = ChartBuilder::on(root);
-    b.caption(caption, ("sans-serif", 22))
-        .margin(16)
-        // Room for the last x label, centred on the axis' right end (`1,000,000`).
-        .margin_right(40)
-        .x_label_area_size(48)
-        .y_label_area_size(72);
-    b
+/// One line of a legend.
+#[derive(Clone, Debug)]
+struct Entry {
+    swatch: Swatch,
+    label: String,
+}
+
+impl Entry {
+    fn new(swatch: Swatch, label: impl Into<String>) -> Self {
+        Entry {
+            swatch,
+            label: label.into(),
+        }
+    }
+}
+
+/// The legend's columns and lines: as many columns as the widest entry allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct LegendLayout {
+    columns: usize,
+    column_width: u32,
+    rows: usize,
+}
+
+/// An upper estimate of a legend text's width in px. SVG leaves the font to the viewer and
+/// plotters' own estimate (0.46 em per character) is short of DejaVu Sans' digits (0.64 em),
+/// so a column laid out with it would run into the next.
+fn text_width(text: &str) -> u32 {
+    let px = f64::from(LEGEND_FONT) / 1.24;
+    (text.chars().count() as f64 * px * 0.64).ceil() as u32
+}
+
+impl LegendLayout {
+    fn of(entries: &[Entry]) -> Self {
+        let usable = WIDTH - LEGEND_LEFT - MARGIN;
+        let column_width = entries
+            .iter()
+            .map(|e| SWATCH + SWATCH_GAP + text_width(&e.label) + COLUMN_GAP)
+            .max()
+            .unwrap_or(0);
+        let columns = ((usable / column_width.max(1)) as usize).clamp(1, entries.len().max(1));
+        LegendLayout {
+            columns,
+            column_width,
+            rows: entries.len().div_ceil(columns),
+        }
+    }
+
+    /// The legend strip's height: nothing for no entries.
+    fn height(&self) -> u32 {
+        if self.rows == 0 {
+            0
+        } else {
+            self.rows as u32 * LEGEND_ROW + 2 * LEGEND_PAD
+        }
+    }
+}
+
+/// A figure at `path`: a white canvas with the chart's area on top and, in a strip of its own
+/// below the chart's axes, the legend. A legend inside the plotting area covers data wherever
+/// it is put (seed 000's XT-PIC peaks sat under it), so it gets room of its own and the
+/// figure grows by its height.
+struct Figure<'a> {
+    path: &'a Path,
+    chart: DrawingArea<SVGBackend<'a>, Shift>,
+    legend_area: DrawingArea<SVGBackend<'a>, Shift>,
+    legend: Vec<Entry>,
+}
+
+impl<'a> Figure<'a> {
+    fn new(path: &'a Path, legend: Vec<Entry>) -> Result<Self, PlotError> {
+        let layout = LegendLayout::of(&legend);
+        let root =
+            SVGBackend::new(path, (WIDTH, CHART_HEIGHT + layout.height())).into_drawing_area();
+        root.fill(&WHITE)
+            .map_err(|e| draw_err(path)(e.to_string()))?;
+        let (chart, legend_area) = root.split_vertically(CHART_HEIGHT);
+        Ok(Figure {
+            path,
+            chart,
+            legend_area,
+            legend,
+        })
+    }
+
+    /// Every figure's caption, margins and axis label areas, on the chart's area.
+    fn frame(&self, caption: &str) -> ChartBuilder<'_, 'a, SVGBackend<'a>> {
+        let mut b = ChartBuilder::on(&self.chart);
+        b.caption(caption, ("sans-serif", CAPTION_FONT))
+            .margin(MARGIN)
+            // Room for the last x label, centred on the axis' right end (`1,000,000`).
+            .margin_right(40)
+            .x_label_area_size(X_LABEL_AREA)
+            .y_label_area_size(Y_LABEL_AREA);
+        b
+    }
+
+    /// Draw the legend and write the file.
+    fn finish(self) -> Result<(), PlotError> {
+        let err = draw_err(self.path);
+        let layout = LegendLayout::of(&self.legend);
+        let area = &self.legend_area;
+        let font = ("sans-serif", LEGEND_FONT)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (k, e) in self.legend.iter().enumerate() {
+            let (col, row) = (k % layout.columns, k / layout.columns);
+            let x = (LEGEND_LEFT + col as u32 * layout.column_width) as i32;
+            let y = (LEGEND_PAD + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+            let s = SWATCH as i32;
+            let drawn = match e.swatch {
+                Swatch::Line(c) => area.draw(&PathElement::new(
+                    vec![(x, y), (x + s, y)],
+                    c.stroke_width(3),
+                )),
+                Swatch::Dot(c) => area.draw(&Circle::new((x + s / 2, y), 4, c.filled())),
+                Swatch::MinMax(c) => area.draw(&Rectangle::new(
+                    [(x + s / 2 - 1, y - 8), (x + s / 2 + 1, y + 8)],
+                    c.filled(),
+                )),
+            };
+            drawn.map_err(|e| err(e.to_string()))?;
+            area.draw(&Text::new(
+                e.label.clone(),
+                (x + s + SWATCH_GAP as i32, y),
+                font.clone(),
+            ))
+            .map_err(|e| err(e.to_string()))?;
+        }
+        area.present().map_err(|e| err(e.to_string()))
+    }
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -237,18 +377,51 @@ fn sample_series(
         .max(1);
     let (unit, scale) = unit_for(max_ns);
     let pad = ((max_ns - min_ns) / 20).max(1);
-    let root = canvas(path)?;
+    let entries: Vec<Entry> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let stride = s.series.stride;
+            let mut label = if stride == 1 {
+                format!("{} ({} samples)", series_label(s), count(s.series.samples))
+            } else {
+                format!(
+                    "{} ({} samples, each bar the min-max of {stride})",
+                    series_label(s),
+                    count(s.series.samples)
+                )
+            };
+            // A replicated run keeps the first replication's series only: say so.
+            let total: u64 = hists
+                .iter()
+                .find(|h| h.metric == s.metric && h.run == s.run && h.phase.is_none())
+                .map_or(0, |h| h.values.iter().map(|v| v.1).sum());
+            if total > s.series.samples {
+                label.push_str(&format!(", the first replication's of {}", count(total)));
+            }
+            let swatch = if stride == 1 {
+                Swatch::Dot(palette(i))
+            } else {
+                Swatch::MinMax(palette(i))
+            };
+            Entry::new(swatch, label)
+        })
+        .collect();
+    let fig = Figure::new(path, entries)?;
     let (y_lo, y_hi) = (
         min_ns.saturating_sub(pad) as f64 / scale,
         (max_ns + pad) as f64 / scale,
     );
     let xt = Ticks::linear(0.0, samples as f64, MAX_TICKS, 1.0);
     let yt = Ticks::linear(y_lo, y_hi, MAX_TICKS, 1.0 / scale);
-    let mut chart = frame(&root, format!("{title}: sample series"))
+    let mut chart = fig
+        .frame(&format!("{title}: sample series"))
         .build_cartesian_2d(xt.axis(0.0, samples as f64), yt.axis(y_lo, y_hi))
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT + 1))
         .x_desc("sample number")
         .x_label_formatter(&|v| xt.label(v))
         .y_desc(format!("latency ({unit})"))
@@ -257,33 +430,13 @@ fn sample_series(
         .map_err(|e| err(e.to_string()))?;
     for (i, s) in series.iter().enumerate() {
         let color = palette(i);
-        let stride = s.series.stride;
-        let mut label = if stride == 1 {
-            format!("{} ({} samples)", series_label(s), s.series.samples)
-        } else {
-            format!(
-                "{} ({} samples, each bar the min-max of {stride})",
-                series_label(s),
-                s.series.samples
-            )
-        };
-        // A replicated run keeps the first replication's series only: say so.
-        let total: u64 = hists
-            .iter()
-            .find(|h| h.metric == s.metric && h.run == s.run && h.phase.is_none())
-            .map_or(0, |h| h.values.iter().map(|v| v.1).sum());
-        if total > s.series.samples {
-            label.push_str(&format!(", the first replication's of {total}"));
-        }
         let pts = &s.series.points;
-        if stride == 1 {
+        if s.series.stride == 1 {
             chart
                 .draw_series(pts.iter().map(|p| {
                     Circle::new((p.first as f64, p.max_ns as f64 / scale), 2, color.filled())
                 }))
-                .map_err(|e| err(e.to_string()))?
-                .label(label)
-                .legend(move |(x, y)| Circle::new((x + 10, y), 3, color.filled()));
+                .map_err(|e| err(e.to_string()))?;
         } else {
             chart
                 .draw_series(pts.iter().map(|p| {
@@ -293,13 +446,11 @@ fn sample_series(
                         color,
                     )
                 }))
-                .map_err(|e| err(e.to_string()))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+                .map_err(|e| err(e.to_string()))?;
         }
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&err)?;
-    root.present().map_err(|e| err(e.to_string()))
+    drop(chart);
+    fig.finish()
 }
 
 /// A series' legend name: its run (in a comparison) and metric.
@@ -407,10 +558,32 @@ fn histogram(
         .max()
         .unwrap_or(1)
         .max(1);
-    let root = canvas(path)?;
+    let entries = hists
+        .iter()
+        .zip(&series)
+        .enumerate()
+        .map(|(i, (h, s))| {
+            let shown: u64 = s.iter().map(|b| b.1).sum();
+            let total: u64 = h.values.iter().map(|v| v.1).sum();
+            let label = format!(
+                "{} ({}{} samples, bins of {})",
+                h.label(),
+                if shown < total {
+                    format!("{} of ", count(shown))
+                } else {
+                    String::new()
+                },
+                count(total),
+                fmt_width(width, unit, scale)
+            );
+            Entry::new(Swatch::Line(palette(i)), label)
+        })
+        .collect();
+    let fig = Figure::new(path, entries)?;
     let x_hi = lo + width * n as f64;
     let xt = Ticks::linear(lo / scale, x_hi / scale, MAX_TICKS, 1.0 / scale);
-    let mut chart = frame(&root, format!("{title}: latency histogram"))
+    let mut chart = fig
+        .frame(&format!("{title}: latency histogram"))
         .build_cartesian_2d(
             xt.axis(lo / scale, x_hi / scale),
             (0.5f64..(top as f64 * 2.0))
@@ -420,14 +593,15 @@ fn histogram(
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT + 1))
         .x_desc(format!("latency ({unit})"))
         .x_label_formatter(&|v| xt.label(v))
         .y_desc("samples per bin (log scale)")
         .y_label_formatter(&|v| tick_label(*v, 0, top >= 5_000))
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    for (i, (h, s)) in hists.iter().zip(&series).enumerate() {
-        let color = palette(i);
+    for (i, s) in series.iter().enumerate() {
         // Steps: each bin drawn flat across its width, so one-bin spikes show as bars.
         let mut pts = Vec::with_capacity(s.len() * 2 + 2);
         for &(start, c) in s {
@@ -435,55 +609,22 @@ fn histogram(
             pts.push((start / scale, y));
             pts.push(((start + width) / scale, y));
         }
-        let shown: u64 = s.iter().map(|b| b.1).sum();
-        let total: u64 = h.values.iter().map(|v| v.1).sum();
-        let label = format!(
-            "{} ({}{} samples, bins of {})",
-            h.label(),
-            if shown < total {
-                format!("{shown} of ")
-            } else {
-                String::new()
-            },
-            total,
-            fmt_width(width, unit, scale)
-        );
-        line(&mut chart, pts, color, label).map_err(&err)?;
+        line(&mut chart, pts, palette(i)).map_err(&err)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight).map_err(&err)?;
-    root.present().map_err(|e| err(e.to_string()))
+    drop(chart);
+    fig.finish()
 }
 
-/// One metric's line, with its legend entry.
+/// One metric's line.
 fn line<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64, f64)>>(
     chart: &mut ChartContext<'a, DB, CT>,
     pts: Vec<(f64, f64)>,
     color: RGBColor,
-    label: String,
 ) -> Result<(), String> {
     chart
         .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-        .map_err(|e| e.to_string())?
-        .label(label)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3)));
+        .map_err(|e| e.to_string())?;
     Ok(())
-}
-
-/// The legend box.
-fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    position: SeriesLabelPosition,
-) -> Result<(), String>
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(position)
-        .draw()
-        .map_err(|e| e.to_string())
 }
 
 /// Numbers in text without needless decimals: `1000`, `2.5`.
@@ -623,6 +764,11 @@ fn tick_label(v: f64, decimals: usize, grouped: bool) -> String {
     out
 }
 
+/// A count as text writes it: `1964`, `20,000`.
+fn count(n: u64) -> String {
+    tick_label(n as f64, 0, n >= 10_000)
+}
+
 /// A logarithmic count axis' labels: the powers of ten up to `top` (with 2 and 5 when there
 /// are fewer than three), grouped in thousands.
 fn count_ticks(top: f64) -> Vec<f64> {
@@ -656,27 +802,36 @@ fn cumulative(
 ) -> Result<(), PlotError> {
     let err = draw_err(path);
     let (unit, scale) = unit_for(max_ns);
-    let root = canvas(path)?;
     let caption = format!("{title}: cumulative distribution");
     // The curves: a step at every recorded value, in percent of all samples (overflows too).
-    let curves = hists.iter().map(|h| {
-        let total: u64 = h.values.iter().map(|v| v.1).sum::<u64>() + h.overflows;
-        let mut acc = 0u64;
-        let mut pts = vec![(h.values[0].0 as f64 / scale, 0.0)];
-        for &(v, c) in &h.values {
-            let x = v as f64 / scale;
-            pts.push((x, 100.0 * acc as f64 / total as f64));
-            acc += c;
-            pts.push((x, 100.0 * acc as f64 / total as f64));
-        }
-        (pts, h.label())
-    });
+    let curves: Vec<Vec<(f64, f64)>> = hists
+        .iter()
+        .map(|h| {
+            let total: u64 = h.values.iter().map(|v| v.1).sum::<u64>() + h.overflows;
+            let mut acc = 0u64;
+            let mut pts = vec![(h.values[0].0 as f64 / scale, 0.0)];
+            for &(v, c) in &h.values {
+                let x = v as f64 / scale;
+                pts.push((x, 100.0 * acc as f64 / total as f64));
+                acc += c;
+                pts.push((x, 100.0 * acc as f64 / total as f64));
+            }
+            pts
+        })
+        .collect();
+    let entries = hists
+        .iter()
+        .enumerate()
+        .map(|(i, h)| Entry::new(Swatch::Line(palette(i)), h.label()))
+        .collect();
+    let fig = Figure::new(path, entries)?;
     if min_ns > 0 && max_ns > LOG_AXIS_SPAN * min_ns {
         // A far tail (seed 004's clock collisions, seed 002's rare 10 us samples): a log axis
         // keeps the body, where most samples lie, as wide as the tail.
         let lo = min_ns as f64 * 0.95 / scale;
         let hi = max_ns as f64 * 1.05 / scale;
-        let chart = frame(&root, caption)
+        let chart = fig
+            .frame(&caption)
             .build_cartesian_2d(
                 (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
                 percent_axis(),
@@ -697,13 +852,14 @@ fn cumulative(
             (max_ns + pad) as f64 / scale,
         );
         let xt = Ticks::linear(lo, hi, MAX_TICKS, 1.0 / scale);
-        let chart = frame(&root, caption)
+        let chart = fig
+            .frame(&caption)
             .build_cartesian_2d(xt.axis(lo, hi), percent_axis())
             .map_err(|e| err(e.to_string()))?;
         cumulative_curves(chart, format!("latency ({unit})"), &|v| xt.label(v), curves)
             .map_err(&err)?;
     }
-    root.present().map_err(|e| err(e.to_string()))
+    fig.finish()
 }
 
 /// The cumulative figures' share axis, 0 to 100% labelled every 10%.
@@ -754,33 +910,230 @@ fn sig_number(v: &f64, grouped: bool) -> String {
     }
 }
 
-/// The cumulative figure's mesh, curves and legend, on a linear or a logarithmic latency axis.
+/// The cumulative figure's mesh and curves, on a linear or a logarithmic latency axis.
 fn cumulative_curves<'a, X>(
     mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, LinearAxis>>,
     x_desc: String,
     x_label: &dyn Fn(&f64) -> String,
-    curves: impl Iterator<Item = (Vec<(f64, f64)>, String)>,
+    curves: Vec<Vec<(f64, f64)>>,
 ) -> Result<(), String>
 where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     chart
         .configure_mesh()
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT + 1))
         .x_desc(x_desc)
         .x_label_formatter(x_label)
         .y_desc("samples at or below (%)")
         .y_label_formatter(&|v| tick_label(*v, 0, false))
         .draw()
         .map_err(|e| e.to_string())?;
-    for (i, (pts, label)) in curves.enumerate() {
-        line(&mut chart, pts, palette(i), label)?;
+    for (i, pts) in curves.into_iter().enumerate() {
+        line(&mut chart, pts, palette(i))?;
     }
-    legend(&mut chart, SeriesLabelPosition::LowerRight)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use irqlab_stats::series::SampleSeries;
+    use irqlab_stats::LatencyHistogram;
+
+    /// A text of an SVG: its anchor point and content.
+    #[derive(Debug)]
+    struct SvgText {
+        x: f64,
+        y: f64,
+        text: String,
+    }
+
+    fn attr(tag: &str, name: &str) -> Option<f64> {
+        let tag = format!(" {tag}");
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[at..].split('"').next()?.parse().ok()
+    }
+
+    fn svg_texts(svg: &str) -> Vec<SvgText> {
+        svg.split("<text ")
+            .skip(1)
+            .map(|t| {
+                let (tag, rest) = t.split_once('>').unwrap();
+                SvgText {
+                    x: attr(tag, "x").unwrap(),
+                    y: attr(tag, "y").unwrap(),
+                    text: rest.split("</text>").next().unwrap().trim().to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// The plotting area (x0, y0, x1, y1) in px, from its axis lines: the longest vertical and
+    /// horizontal black lines.
+    fn plot_area(svg: &str) -> (f64, f64, f64, f64) {
+        let mut v = (0.0, 0.0, 0.0);
+        let mut h = (0.0, 0.0, 0.0);
+        for tag in svg.split("<polyline ").skip(1) {
+            let tag = tag.split("/>").next().unwrap();
+            if !tag.contains(r##"stroke="#000000""##) {
+                continue;
+            }
+            let pts: Vec<(f64, f64)> = tag
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect();
+            if let [(x0, y0), (x1, y1)] = pts[..] {
+                if x0 == x1 && (y1 - y0).abs() > v.2 - v.1 {
+                    v = (x0, y0.min(y1), y0.max(y1));
+                }
+                if y0 == y1 && (x1 - x0).abs() > h.2 - h.1 {
+                    h = (y0, x0.min(x1), x0.max(x1));
+                }
+            }
+        }
+        (h.1, v.1, h.2, v.2)
+    }
+
+    /// Every label in `labels` is in the figure's legend, below the plotting area and the
+    /// x axis' description (the text starting with `x_desc`), inside the figure's width; returns how many legend lines there are.
+    fn assert_legend_outside(svg: &str, x_desc: &str, labels: &[String]) -> usize {
+        let texts = svg_texts(svg);
+        let (x0, _, x1, bottom) = plot_area(svg);
+        assert!(x1 - x0 > 600.0, "plotting area {x0}..{x1}");
+        let desc = texts
+            .iter()
+            .find(|t| t.text.starts_with(x_desc))
+            .unwrap_or_else(|| panic!("no {x_desc} in {texts:?}"));
+        assert!(desc.y > bottom);
+        let mut rows: Vec<i64> = Vec::new();
+        for label in labels {
+            let t = texts
+                .iter()
+                .find(|t| &t.text == label)
+                .unwrap_or_else(|| panic!("no legend entry {label} in {texts:?}"));
+            // Its line's top edge (the text is centred on y) below the description's text.
+            let top = t.y - f64::from(LEGEND_ROW) / 2.0;
+            assert!(top > desc.y + 10.0, "{label} at {} over the chart", t.y);
+            let right = t.x + f64::from(text_width(label));
+            assert!(
+                t.x >= 0.0 && right <= f64::from(WIDTH),
+                "{label}: {}..{right}",
+                t.x
+            );
+            rows.push(t.y as i64);
+        }
+        let height = attr(svg.split("<svg ").nth(1).unwrap(), "height").unwrap();
+        assert!(rows.iter().all(|&y| (y as f64) < height));
+        rows.sort_unstable();
+        rows.dedup();
+        rows.len()
+    }
+
+    fn histogram_of(values: impl IntoIterator<Item = u64>) -> LatencyHistogram {
+        let mut h = LatencyHistogram::new();
+        values.into_iter().for_each(|v| h.record(v));
+        h
+    }
+
+    fn run_with(histograms: Vec<HistogramData>, series: Vec<NamedSeries>) -> RunReport {
+        RunReport {
+            source: "test".into(),
+            title: "Round trip".into(),
+            config: vec![],
+            metrics: vec![],
+            counters: vec![],
+            trace: vec![],
+            spike: None,
+            histograms,
+            warnings: vec![],
+            series,
+        }
+    }
+
+    #[test]
+    fn legends_sit_below_the_plotting_area_in_every_figure() {
+        // Seed 002's shape: a peak with a far tail (all four figures) and a second metric.
+        let values = |base: u64| {
+            (0..20_000u64).map(move |i| {
+                if i % 997 == 0 {
+                    base * 3
+                } else {
+                    base + i % 3 * 4
+                }
+            })
+        };
+        let mut series = SampleSeries::new(64);
+        values(1964).for_each(|v| series.record(v));
+        let r = run_with(
+            vec![
+                HistogramData::of("round_trip", &histogram_of(values(1964))),
+                HistogramData::of("isr_latency", &histogram_of(values(1500))),
+            ],
+            vec![NamedSeries {
+                metric: "round_trip".into(),
+                run: None,
+                series,
+            }],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let files = plot_run(&r, dir.path(), "legend").unwrap();
+        assert_eq!(files.len(), 4, "{files:?}");
+        for f in &files {
+            let svg = std::fs::read_to_string(f).unwrap();
+            let name = f.file_name().unwrap().to_string_lossy();
+            let texts = svg_texts(&svg);
+            let legend: Vec<String> = texts
+                .iter()
+                .filter(|t| {
+                    (t.text.starts_with("round_trip") || t.text.starts_with("isr_latency"))
+                        && !t.text.contains(": ") // a caption
+                })
+                .map(|t| t.text.clone())
+                .collect();
+            assert!(!legend.is_empty(), "{name}: no legend");
+            let x_desc = if name.ends_with("-series.svg") {
+                "sample number"
+            } else {
+                "latency ("
+            };
+            assert_legend_outside(&svg, x_desc, &legend);
+        }
+        // Many runs (validate's seed 000): the legend takes columns and lines of its own.
+        let many: Vec<HistogramData> = [
+            "ws-msi",
+            "ws-ioapic",
+            "ws-xtpic",
+            "soc-msi",
+            "soc-ioapic",
+            "soc-xtpic",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, run)| HistogramData {
+            run: Some(run.to_string()),
+            ..HistogramData::of(
+                "isr_latency",
+                &histogram_of((0..100).map(|k| 800 + 1000 * i as u64 + k)),
+            )
+        })
+        .collect();
+        let labels: Vec<String> = many.iter().map(|h| h.label()).collect();
+        let files = plot_run(&run_with(many, vec![]), dir.path(), "many").unwrap();
+        let svg = std::fs::read_to_string(&files[1]).unwrap();
+        let rows = assert_legend_outside(&svg, "latency (", &labels);
+        assert!((2..=6).contains(&rows), "{rows} lines");
+    }
 
     #[test]
     fn bins_put_every_sample_somewhere() {
