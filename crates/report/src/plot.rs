@@ -253,10 +253,13 @@ fn stem(s: &str) -> String {
 /// Draw the run's figures into `dir` (created if missing), named after `name`. Returns the
 /// files written.
 pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, PlotError> {
-    let hists: Vec<&HistogramData> = r
+    // Each metric keeps its colour in every figure of the run.
+    let hists: Vec<Colored> = r
         .histograms
         .iter()
         .filter(|h| !h.values.is_empty())
+        .enumerate()
+        .map(|(i, h)| (h, palette(i)))
         .collect();
     if hists.is_empty() {
         return Err(PlotError::Empty);
@@ -266,46 +269,82 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
         reason: e.to_string(),
     })?;
     let name = stem(name);
-    let min_ns = hists.iter().map(|h| h.values[0].0).min().unwrap_or(0);
+    let min_ns = hists.iter().map(|h| h.0.values[0].0).min().unwrap_or(0);
     let max_ns = hists
         .iter()
-        .map(|h| h.values.last().map_or(0, |v| v.0))
+        .map(|h| h.0.values.last().map_or(0, |v| v.0))
         .max()
         .unwrap_or(1);
     let hist_path = dir.join(format!("{name}-histogram.svg"));
-    histogram(&hist_path, &r.title, &hists, (min_ns, max_ns), BINS)?;
+    let caption = format!("{}: latency histogram", r.title);
+    histogram(&hist_path, &caption, &hists, (min_ns, max_ns), BINS)?;
     let cum_path = dir.join(format!("{name}-cumulative.svg"));
     cumulative(&cum_path, &r.title, &hists, min_ns, max_ns)?;
     let mut files = vec![hist_path, cum_path];
     // A far tail squeezes the bulk into a few bars: then also draw the bulk (up to the 99th
-    // percentile of all samples) finely, where a bus clock's quantum shows (seed 004, Fig. 3).
-    // Only the first (headline) metric: overlaid at this resolution, runs hide each other.
-    let body_max = percentile(&hists[..1], 0.99);
-    let body_min = hists[0].values[0].0;
+    // percentile) finely, where a bus clock's quantum shows (seed 004, Fig. 3). Only each run's
+    // headline (first) metric: a run's other metrics at this resolution hide it. Several runs
+    // (a comparison, a validation's experiment) are overlaid when their bodies together are
+    // still narrow beside the whole range.
+    let mut heads: Vec<Colored> = Vec::new();
+    for h in &hists {
+        if !heads.iter().any(|x| x.0.run == h.0.run) {
+            heads.push(*h);
+        }
+    }
+    let body_max = heads
+        .iter()
+        .map(|h| percentile(&[h.0], 0.99))
+        .max()
+        .unwrap_or(0);
+    let body_min = heads.iter().map(|h| h.0.values[0].0).min().unwrap_or(0);
     if body_max > body_min && max_ns - min_ns > 3 * (body_max - body_min) {
         let path = dir.join(format!("{name}-histogram-body.svg"));
-        let title = format!("{} to p99", hists[0].label());
-        histogram(&path, &title, &hists[..1], (body_min, body_max), BODY_BINS)?;
+        let caption = format!("{}: histogram body, to the 99th percentile", r.title);
+        histogram(&path, &caption, &heads, (body_min, body_max), BODY_BINS)?;
         files.push(path);
     }
     if !r.series.is_empty() {
+        // A series in its metric's colour where the run has that histogram.
+        let series: Vec<(&NamedSeries, RGBColor)> = r
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let color = hists
+                    .iter()
+                    .find(|h| {
+                        h.0.metric == s.metric
+                            && h.0.run == s.run
+                            && h.0.cpu.is_none()
+                            && h.0.phase.is_none()
+                    })
+                    .map_or(palette(hists.len() + i), |h| h.1);
+                (s, color)
+            })
+            .collect();
         let path = dir.join(format!("{name}-series.svg"));
-        sample_series(&path, &r.title, &r.series, &r.histograms)?;
+        sample_series(&path, &r.title, &series, &r.histograms)?;
         files.push(path);
     }
     Ok(files)
 }
 
+/// A metric's distribution and the colour it is drawn in.
+type Colored<'a> = (&'a HistogramData, RGBColor);
+
 /// Draw saved runs (`irqlab plot`): one run as [`plot_run`] does, named after its label;
-/// several overlaid on the same axes as `comparison-*.svg`, each metric labelled with its run's
-/// label (the file's name).
+/// several overlaid on the same axes as `comparison-*.svg` (histogram, cumulative, the body
+/// view when a far tail squeezes the bulk, and the sample series of every run that kept one),
+/// each metric labelled with its run's label (the file's name).
 pub fn plot_runs(runs: &[(String, RunReport)], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     match runs {
         [] => Err(PlotError::Empty),
         [(label, r)] => plot_run(r, dir, label),
         [(_, first), ..] => {
+            let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
             let mut merged = RunReport {
-                title: "Comparison".into(),
+                title: format!("Comparison of {}", labels.join(", ")),
                 histograms: Vec::new(),
                 series: Vec::new(),
                 ..first.clone()
@@ -317,15 +356,11 @@ pub fn plot_runs(runs: &[(String, RunReport)], dir: &Path) -> Result<Vec<PathBuf
                         run: Some(label.clone()),
                         ..h.clone()
                     }));
-            }
-            merged.series = first
-                .series
-                .iter()
-                .map(|s| NamedSeries {
-                    run: Some(runs[0].0.clone()),
+                merged.series.extend(r.series.iter().map(|s| NamedSeries {
+                    run: Some(label.clone()),
                     ..s.clone()
-                })
-                .collect();
+                }));
+            }
             plot_run(&merged, dir, "comparison")
         }
     }
@@ -355,23 +390,23 @@ fn percentile(hists: &[&HistogramData], q: f64) -> u64 {
 fn sample_series(
     path: &Path,
     title: &str,
-    series: &[NamedSeries],
+    series: &[(&NamedSeries, RGBColor)],
     hists: &[HistogramData],
 ) -> Result<(), PlotError> {
     let err = draw_err(path);
     let max_ns = series
         .iter()
-        .flat_map(|s| s.series.points.iter().map(|p| p.max_ns))
+        .flat_map(|(s, _)| s.series.points.iter().map(|p| p.max_ns))
         .max()
         .unwrap_or(1);
     let min_ns = series
         .iter()
-        .flat_map(|s| s.series.points.iter().map(|p| p.min_ns))
+        .flat_map(|(s, _)| s.series.points.iter().map(|p| p.min_ns))
         .min()
         .unwrap_or(0);
     let samples = series
         .iter()
-        .map(|s| s.series.samples)
+        .map(|(s, _)| s.series.samples)
         .max()
         .unwrap_or(1)
         .max(1);
@@ -379,8 +414,7 @@ fn sample_series(
     let pad = ((max_ns - min_ns) / 20).max(1);
     let entries: Vec<Entry> = series
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
+        .map(|&(s, color)| {
             let stride = s.series.stride;
             let mut label = if stride == 1 {
                 format!("{} ({} samples)", series_label(s), count(s.series.samples))
@@ -400,9 +434,9 @@ fn sample_series(
                 label.push_str(&format!(", the first replication's of {}", count(total)));
             }
             let swatch = if stride == 1 {
-                Swatch::Dot(palette(i))
+                Swatch::Dot(color)
             } else {
-                Swatch::MinMax(palette(i))
+                Swatch::MinMax(color)
             };
             Entry::new(swatch, label)
         })
@@ -428,8 +462,7 @@ fn sample_series(
         .y_label_formatter(&|v| yt.label(v))
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    for (i, s) in series.iter().enumerate() {
-        let color = palette(i);
+    for &(s, color) in series {
         let pts = &s.series.points;
         if s.series.stride == 1 {
             chart
@@ -527,8 +560,8 @@ fn binned(h: &HistogramData, lo: f64, width: f64, n: usize, max_ns: u64) -> Vec<
 /// The histogram over `[min_ns, max_ns]` in at most `bins` bars.
 fn histogram(
     path: &Path,
-    title: &str,
-    hists: &[&HistogramData],
+    caption: &str,
+    hists: &[Colored],
     (min_ns, max_ns): (u64, u64),
     bins: u64,
 ) -> Result<(), PlotError> {
@@ -536,13 +569,16 @@ fn histogram(
     let (unit, scale) = unit_for(max_ns);
     // Bins are a whole number of the data's own quantum (a 250 MHz counter's 4 ns, a 90.112 MHz
     // counter's 11.1 ns), or they would alias against it; at least 1 ns.
-    let quantum = hists.iter().find_map(|h| h.quantum_ns).unwrap_or_else(|| {
-        hists
-            .iter()
-            .flat_map(|h| h.values.iter().map(|v| v.0))
-            .fold(0, gcd)
-            .clamp(1, 1000) as f64
-    });
+    let quantum = hists
+        .iter()
+        .find_map(|h| h.0.quantum_ns)
+        .unwrap_or_else(|| {
+            hists
+                .iter()
+                .flat_map(|h| h.0.values.iter().map(|v| v.0))
+                .fold(0, gcd)
+                .clamp(1, 1000) as f64
+        });
     let span = (max_ns - min_ns) as f64;
     let width = ((span / bins as f64 / quantum).ceil().max(1.0)) * quantum;
     // Edges half a quantum off the data's grid, so no value sits on one.
@@ -550,7 +586,7 @@ fn histogram(
     let n = ((max_ns as f64 - lo) / width).ceil() as usize + 2;
     let series: Vec<Vec<(f64, u64)>> = hists
         .iter()
-        .map(|h| binned(h, lo, width, n, max_ns))
+        .map(|h| binned(h.0, lo, width, n, max_ns))
         .collect();
     let top = series
         .iter()
@@ -561,8 +597,7 @@ fn histogram(
     let entries = hists
         .iter()
         .zip(&series)
-        .enumerate()
-        .map(|(i, (h, s))| {
+        .map(|(&(h, color), s)| {
             let shown: u64 = s.iter().map(|b| b.1).sum();
             let total: u64 = h.values.iter().map(|v| v.1).sum();
             let label = format!(
@@ -576,14 +611,14 @@ fn histogram(
                 count(total),
                 fmt_width(width, unit, scale)
             );
-            Entry::new(Swatch::Line(palette(i)), label)
+            Entry::new(Swatch::Line(color), label)
         })
         .collect();
     let fig = Figure::new(path, entries)?;
     let x_hi = lo + width * n as f64;
     let xt = Ticks::linear(lo / scale, x_hi / scale, MAX_TICKS, 1.0 / scale);
     let mut chart = fig
-        .frame(&format!("{title}: latency histogram"))
+        .frame(caption)
         .build_cartesian_2d(
             xt.axis(lo / scale, x_hi / scale),
             (0.5f64..(top as f64 * 2.0))
@@ -601,7 +636,7 @@ fn histogram(
         .y_label_formatter(&|v| tick_label(*v, 0, top >= 5_000))
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    for (i, s) in series.iter().enumerate() {
+    for (s, h) in series.iter().zip(hists) {
         // Steps: each bin drawn flat across its width, so one-bin spikes show as bars.
         let mut pts = Vec::with_capacity(s.len() * 2 + 2);
         for &(start, c) in s {
@@ -609,7 +644,7 @@ fn histogram(
             pts.push((start / scale, y));
             pts.push(((start + width) / scale, y));
         }
-        line(&mut chart, pts, palette(i)).map_err(&err)?;
+        line(&mut chart, pts, h.1).map_err(&err)?;
     }
     drop(chart);
     fig.finish()
@@ -796,7 +831,7 @@ const LOG_AXIS_SPAN: u64 = 5;
 fn cumulative(
     path: &Path,
     title: &str,
-    hists: &[&HistogramData],
+    hists: &[Colored],
     min_ns: u64,
     max_ns: u64,
 ) -> Result<(), PlotError> {
@@ -804,9 +839,9 @@ fn cumulative(
     let (unit, scale) = unit_for(max_ns);
     let caption = format!("{title}: cumulative distribution");
     // The curves: a step at every recorded value, in percent of all samples (overflows too).
-    let curves: Vec<Vec<(f64, f64)>> = hists
+    let curves: Vec<(Vec<(f64, f64)>, RGBColor)> = hists
         .iter()
-        .map(|h| {
+        .map(|&(h, color)| {
             let total: u64 = h.values.iter().map(|v| v.1).sum::<u64>() + h.overflows;
             let mut acc = 0u64;
             let mut pts = vec![(h.values[0].0 as f64 / scale, 0.0)];
@@ -816,13 +851,12 @@ fn cumulative(
                 acc += c;
                 pts.push((x, 100.0 * acc as f64 / total as f64));
             }
-            pts
+            (pts, color)
         })
         .collect();
     let entries = hists
         .iter()
-        .enumerate()
-        .map(|(i, h)| Entry::new(Swatch::Line(palette(i)), h.label()))
+        .map(|&(h, color)| Entry::new(Swatch::Line(color), h.label()))
         .collect();
     let fig = Figure::new(path, entries)?;
     if min_ns > 0 && max_ns > LOG_AXIS_SPAN * min_ns {
@@ -915,7 +949,7 @@ fn cumulative_curves<'a, X>(
     mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, LinearAxis>>,
     x_desc: String,
     x_label: &dyn Fn(&f64) -> String,
-    curves: Vec<Vec<(f64, f64)>>,
+    curves: Vec<(Vec<(f64, f64)>, RGBColor)>,
 ) -> Result<(), String>
 where
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
@@ -930,8 +964,8 @@ where
         .y_label_formatter(&|v| tick_label(*v, 0, false))
         .draw()
         .map_err(|e| e.to_string())?;
-    for (i, pts) in curves.into_iter().enumerate() {
-        line(&mut chart, pts, palette(i))?;
+    for (pts, color) in curves {
+        line(&mut chart, pts, color)?;
     }
     Ok(())
 }
@@ -1146,6 +1180,103 @@ mod tests {
         assert_eq!(b[0], (50.0, 5));
         assert_eq!(b[1], (150.0, 7));
         assert_eq!(b[99].1, 1); // 10,000 ns falls in bin (10,000 - 50) / 100
+    }
+
+    /// A simulated run read back from its JSON: seed 002's shape, a peak at `peak_ns` and a
+    /// far tail, with its series.
+    fn saved_run(peak_ns: u64) -> RunReport {
+        let values: Vec<u64> = (0..50_000u64)
+            .map(|i| {
+                if i % 499 == 0 {
+                    peak_ns * 4
+                } else {
+                    peak_ns + i % 2 * 4
+                }
+            })
+            .collect();
+        let mut series = SampleSeries::new(256);
+        values.iter().for_each(|&v| series.record(v));
+        let r = run_with(
+            vec![
+                HistogramData::of("round_trip", &histogram_of(values.iter().copied())),
+                HistogramData::of("isr_latency", &histogram_of(values.iter().map(|v| v / 2))),
+            ],
+            vec![NamedSeries {
+                metric: "round_trip".into(),
+                run: None,
+                series,
+            }],
+        );
+        serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn comparisons_overlay_every_figure_with_every_runs_label() {
+        let runs = vec![
+            ("msi".to_string(), saved_run(1964)),
+            ("ioapic".to_string(), saved_run(2100)),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let files = plot_runs(&runs, dir.path()).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "comparison-histogram.svg",
+                "comparison-cumulative.svg",
+                "comparison-histogram-body.svg",
+                "comparison-series.svg"
+            ]
+        );
+        for f in &files {
+            let svg = std::fs::read_to_string(f).unwrap();
+            let texts = svg_texts(&svg);
+            assert!(
+                texts[0].text.starts_with("Comparison of msi, ioapic: "),
+                "{:?}",
+                texts[0]
+            );
+            for run in ["msi", "ioapic"] {
+                // The headline metric of each run in every figure; the body view has only it.
+                let entry = texts
+                    .iter()
+                    .find(|t| t.text.starts_with(&format!("{run} round_trip")))
+                    .unwrap_or_else(|| panic!("{f:?} has no entry for {run}: {texts:?}"));
+                assert!(entry.y > f64::from(CHART_HEIGHT), "{f:?}: {entry:?}");
+            }
+            let isr = texts
+                .iter()
+                .any(|t| t.text.starts_with("ioapic isr_latency"));
+            let name = f.file_name().unwrap().to_string_lossy();
+            assert_eq!(
+                isr,
+                name.ends_with("-histogram.svg") || name.ends_with("-cumulative.svg"),
+                "{name}"
+            );
+        }
+        // Colours follow the run and metric through the figures: each run's headline in the
+        // same colour in the histogram, its body view and its series.
+        let colour_of = |file: &str, label: &str| -> String {
+            let svg = std::fs::read_to_string(dir.path().join(file)).unwrap();
+            let at = svg.find(label).unwrap();
+            // The swatch: the element drawn just before the entry's text.
+            let before = &svg[..svg[..at].rfind("<text").unwrap()];
+            let swatch = &before[before.rfind('<').unwrap()..];
+            let colour = swatch
+                .find("stroke=\"#")
+                .or_else(|| swatch.find("fill=\"#"))
+                .unwrap();
+            swatch[colour..].split('"').nth(1).unwrap().to_string()
+        };
+        for run in ["msi", "ioapic"] {
+            let label = format!("{run} round_trip");
+            let c = colour_of("comparison-histogram.svg", &label);
+            assert_eq!(c, colour_of("comparison-histogram-body.svg", &label));
+            assert_eq!(c, colour_of("comparison-series.svg", &label));
+        }
     }
 
     #[test]
