@@ -6,13 +6,19 @@
 //!   beside the bulk;
 //! - `NAME-cumulative.svg`: the fraction of samples at or below each latency (seed 004, Fig. 4),
 //!   on a logarithmic latency axis when a far tail would squeeze the body;
+//! - `NAME-histogram-body.svg`: the histogram to the 99th percentile, finely binned, when a far
+//!   tail squeezes the bulk into a few bars;
 //! - `NAME-series.svg`: latency against sample number (seed 004, Fig. 2), when the run kept its
-//!   series (simulations do; long runs keep each stretch's minimum and maximum).
+//!   series (simulations do): a dot per sample for short runs; for long ones, stretch by
+//!   stretch, a pale bar from minimum to maximum and a dark one where the middle 80% lie.
 //!
 //! Every metric of the run is drawn on the same axes, so a run's ISR and tasklet latencies, or
-//! a measurement's CPUs, compare at a glance.
+//! a measurement's CPUs, compare at a glance; a comparison overlays its runs in all four. Each
+//! legend has a strip of its own below the axes, so it never covers data, and each axis is
+//! labelled at ticks chosen here, with as many decimals as their spacing needs.
 
 use irqlab_stats::results::{HistogramData, NamedSeries, RunReport, ValidationReport};
+use irqlab_stats::series::{coarsen, SeriesPoint};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -62,8 +68,8 @@ pub enum PlotError {
 enum Swatch {
     Line(RGBColor),
     Dot(RGBColor),
-    /// A vertical bar: a stretch of samples from its minimum to its maximum.
-    MinMax(RGBColor),
+    /// A stretch of samples: a pale bar (minimum to maximum) around a dark one (its bulk).
+    Stretch(RGBColor),
 }
 
 /// One line of a legend.
@@ -183,10 +189,17 @@ impl<'a> Figure<'a> {
                     c.stroke_width(3),
                 )),
                 Swatch::Dot(c) => area.draw(&Circle::new((x + s / 2, y), 4, c.filled())),
-                Swatch::MinMax(c) => area.draw(&Rectangle::new(
-                    [(x + s / 2 - 1, y - 8), (x + s / 2 + 1, y + 8)],
-                    c.filled(),
-                )),
+                Swatch::Stretch(c) => area
+                    .draw(&Rectangle::new(
+                        [(x + s / 2 - 5, y - 9), (x + s / 2 + 5, y + 9)],
+                        c.mix(0.3).filled(),
+                    ))
+                    .and_then(|_| {
+                        area.draw(&Rectangle::new(
+                            [(x + s / 2 - 5, y - 3), (x + s / 2 + 5, y + 3)],
+                            c.filled(),
+                        ))
+                    }),
             };
             drawn.map_err(|e| err(e.to_string()))?;
             area.draw(&Text::new(
@@ -385,8 +398,17 @@ fn percentile(hists: &[&HistogramData], q: f64) -> u64 {
     0
 }
 
-/// Latency against sample number (seed 004, Fig. 2). A point that stands for several samples
-/// (a long run) is drawn as a bar from their minimum to their maximum.
+/// Most stretches drawn across a series figure, about 1.4 px each: finer, neighbours overdraw
+/// each other and the figure shows only the extremes of every few.
+const MAX_COLUMNS: usize = 600;
+/// A stretch's bulk, drawn dark: the samples ranked from its 10th to its 90th percentile.
+const BULK: (f64, f64) = (0.1, 0.9);
+
+/// Latency against sample number (seed 004, Fig. 2). Up to [`MAX_COLUMNS`] samples are drawn
+/// one dot each. A longer series is drawn stretch by stretch: a pale bar from the stretch's
+/// minimum to its maximum, so every spike shows, and over it a dark bar where its middle 80%
+/// of samples lie, so a run whose samples are all 1,964 ns but for rare outliers reads as a
+/// line at 1,964 ns with spikes, not as a band of wide variation (seed 002's round trip).
 fn sample_series(
     path: &Path,
     title: &str,
@@ -394,14 +416,26 @@ fn sample_series(
     hists: &[HistogramData],
 ) -> Result<(), PlotError> {
     let err = draw_err(path);
-    let max_ns = series
+    // Each series' stretches as drawn, merged pairwise to at most MAX_COLUMNS, with their size.
+    let drawn: Vec<(Vec<SeriesPoint>, u64)> = series
         .iter()
-        .flat_map(|(s, _)| s.series.points.iter().map(|p| p.max_ns))
+        .map(|(s, _)| {
+            let (mut pts, mut stride) = (s.series.points.clone(), s.series.stride);
+            while pts.len() > MAX_COLUMNS {
+                pts = coarsen(&pts);
+                stride *= 2;
+            }
+            (pts, stride)
+        })
+        .collect();
+    let max_ns = drawn
+        .iter()
+        .flat_map(|d| d.0.iter().map(|p| p.max_ns))
         .max()
         .unwrap_or(1);
-    let min_ns = series
+    let min_ns = drawn
         .iter()
-        .flat_map(|(s, _)| s.series.points.iter().map(|p| p.min_ns))
+        .flat_map(|d| d.0.iter().map(|p| p.min_ns))
         .min()
         .unwrap_or(0);
     let samples = series
@@ -412,17 +446,18 @@ fn sample_series(
         .max(1);
     let (unit, scale) = unit_for(max_ns);
     let pad = ((max_ns - min_ns) / 20).max(1);
-    let entries: Vec<Entry> = series
+    let mut entries: Vec<Entry> = series
         .iter()
-        .map(|&(s, color)| {
-            let stride = s.series.stride;
-            let mut label = if stride == 1 {
+        .zip(&drawn)
+        .map(|(&(s, color), (_, stride))| {
+            let mut label = if *stride == 1 {
                 format!("{} ({} samples)", series_label(s), count(s.series.samples))
             } else {
                 format!(
-                    "{} ({} samples, each bar the min-max of {stride})",
+                    "{} ({} samples, in stretches of {})",
                     series_label(s),
-                    count(s.series.samples)
+                    count(s.series.samples),
+                    count(*stride)
                 )
             };
             // A replicated run keeps the first replication's series only: say so.
@@ -433,14 +468,24 @@ fn sample_series(
             if total > s.series.samples {
                 label.push_str(&format!(", the first replication's of {}", count(total)));
             }
-            let swatch = if stride == 1 {
+            let swatch = if *stride == 1 {
                 Swatch::Dot(color)
             } else {
-                Swatch::MinMax(color)
+                Swatch::Stretch(color)
             };
             Entry::new(swatch, label)
         })
         .collect();
+    if drawn.iter().any(|d| d.1 > 1) {
+        entries.push(Entry::new(
+            Swatch::Stretch(RGBColor(100, 100, 100)),
+            format!(
+                "each stretch: dark where its middle {:.0}% of samples lie, pale from its \
+                 minimum to its maximum",
+                100.0 * (BULK.1 - BULK.0)
+            ),
+        ));
+    }
     let fig = Figure::new(path, entries)?;
     let (y_lo, y_hi) = (
         min_ns.saturating_sub(pad) as f64 / scale,
@@ -462,22 +507,43 @@ fn sample_series(
         .y_label_formatter(&|v| yt.label(v))
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    for &(s, color) in series {
-        let pts = &s.series.points;
-        if s.series.stride == 1 {
+    // A bar at least 2 px tall, so a stretch of one value (859 to 862 ns on a 3 us axis)
+    // shows as a line rather than vanishing.
+    let px = f64::from(chart.plotting_area().dim_in_pixel().1.max(1));
+    let min_h = 2.0 * (y_hi - y_lo) / px;
+    let bar = |first: u64, n: u64, lo_ns: u64, hi_ns: u64, style: ShapeStyle| {
+        let (lo, hi) = (lo_ns as f64 / scale, hi_ns as f64 / scale);
+        let grow = ((min_h - (hi - lo)) / 2.0).max(0.0);
+        Rectangle::new(
+            [(first as f64, lo - grow), ((first + n) as f64, hi + grow)],
+            style,
+        )
+    };
+    // All extremes first, then all bulks: no run's pale bars cover another's bulk.
+    for (&(_, color), (pts, stride)) in series.iter().zip(&drawn) {
+        if *stride > 1 {
+            let pale = color.mix(0.3).filled();
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|p| bar(p.first, p.count, p.min_ns, p.max_ns, pale)),
+                )
+                .map_err(|e| err(e.to_string()))?;
+        }
+    }
+    for (&(_, color), (pts, stride)) in series.iter().zip(&drawn) {
+        if *stride > 1 {
             chart
                 .draw_series(pts.iter().map(|p| {
-                    Circle::new((p.first as f64, p.max_ns as f64 / scale), 2, color.filled())
+                    let (lo, _) = p.quantile_range(BULK.0);
+                    let (_, hi) = p.quantile_range(BULK.1);
+                    bar(p.first, p.count, lo, hi, color.filled())
                 }))
                 .map_err(|e| err(e.to_string()))?;
         } else {
             chart
                 .draw_series(pts.iter().map(|p| {
-                    let x = (p.first + p.count / 2) as f64;
-                    PathElement::new(
-                        vec![(x, p.min_ns as f64 / scale), (x, p.max_ns as f64 / scale)],
-                        color,
-                    )
+                    Circle::new((p.first as f64, p.min_ns as f64 / scale), 2, color.filled())
                 }))
                 .map_err(|e| err(e.to_string()))?;
         }
@@ -1277,6 +1343,102 @@ mod tests {
             assert_eq!(c, colour_of("comparison-histogram-body.svg", &label));
             assert_eq!(c, colour_of("comparison-series.svg", &label));
         }
+    }
+
+    /// A bar's top and height, in px.
+    type Bar = (f64, f64);
+
+    /// The bars of an SVG filled with `colour`, dark (opaque) and pale.
+    fn bars(svg: &str, colour: &str) -> (Vec<Bar>, Vec<Bar>) {
+        let (mut dark, mut pale) = (Vec::new(), Vec::new());
+        for tag in svg.split("<rect ").skip(1) {
+            let tag = tag.split("/>").next().unwrap();
+            if !tag.contains(&format!("fill=\"{colour}\"")) {
+                continue;
+            }
+            let bar = (attr(tag, "y").unwrap(), attr(tag, "height").unwrap());
+            if attr(tag, "opacity") == Some(1.0) {
+                dark.push(bar);
+            } else {
+                pale.push(bar);
+            }
+        }
+        (dark, pale)
+    }
+
+    #[test]
+    fn long_series_show_where_most_samples_lie() {
+        // Seed 002's round trip: every sample 1,964 ns but one in 500 anywhere from 0.9 to
+        // 4.5 us. Every stretch's minimum and maximum span the outliers; its bulk is 1,964.
+        let mut series = SampleSeries::new(4096);
+        let mut x = 7u64;
+        for i in 0..1_000_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            series.record(if i % 500 == 3 {
+                900 + (x >> 33) % 3600
+            } else {
+                1964
+            });
+        }
+        let r = run_with(
+            vec![],
+            vec![NamedSeries {
+                metric: "round_trip".into(),
+                run: None,
+                series,
+            }],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.svg");
+        let colour = palette(0);
+        sample_series(&path, "t", &[(&r.series[0], colour)], &[]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let hex = format!("#{:02X}{:02X}{:02X}", colour.0, colour.1, colour.2);
+        let (dark, pale) = bars(&svg, &hex);
+        // At most MAX_COLUMNS stretches (and the legend's swatch).
+        assert!(
+            dark.len() <= MAX_COLUMNS + 1 && dark.len() > MAX_COLUMNS / 2,
+            "{}",
+            dark.len()
+        );
+        assert_eq!(pale.len(), dark.len());
+        // The bulk: a line 2 px thick, all stretches at the same height; the extremes tall.
+        let (_, y0, _, y1) = plot_area(&svg);
+        let data = |b: &&(f64, f64)| b.0 < y1;
+        assert!(
+            dark.iter()
+                .filter(data)
+                .all(|b| b.1 <= 2.0 && b.0 == dark[0].0),
+            "{dark:?}"
+        );
+        let tall = pale
+            .iter()
+            .filter(data)
+            .filter(|b| b.1 > (y1 - y0) / 10.0)
+            .count();
+        assert!(tall * 10 > pale.len() * 9, "{tall} of {}", pale.len());
+        // And the legend says which is which.
+        let texts = svg_texts(&svg);
+        assert!(texts.iter().any(|t| t
+            .text
+            .starts_with("round_trip (1,000,000 samples, in stretches of")));
+        assert!(texts
+            .iter()
+            .any(|t| t.text.contains("dark where its middle 80% of samples lie")));
+        // A short series: one dot per sample at its value.
+        let mut short = SampleSeries::new(4096);
+        (0..100).for_each(|i| short.record(1000 + i));
+        let s = NamedSeries {
+            metric: "isr_latency".into(),
+            run: None,
+            series: short,
+        };
+        sample_series(&path, "t", &[(&s, colour)], &[]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(svg.matches("<circle").count(), 101); // and the legend's
+        assert!(!svg.contains("middle 80%"));
     }
 
     #[test]
