@@ -96,6 +96,15 @@ struct LegendLayout {
     rows: usize,
 }
 
+/// The caption's font size: [`CAPTION_FONT`], smaller for a caption that would not fit the
+/// figure's width (a long title and "histogram body, to the 99th percentile").
+fn caption_font(caption: &str) -> u32 {
+    // Mixed-case DejaVu Sans runs about 0.6 em a character.
+    let em_per_size = 0.6 / 1.24;
+    let fits = f64::from(WIDTH - 2 * MARGIN) / (caption.chars().count() as f64 * em_per_size);
+    (fits.floor() as u32).clamp(12, CAPTION_FONT)
+}
+
 /// An upper estimate of a legend text's width in px. SVG leaves the font to the viewer and
 /// plotters' own estimate (0.46 em per character) is short of DejaVu Sans' digits (0.64 em),
 /// so a column laid out with it would run into the next.
@@ -160,7 +169,7 @@ impl<'a> Figure<'a> {
     /// Every figure's caption, margins and axis label areas, on the chart's area.
     fn frame(&self, caption: &str) -> ChartBuilder<'_, 'a, SVGBackend<'a>> {
         let mut b = ChartBuilder::on(&self.chart);
-        b.caption(caption, ("sans-serif", CAPTION_FONT))
+        b.caption(caption, ("sans-serif", caption_font(caption)))
             .margin(MARGIN)
             // Room for the last x label, centred on the axis' right end (`1,000,000`).
             .margin_right(40)
@@ -667,7 +676,7 @@ fn histogram(
             let shown: u64 = s.iter().map(|b| b.1).sum();
             let total: u64 = h.values.iter().map(|v| v.1).sum();
             let label = format!(
-                "{} ({}{} samples, bins of {})",
+                "{} ({}{} samples)",
                 h.label(),
                 if shown < total {
                     format!("{} of ", count(shown))
@@ -675,7 +684,6 @@ fn histogram(
                     String::new()
                 },
                 count(total),
-                fmt_width(width, unit, scale)
             );
             Entry::new(Swatch::Line(color), label)
         })
@@ -698,7 +706,10 @@ fn histogram(
         .axis_desc_style(("sans-serif", LABEL_FONT + 1))
         .x_desc(format!("latency ({unit})"))
         .x_label_formatter(&|v| xt.label(v))
-        .y_desc("samples per bin (log scale)")
+        .y_desc(format!(
+            "samples per {} bin (log scale)",
+            fmt_width(width, unit, scale)
+        ))
         .y_label_formatter(&|v| tick_label(*v, 0, top >= 5_000))
         .draw()
         .map_err(|e| err(e.to_string()))?;
@@ -1467,8 +1478,8 @@ mod tests {
         let svg = std::fs::read_to_string(&files[0]).unwrap();
         assert!(svg.contains("Round trip: latency histogram"));
         assert!(svg.contains("latency (ns)"));
-        assert!(svg.contains("log scale"));
-        assert!(svg.contains("round_trip (5 samples"));
+        assert!(svg.contains("samples per 50 ns bin (log scale)"));
+        assert!(svg.contains("round_trip (5 samples)"));
         let svg = std::fs::read_to_string(&files[1]).unwrap();
         assert!(svg.contains("samples at or below (%)"));
         // 2.0 to 6.9 us: within LOG_AXIS_SPAN, a linear latency axis.
@@ -1583,6 +1594,18 @@ mod tests {
                 "{lo}..{hi} step >= {min_step}: {l:?}"
             );
         }
+    }
+
+    #[test]
+    fn long_captions_shrink_to_fit() {
+        let short = "Round trip: latency histogram";
+        assert_eq!(caption_font(short), CAPTION_FONT);
+        let long = "Seed 004: PPS on the ISA parallel port, K6/233, FreeBSD 1998-07: histogram \
+                    body, to the 99th percentile";
+        let size = caption_font(long);
+        assert!(size < CAPTION_FONT);
+        let px = long.chars().count() as f64 * f64::from(size) / 1.24 * 0.6;
+        assert!(px <= f64::from(WIDTH - 2 * MARGIN), "{px}");
     }
 
     #[test]
