@@ -632,6 +632,19 @@ fn binned(h: &HistogramData, lo: f64, width: f64, n: usize, max_ns: u64) -> Vec<
         .collect()
 }
 
+/// The smallest of 1, 2, 5, 10, 20, 50, ... at or above `x`.
+fn nice_ceil(x: f64) -> f64 {
+    let mut step = 1.0;
+    loop {
+        for m in [1.0, 2.0, 5.0] {
+            if m * step >= x * (1.0 - 1e-12) {
+                return m * step;
+            }
+        }
+        step *= 10.0;
+    }
+}
+
 /// The histogram over `[min_ns, max_ns]` in at most `bins` bars.
 fn histogram(
     path: &Path,
@@ -655,7 +668,9 @@ fn histogram(
                 .clamp(1, 1000) as f64
         });
     let span = (max_ns - min_ns) as f64;
-    let width = ((span / bins as f64 / quantum).ceil().max(1.0)) * quantum;
+    // A round number of quanta (1, 2 or 5 times a power of ten), so the axis can say "per
+    // 40 ns bin" rather than "per 74.66 us bin": between bins / 2.5 and `bins` bars.
+    let width = nice_ceil(span / bins as f64 / quantum) * quantum;
     // Edges half a quantum off the data's grid, so no value sits on one.
     let lo = (min_ns as f64 - quantum / 2.0 - width).max(0.0);
     let n = ((max_ns as f64 - lo) / width).ceil() as usize + 2;
@@ -1606,6 +1621,16 @@ mod tests {
         assert!(size < CAPTION_FONT);
         let px = long.chars().count() as f64 * f64::from(size) / 1.24 * 0.6;
         assert!(px <= f64::from(WIDTH - 2 * MARGIN), "{px}");
+    }
+
+    #[test]
+    fn bins_are_round_numbers_of_quanta() {
+        assert_eq!(nice_ceil(0.3), 1.0);
+        assert_eq!(nice_ceil(1.0), 1.0);
+        assert_eq!(nice_ceil(7.5), 10.0);
+        assert_eq!(nice_ceil(74_663.0), 100_000.0);
+        assert_eq!(nice_ceil(2.0), 2.0);
+        assert_eq!(nice_ceil(2.1), 5.0);
     }
 
     #[test]
