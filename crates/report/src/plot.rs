@@ -1303,6 +1303,31 @@ mod tests {
     }
 
     #[test]
+    fn series_ranges_survive_json_in_one_line_a_point() {
+        let mut series = SampleSeries::new(2);
+        for v in [1964, 1964, 4320, 1964, 900, 1000] {
+            series.record(v);
+        }
+        let json = serde_json::to_string_pretty(&series).unwrap();
+        assert!(json.contains(r#""values": "1964:3 4320:1""#), "{json}");
+        let back: SampleSeries = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, series);
+        // Merged ranges, and a point from a file written before ranges were kept.
+        let point: irqlab_stats::series::SeriesPoint = serde_json::from_str(
+            r#"{"first":0,"count":9,"min_ns":5,"max_ns":9,"values":"5-7:4 9:5"}"#,
+        )
+        .unwrap();
+        assert_eq!(point.quantile_range(0.5), (9, 9));
+        let old: irqlab_stats::series::SeriesPoint =
+            serde_json::from_str(r#"{"first":0,"count":4,"min_ns":5,"max_ns":9}"#).unwrap();
+        assert_eq!(old.quantile_range(0.5), (5, 9));
+        let bad = serde_json::from_str::<irqlab_stats::series::SeriesPoint>(
+            r#"{"first":0,"count":4,"min_ns":5,"max_ns":9,"values":"5-9"}"#,
+        );
+        assert!(bad.unwrap_err().to_string().contains("lo[-hi]:count"));
+    }
+
+    #[test]
     fn comparisons_overlay_every_figure_with_every_runs_label() {
         let runs = vec![
             ("msi".to_string(), saved_run(1964)),

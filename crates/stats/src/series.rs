@@ -19,10 +19,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_RANGES: usize = 16;
 
 /// `count` samples whose latencies lie in `lo_ns..=hi_ns`. Ranges of one point may overlap
-/// once points are merged (splitting an overlap would need counts nobody kept). Written to JSON
-/// as `[lo_ns, hi_ns, count]`.
+/// once points are merged (splitting an overlap would need counts nobody kept).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "(u64, u64, u64)", into = "(u64, u64, u64)")]
 pub struct ValueRange {
     /// The smallest latency in the range.
     pub lo_ns: u64,
@@ -32,19 +30,44 @@ pub struct ValueRange {
     pub count: u64,
 }
 
-impl From<(u64, u64, u64)> for ValueRange {
-    fn from((lo_ns, hi_ns, count): (u64, u64, u64)) -> Self {
-        ValueRange {
-            lo_ns,
-            hi_ns,
-            count,
-        }
-    }
-}
+/// A point's ranges in JSON: one string, `lo:count` or `lo-hi:count` per range, separated by
+/// spaces (`"1964:2041 4320:3"`). The JSON is pretty-printed, a line per number: as arrays the
+/// ranges made a seed-000 run's file six times larger.
+mod ranges_text {
+    use super::ValueRange;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-impl From<ValueRange> for (u64, u64, u64) {
-    fn from(r: ValueRange) -> Self {
-        (r.lo_ns, r.hi_ns, r.count)
+    pub fn serialize<S: Serializer>(ranges: &[ValueRange], s: S) -> Result<S::Ok, S::Error> {
+        let text: Vec<String> = ranges
+            .iter()
+            .map(|r| {
+                if r.lo_ns == r.hi_ns {
+                    format!("{}:{}", r.lo_ns, r.count)
+                } else {
+                    format!("{}-{}:{}", r.lo_ns, r.hi_ns, r.count)
+                }
+            })
+            .collect();
+        s.serialize_str(&text.join(" "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ValueRange>, D::Error> {
+        let text = String::deserialize(d)?;
+        text.split_whitespace()
+            .map(|token| {
+                let parsed = token.split_once(':').and_then(|(range, count)| {
+                    let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                    Some(ValueRange {
+                        lo_ns: lo.parse().ok()?,
+                        hi_ns: hi.parse().ok()?,
+                        count: count.parse().ok()?,
+                    })
+                });
+                parsed.ok_or_else(|| {
+                    D::Error::custom(format!("a series range is lo[-hi]:count, not {token:?}"))
+                })
+            })
+            .collect()
     }
 }
 
@@ -63,7 +86,7 @@ pub struct SeriesPoint {
     /// Their latencies as ranges in ascending order of `lo_ns`, counts summing to `count`;
     /// empty when all are equal (and in files written before irqlab kept them), when
     /// [`SeriesPoint::ranges`] stands in with `min_ns..=max_ns`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "ranges_text")]
     pub values: Vec<ValueRange>,
 }
 
