@@ -82,8 +82,8 @@ pub struct SimArgs {
     /// Also write the result as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Draw SVG figures into DIR: the latency histogram (log count axis) and the cumulative
-    /// distribution.
+    /// Draw SVG figures into DIR: latency histogram (log count axis), cumulative distribution,
+    /// body view when a far tail squeezes the bulk, and the sample series.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
     /// Split the samples over N independent replications run on all cores and merge their
@@ -114,7 +114,8 @@ pub struct ValidateArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Draw SVG figures into DIR: per experiment, its runs' latencies overlaid (histogram
-    /// with a log count axis, and the cumulative distribution).
+    /// with a log count axis, the cumulative distribution, and the body view when a far tail
+    /// squeezes the bulk).
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
     /// Every column in the table (the metric and the seed's own words), however wide; by
@@ -230,7 +231,8 @@ pub struct TimerArgs {
     #[arg(long, value_name = "FILE")]
     pub histogram_out: Option<PathBuf>,
     /// Draw SVG figures of the latencies into DIR (histogram with a log count axis,
-    /// cumulative distribution), every CPU on the same axes.
+    /// cumulative distribution, and the body view when a far tail squeezes the bulk), every
+    /// CPU on the same axes.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
     /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups

@@ -570,8 +570,13 @@ fn series_label(s: &NamedSeries) -> String {
 }
 
 /// Draw each experiment's runs overlaid, ISR and tasklet latency separately:
-/// `EXPERIMENT-isr-histogram.svg`, `EXPERIMENT-isr-cumulative.svg` and the same for `tasklet`.
-pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+/// `EXPERIMENT-isr[-TAG]-histogram.svg`, `EXPERIMENT-isr[-TAG]-cumulative.svg` and the same for
+/// `tasklet`; `tag` tells apart validations made with other flags.
+pub fn plot_validation(
+    v: &ValidationReport,
+    dir: &Path,
+    tag: Option<&str>,
+) -> Result<Vec<PathBuf>, PlotError> {
     let mut files = Vec::new();
     for e in &v.experiments {
         // One figure per metric, the experiment's runs overlaid (workload phases left out).
@@ -602,7 +607,11 @@ pub fn plot_validation(v: &ValidationReport, dir: &Path) -> Result<Vec<PathBuf>,
                 warnings: Vec::new(),
                 series: Vec::new(),
             };
-            files.extend(plot_run(&r, dir, &format!("{}-{kind}", e.experiment))?);
+            let name = match tag {
+                Some(t) => format!("{}-{kind}-{t}", e.experiment),
+                None => format!("{}-{kind}", e.experiment),
+            };
+            files.extend(plot_run(&r, dir, &name)?);
         }
     }
     if files.is_empty() {

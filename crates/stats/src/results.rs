@@ -207,7 +207,7 @@ pub struct RunReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     /// Latency against sample number, for the series plot (bounded: long runs keep each
-    /// stretch's minimum and maximum).
+    /// stretch's minimum, maximum and up to 16 value ranges with counts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<NamedSeries>,
 }

@@ -76,7 +76,22 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         crate::ui::note(n);
     }
     if let Some(dir) = &plot {
-        super::wrote(&report::plot::plot_validation(&v, dir).with_context(|| "--plot")?);
+        // Figures of a validation with other flags (fewer rows, other sample counts) get a tag
+        // of them in their names, so they never overwrite the default's.
+        let mut flags = Vec::new();
+        if let Some(p) = &opts.only {
+            flags.extend(["--only".to_string(), p.clone()]);
+        }
+        if let Some(n) = samples {
+            flags.extend(["--samples".to_string(), n.to_string()]);
+        }
+        if full {
+            flags.push("--full".to_string());
+        }
+        let tag = super::flags_tag(&flags);
+        super::wrote(
+            &report::plot::plot_validation(&v, dir, tag.as_deref()).with_context(|| "--plot")?,
+        );
     }
     Ok(v.all_pass())
 }
