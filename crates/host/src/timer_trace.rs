@@ -315,7 +315,13 @@ impl TimerTrace {
                 }
             }
         }
-        let readers = Readers::start(&inst, cpus, |_| TimerSink {
+        // The reader on the CPUs not measured, when there are any.
+        let others: Vec<u32> = crate::timer::online_cpus()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| !cpus.contains(c))
+            .collect();
+        let readers = Readers::start_on(&inst, cpus, &others, |_| TimerSink {
             decoder: decoder.clone(),
             trace: CpuTimerTrace::default(),
         })?;
