@@ -6,7 +6,7 @@ use crate::load::Load;
 use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
 use crate::timer_trace::{TimerTrace, TimerTraceResult};
 use crate::HostError;
-use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike};
+use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike, SpikeKind};
 use irqlab_stats::LatencyHistogram;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -163,11 +163,13 @@ fn build(
                 )
             });
             Some(Spike {
+                kind: SpikeKind::Break,
                 cpu,
                 loop_index,
                 latency_ns,
                 irq_latency_ns,
                 events,
+                analysis: None,
             })
         }
         _ => None,
