@@ -58,6 +58,7 @@ fn bad_timer_flags_are_refused_with_the_flag_named() {
         (vec!["--loops", "0"], "--loops must be at least 1"),
         (vec!["--duration", "0s"], "must be longer than zero"),
         (vec!["--duration", "soon"], "expected a duration such as 2s"),
+        (vec!["--trace-sched", "--no-trace"], "cannot be used with"),
     ] {
         irqlab()
             .args(["measure", "timer"])
@@ -242,6 +243,35 @@ fn a_traced_run_analyses_its_worst_wakeup() {
         "the stretches add up to the latency: {analysis}"
     );
     assert!(analysis["largest"]["duration_ns"].as_u64().unwrap() > 0);
+    // The default trace says what it leaves out; --trace-sched traces it.
+    let note = |r: &serde_json::Value| {
+        r["result"]["spike"]["analysis"]["notes"]
+            .as_array()
+            .is_some_and(|n| {
+                n.iter()
+                    .any(|n| n.as_str().unwrap().contains("--trace-sched"))
+            })
+    };
+    assert!(note(&r), "{analysis}");
+    let sched = dir.path().join("sched.json");
+    let out = irqlab()
+        .args([
+            "measure",
+            "timer",
+            "--cpus",
+            "0",
+            "--duration",
+            "1s",
+            "--trace-sched",
+            "--json",
+        ])
+        .arg(&sched)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let r2: serde_json::Value = serde_json::from_slice(&std::fs::read(&sched).unwrap()).unwrap();
+    assert_eq!(r2["settings"]["trace_sched"], true);
+    assert!(!note(&r2), "{}", r2["result"]["spike"]);
     // The analysis closes the summary: nothing but warnings follows it.
     let tail = text.rsplit("What ran on that CPU").next().unwrap();
     assert!(

@@ -4,7 +4,7 @@
 
 use crate::load::Load;
 use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
-use crate::timer_trace::{TimerTrace, TimerTraceResult};
+use crate::timer_trace::{TimerTrace, TimerTraceResult, TraceDetail};
 use crate::HostError;
 use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike, SpikeKind};
 use irqlab_stats::LatencyHistogram;
@@ -18,6 +18,10 @@ pub struct MeasureTimer {
     /// Trace the timer interrupt for the IRQ/thread split (needs root and tracefs; without them
     /// the run goes on with a warning).
     pub trace: bool,
+    /// Also trace the scheduler and the interrupt handlers, so the analysis of the worst
+    /// wake-up attributes all of it (costlier: see [`TraceDetail`]). A break (`--break-us`)
+    /// always does.
+    pub trace_sched: bool,
     /// Ring buffer per CPU for the trace, KiB.
     pub buffer_kb: u32,
     /// A shell command run for the measurement's duration.
@@ -47,7 +51,17 @@ pub fn run(
     // The load first: if starting the trace fails, dropping the load stops it.
     let load = m.load.as_deref().map(Load::start).transpose()?;
     let trace = if m.trace {
-        match TimerTrace::start(&m.timer.cpus, m.buffer_kb, account_window_ns(&m.timer)) {
+        let detail = if m.trace_sched || m.timer.break_us.is_some() {
+            TraceDetail::Scheduler
+        } else {
+            TraceDetail::Timer
+        };
+        match TimerTrace::start(
+            &m.timer.cpus,
+            m.buffer_kb,
+            account_window_ns(&m.timer),
+            detail,
+        ) {
             Ok(t) => Some(t),
             Err(e @ (HostError::NotRoot(_) | HostError::NoTracefs { .. })) => {
                 warnings.push(format!(

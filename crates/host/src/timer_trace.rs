@@ -13,27 +13,39 @@
 //! # What is traced, and what it costs
 //!
 //! Every enabled event that fires between a timer's expiry and the thread running adds its
-//! cost to the latency being measured (a few hundred ns each on a virtual machine), so the set
-//! is the smallest that still says what ran: `hrtimer_expire_entry` (the callback: the IRQ
-//! latency), `local_timer_exit` (the end of the timer interrupt), `sched_switch` (which task
-//! ran), hard IRQ and softirq entry and exit (rare on the measured path), and `hrtimer_start`
-//! with a kernel-side filter on `hrtimer_wakeup`, so the scheduler tick re-armed on the way out
-//! of idle is dropped before it reaches the ring buffer (a filtered event is built in a per-CPU
-//! scratch buffer and only copied into the ring when it matches, `trace_event_buffer_lock_reserve()`
-//! in `kernel/trace/trace.c`). `sched_wakeup` (the callback already marks it), `softirq_raise`
-//! and `local_timer_entry` are not traced.
+//! cost to the latency being measured: a few hundred ns each on a virtual machine, where an
+//! event right after the timer interrupt reprograms the timer (a VM exit) costs the most. On
+//! the 6.18 VM this was written on, cyclictest's median rose by 3% with the two timer events,
+//! by 6% with the scheduler and interrupt-handler events added, and by 8-10% with
+//! `local_timer_exit` as well (interleaved runs; see `bench/vs-cyclictest.sh`). So there are
+//! two sets ([`TraceDetail`]):
+//!
+//! - **Timer** (the default): `hrtimer_start`, filtered in the kernel on `hrtimer_wakeup` so the
+//!   tick re-armed on the way out of idle never reaches the ring buffer (a filtered event is
+//!   built in a per-CPU scratch buffer and copied into the ring only when it matches,
+//!   `trace_event_buffer_lock_reserve()` in `kernel/trace/trace.c`), and
+//!   `hrtimer_expire_entry`. They give the IRQ/thread split, which task the timer interrupt
+//!   found running, and the worst wake-up's bracket; what happened after the callback is left
+//!   unattributed, and says so.
+//! - **Scheduler** (`--trace-sched`, and `--break-us`): also `sched_switch`, `local_timer_exit`
+//!   and the hard IRQ and softirq handlers, so the analysis names the end of the timer
+//!   interrupt, every handler, the task that kept the CPU, the idle exit and the switch.
+//!
+//! `sched_wakeup` (the callback marks the wake-up), `softirq_raise` and `local_timer_entry` are
+//! never traced.
 //!
 //! # The worst wake-up, in bounded memory
 //!
-//! Each CPU's sink keeps its most recent events in a ring, and for each measuring thread it sees
-//! (named `irqlab-timerN`, as [`crate::timer`] names them) the events around its [`TOP_K`]
-//! latest wake-ups so far. The trace brackets each wake-up's latency (the thread's clock reading
-//! minus the expiry): the thread read the clock after the switch to it (or, where the trace has
-//! no switch, after its callback) and before its next event of its own (arming its next sleep,
-//! or switching out). When the upper bound ranks among the thread's latest, the window from
-//! before the expiry to that event is copied out of the ring. At the end the thread's measured
-//! worst is matched to the window whose bracket holds it. Memory: the ring and at most
-//! [`MAX_THREADS`] x [`TOP_K`] windows of [`MAX_WINDOW_EVENTS`] per CPU, whatever the run's length.
+//! Each CPU's sink keeps its most recent events in a ring, and for each thread that sleeps on
+//! that CPU (at most [`MAX_THREADS`], the most frequent sleepers: a measuring thread wakes every
+//! interval) the events around its [`TOP_K`] latest wake-ups so far. The trace brackets each
+//! wake-up's latency (the thread's clock reading minus the expiry): the thread read the clock
+//! after the switch to it (or, where the trace has no switch, after its callback) and before
+//! its next event of its own (arming its next sleep, or sleeping or exiting). When the upper
+//! bound ranks among the thread's latest, the window from before the expiry to that event is
+//! copied out of the ring. At the end the measuring thread's worst is matched to the window
+//! whose bracket holds it. Memory: the ring and at most [`MAX_THREADS`] x [`TOP_K`] windows of
+//! [`MAX_WINDOW_EVENTS`] per CPU, whatever the run's length.
 //!
 //! # The idle task's missing events (6.18 on this VM)
 //!
@@ -63,15 +75,21 @@ const RECENT_EVENTS: usize = 8192;
 pub const TOP_K: usize = 3;
 /// Events kept in one wake-up's window (the newest, when more happened).
 const MAX_WINDOW_EVENTS: usize = 2048;
-/// Measuring threads followed per CPU (more than one only when several irqlab runs share it).
-const MAX_THREADS: usize = 4;
+/// Sleeping threads followed per CPU: the measuring thread, and a few others that sleep on it
+/// (irqlab's own threads, other programs), which the measuring thread outnumbers in wake-ups.
+const MAX_THREADS: usize = 8;
 /// How long after the thread's clock reading the event list still shows events: the trace
 /// clock (`ktime_get_mono_fast_ns`) and `clock_gettime` can differ by a little.
 const AFTER_RUN_NS: u64 = 2_000;
 
-const EVENTS: [EventName; 8] = [
+/// The timer's own events: needed for the split.
+const TIMER_EVENTS: [EventName; 2] = [
     EventName::new("timer", "hrtimer_start"),
     EventName::new("timer", "hrtimer_expire_entry"),
+];
+/// The scheduler and interrupt events of [`TraceDetail::Scheduler`]; used where this kernel has
+/// them.
+const SCHED_EVENTS: [EventName; 6] = [
     EventName::new("sched", "sched_switch"),
     LOCAL_TIMER_EVENTS[1],
     IRQ_EVENTS[0],
@@ -79,8 +97,15 @@ const EVENTS: [EventName; 8] = [
     IRQ_EVENTS[3],
     IRQ_EVENTS[4],
 ];
-/// The first two are needed for the split; the rest only enrich the analysis.
-const REQUIRED: usize = 2;
+
+/// Which events a timer measurement traces (see the module's notes on their cost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceDetail {
+    /// The timer's own events: the split, and an analysis up to the callback.
+    Timer,
+    /// Also the scheduler and the interrupt handlers: an analysis of the whole latency.
+    Scheduler,
+}
 
 /// A task's name as `sched_switch` records it (`char[16]`, NUL-padded).
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
@@ -299,7 +324,8 @@ struct Followed {
     pending: Option<Pending>,
     /// At most [`TOP_K`], latest first.
     best: Vec<Candidate>,
-    last_seen_ns: u64,
+    /// Sleeps armed: the measuring thread's grows fastest, so it is never the one dropped.
+    sleeps: u64,
 }
 
 /// One CPU's trace: IRQ latencies per sleeping thread, the recent events, and the windows of
@@ -319,8 +345,6 @@ pub struct CpuTimerTrace {
     pub switches_from_idle: u64,
     /// hrtimer pointer -> (pid that armed it, expiry).
     armed: HashMap<i64, (i32, i64)>,
-    /// The name the measuring thread of this CPU has (`irqlab-timerN`).
-    thread_comm: Comm,
     followed: Vec<Followed>,
     /// How far before an expiry a window starts.
     before_ns: u64,
@@ -329,11 +353,9 @@ pub struct CpuTimerTrace {
 }
 
 impl CpuTimerTrace {
-    /// A CPU's trace that follows the threads named `thread_comm` and keeps `before_ns` of
-    /// events before each of their wake-ups.
-    pub fn new(thread_comm: &str, before_ns: u64) -> Self {
+    /// A CPU's trace that keeps `before_ns` of events before each wake-up it keeps.
+    pub fn new(before_ns: u64) -> Self {
         CpuTimerTrace {
-            thread_comm: Comm::new(thread_comm),
             before_ns,
             ..CpuTimerTrace::default()
         }
@@ -433,10 +455,7 @@ impl CpuTimerTrace {
         self.recent.push_back(r);
         match r.event {
             Event::Switch {
-                prev,
-                prev_pid,
-                next_pid,
-                ..
+                prev_pid, next_pid, ..
             } => {
                 if next_pid == 0 {
                     self.switches_to_idle += 1;
@@ -444,14 +463,9 @@ impl CpuTimerTrace {
                 if prev_pid == 0 {
                     self.switches_from_idle += 1;
                 }
-                if prev == self.thread_comm && prev_pid != 0 {
-                    self.follow(prev_pid, r.ts);
-                }
             }
-            Event::HrtimerStart { expires_ns } => {
-                if let Some(f) = self.followed.iter_mut().find(|f| f.pid == r.pid) {
-                    f.first_expiry_ns.get_or_insert(expires_ns.max(0) as u64);
-                }
+            Event::HrtimerStart { expires_ns } if r.pid > 0 => {
+                self.follow(r.pid, expires_ns.max(0) as u64);
             }
             Event::HrtimerExpire {
                 pid: Some(p),
@@ -490,33 +504,28 @@ impl CpuTimerTrace {
         };
         if let Some(i) = self.followed.iter().position(done) {
             let p = self.followed[i].pending.take().expect("checked");
-            self.followed[i].last_seen_ns = r.ts;
             self.wake_up_seen(i, p, r.ts);
         }
     }
 
-    /// Follow the thread `pid` (named like this CPU's measuring thread) from now on.
-    fn follow(&mut self, pid: i32, ts: u64) {
+    /// Thread `pid` arms a sleep until `expiry_ns`: follow it from its first.
+    fn follow(&mut self, pid: i32, expiry_ns: u64) {
         if let Some(f) = self.followed.iter_mut().find(|f| f.pid == pid) {
-            f.last_seen_ns = ts;
+            f.sleeps += 1;
             return;
         }
         if self.followed.len() == MAX_THREADS {
-            // Several irqlab runs on this CPU: drop the one seen least recently.
+            // Drop the thread that slept least: never the measuring thread, which sleeps every
+            // interval.
             let i = (0..self.followed.len())
-                .min_by_key(|&i| self.followed[i].last_seen_ns)
+                .min_by_key(|&i| self.followed[i].sleeps)
                 .expect("full");
             self.followed.swap_remove(i);
         }
-        // Its first sleep was armed just before this switch.
-        let first_expiry_ns = self.recent.iter().rev().find_map(|x| match x.event {
-            Event::HrtimerStart { expires_ns } if x.pid == pid => Some(expires_ns.max(0) as u64),
-            _ => None,
-        });
         self.followed.push(Followed {
             pid,
-            first_expiry_ns,
-            last_seen_ns: ts,
+            first_expiry_ns: Some(expiry_ns),
+            sleeps: 1,
             ..Followed::default()
         });
     }
@@ -599,6 +608,7 @@ pub struct TimerTrace {
     readers: Readers<TimerSink>,
     inst: TraceInstance,
     cpus: Vec<u32>,
+    detail: TraceDetail,
 }
 
 /// The trace side, finished.
@@ -606,18 +616,19 @@ pub struct TimerTraceResult {
     pub per_cpu: Vec<(u32, CpuTimerTrace)>,
     /// Per CPU of the run, events the ring buffer lost.
     pub lost_events: Vec<u64>,
-}
-
-/// The name [`crate::timer`] gives the measuring thread of `cpu`.
-pub fn thread_name(cpu: u32) -> String {
-    format!("irqlab-timer{cpu}")
+    pub detail: TraceDetail,
 }
 
 impl TimerTrace {
-    /// Start tracing on `cpus` before the measuring threads start, keeping `before_ns` of
-    /// events before each wake-up for the analysis.
-    pub fn start(cpus: &[u32], buffer_kb: u32, before_ns: u64) -> Result<Self, HostError> {
-        let inst = TraceInstance::create(&EVENTS[..REQUIRED], buffer_kb)?;
+    /// Start tracing `detail`'s events on `cpus` before the measuring threads start, keeping
+    /// `before_ns` of events before each wake-up for the analysis.
+    pub fn start(
+        cpus: &[u32],
+        buffer_kb: u32,
+        before_ns: u64,
+        detail: TraceDetail,
+    ) -> Result<Self, HostError> {
+        let inst = TraceInstance::create(&TIMER_EVENTS, buffer_kb)?;
         let wakeup_fn = crate::irqs::kernel_symbol("hrtimer_wakeup").map(|a| a as i64);
         if let Some(f) = wakeup_fn {
             // Only sleeping threads' timers reach the ring buffer. Best effort: the decoder
@@ -625,12 +636,17 @@ impl TimerTrace {
             let filter = inst.dir().join("events/timer/hrtimer_start/filter");
             let _ = std::fs::write(filter, format!("function == 0x{f:x}"));
         }
-        inst.enable_if_present(&EVENTS[REQUIRED..])?;
+        let sched: &[EventName] = match detail {
+            TraceDetail::Timer => &[],
+            TraceDetail::Scheduler => &SCHED_EVENTS,
+        };
+        inst.enable_if_present(sched)?;
         let mut decoder = Decoder {
             wakeup_fn,
             ..Decoder::default()
         };
-        for (k, ev) in EVENTS.iter().enumerate() {
+        let required = TIMER_EVENTS.iter().map(|e| (e, true));
+        for (ev, needed) in required.chain(sched.iter().map(|e| (e, false))) {
             let p = inst.format_path(*ev);
             if p.exists() {
                 let f = Format::read(&p)?;
@@ -639,7 +655,7 @@ impl TimerTrace {
                         decoder.common_pid.get_or_insert(f.field("common_pid")?);
                         decoder.ids.insert(f.id, kind);
                     }
-                    Err(e) if k < REQUIRED => return Err(e),
+                    Err(e) if needed => return Err(e),
                     // An optional event with other fields on this kernel: left out.
                     Err(_) => {}
                 }
@@ -651,15 +667,16 @@ impl TimerTrace {
             .into_iter()
             .filter(|c| !cpus.contains(c))
             .collect();
-        let readers = Readers::start_on(&inst, cpus, &others, |cpu| TimerSink {
+        let readers = Readers::start_on(&inst, cpus, &others, |_| TimerSink {
             decoder: decoder.clone(),
-            trace: CpuTimerTrace::new(&thread_name(cpu), before_ns),
+            trace: CpuTimerTrace::new(before_ns),
             lost_pending: false,
         })?;
         Ok(TimerTrace {
             readers,
             inst,
             cpus: cpus.to_vec(),
+            detail,
         })
     }
 
@@ -681,6 +698,7 @@ impl TimerTrace {
         Ok(TimerTraceResult {
             per_cpu,
             lost_events,
+            detail: self.detail,
         })
     }
 }
@@ -742,15 +760,14 @@ impl TimerTraceResult {
             }
             None => t.recent.iter().copied().collect(),
         };
-        let mut a = account(
-            &events,
-            &t.irq_names,
+        let w = Wakeup {
             cpu,
-            pid,
+            tid: pid,
             expiry_ns,
             latency_ns,
-            before_ns,
-        );
+        };
+        let mut a = account(&events, &t.irq_names, w, before_ns, self.detail);
+        notes.extend(self.detail_note());
         a.analysis.notes.splice(0..0, notes);
         Some(a)
     }
@@ -789,15 +806,14 @@ impl TimerTraceResult {
             }
         };
         notes.extend(window_notes(c));
-        let mut a = account(
-            &c.events,
-            &t.irq_names,
+        let w = Wakeup {
             cpu,
-            pid,
-            c.expiry_ns,
+            tid: pid,
+            expiry_ns: c.expiry_ns,
             latency_ns,
-            before_ns,
-        );
+        };
+        let mut a = account(&c.events, &t.irq_names, w, before_ns, self.detail);
+        notes.extend(self.detail_note());
         a.analysis.notes.splice(0..0, notes);
         Some(WorstWakeup {
             expiry_ns: c.expiry_ns,
@@ -808,6 +824,16 @@ impl TimerTraceResult {
                 .map(|d| d / interval_ns),
             latency_ns,
             account: a,
+        })
+    }
+
+    /// What the default trace leaves out, for the analysis' notes.
+    fn detail_note(&self) -> Option<String> {
+        (self.detail == TraceDetail::Timer).then(|| {
+            "the default trace holds the timer's events only, which cost least; --trace-sched \
+             also traces the scheduler and the interrupt handlers to attribute what follows \
+             the callback (it raises the median latency more)"
+                .to_string()
         })
     }
 
@@ -854,9 +880,17 @@ enum Running {
 /// An interrupt context open on the CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Ctx {
-    Hard { irq: i32, name: u16 },
-    Soft { vec: u8 },
-    Timer,
+    Hard {
+        irq: i32,
+        name: u16,
+    },
+    Soft {
+        vec: u8,
+    },
+    /// A timer interrupt; `own` once it has run the thread's callback.
+    Timer {
+        own: bool,
+    },
 }
 
 fn softirq_name(vec: u8) -> &'static str {
@@ -866,25 +900,44 @@ fn softirq_name(vec: u8) -> &'static str {
         .unwrap_or("?")
 }
 
-/// The account of thread `tid`'s wake-up on `cpu`: its timer expired at `expiry_ns` and the
-/// thread ran `latency_ns` later; `records` are the CPU's events, oldest first, from at least
-/// `before_ns` before the expiry. Pure: the tests give it synthetic sequences.
+/// One wake-up to account for: thread `tid` on `cpu`, whose timer expired at `expiry_ns`
+/// (`CLOCK_MONOTONIC`, the trace clock) and which read the clock `latency_ns` later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wakeup {
+    pub cpu: u32,
+    pub tid: i32,
+    pub expiry_ns: u64,
+    pub latency_ns: u64,
+}
+
+/// Why what follows the callback is unattributed with the timer events only.
+const UNTRACED_AFTER_CALLBACK: &str = "after the callback: not traced by default (--trace-sched)";
+
+/// The account of wake-up `w`; `records` are its CPU's events, oldest first, from at least
+/// `before_ns` before the expiry, traced at `detail`. Pure: the tests give it synthetic
+/// sequences.
 ///
 /// The latency is cut at every event into stretches, each attributed to what the CPU was
-/// doing (the innermost open interrupt, else the running task; `common_pid` says which task
-/// an event interrupted). Before the thread's callback, time outside any handler is the
-/// interrupt's delivery; after it, time in another task is that task's, time in the thread
-/// (from the switch to it) is the switch, and time in the idle task is the idle exit, or
-/// unattributed when no switch out of idle follows (see the module's note on idle tasks).
+/// doing: the innermost open interrupt, else the running task (from the switches; where they
+/// say nothing, the task the next event found running: its `common_pid`). Before the thread's
+/// callback, time outside any handler is the interrupt's delivery; after it, time in another
+/// task is that task's, time in the thread (from the switch to it) is the switch, and time in
+/// the idle task is the idle exit, or unattributed when no switch out of idle follows (see the
+/// module's note on idle tasks). With the timer events only, everything after the callback is
+/// unattributed, and says why.
 pub fn account(
     records: &[Record],
     irq_names: &[String],
-    cpu: u32,
-    tid: i32,
-    expiry_ns: u64,
-    latency_ns: u64,
+    w: Wakeup,
     before_ns: u64,
+    detail: TraceDetail,
 ) -> Account {
+    let Wakeup {
+        cpu,
+        tid,
+        expiry_ns,
+        latency_ns,
+    } = w;
     let from = expiry_ns.saturating_sub(before_ns);
     let run = expiry_ns + latency_ns;
     let name = |i: u16| irq_names.get(usize::from(i)).map_or("?", String::as_str);
@@ -906,30 +959,28 @@ pub fn account(
         Some(c) => format!("{}:{pid}", c.as_str()),
         None => format!("pid {pid}"),
     };
-    let callback = records
-        .iter()
-        .find(|r| {
-            r.ts >= expiry_ns
-                && r.ts <= run
-                && matches!(r.event, Event::HrtimerExpire { pid: Some(p), .. } if p == tid)
-        })
-        .map(|r| r.ts);
+    let callback = records.iter().find(|r| {
+        r.ts >= expiry_ns
+            && r.ts <= run
+            && matches!(r.event, Event::HrtimerExpire { pid: Some(p), .. } if p == tid)
+    });
+    let callback_ns = callback.map(|r| r.ts);
     let idle_left = |after: u64| {
         records.iter().any(|r| {
             r.ts >= after && r.ts <= run && matches!(r.event, Event::Switch { prev_pid: 0, .. })
         })
+    };
+    let who = |pid: i32| match pid {
+        0 => Running::Idle,
+        p if p == tid => Running::Thread,
+        p if p > 0 => Running::Task(p),
+        _ => Running::Unknown,
     };
 
     // The CPU's state at the window's start is unknown; the events before the expiry set it.
     let mut stack: Vec<Ctx> = Vec::new();
     let mut running = Running::Unknown;
     let apply = |r: &Record, stack: &mut Vec<Ctx>, running: &mut Running| {
-        let who = |pid: i32| match pid {
-            0 => Running::Idle,
-            p if p == tid => Running::Thread,
-            p if p > 0 => Running::Task(p),
-            _ => Running::Unknown,
-        };
         *running = who(r.pid);
         let close = |stack: &mut Vec<Ctx>, pred: &dyn Fn(&Ctx) -> bool| {
             if let Some(i) = stack.iter().rposition(pred) {
@@ -946,18 +997,23 @@ pub fn account(
             Event::SoftirqExit { vec } => {
                 close(stack, &|c| matches!(c, Ctx::Soft { vec: v } if *v == vec))
             }
-            Event::HrtimerExpire { .. } => {
-                if stack.last() != Some(&Ctx::Timer) {
-                    stack.push(Ctx::Timer);
+            // Without `local_timer_exit` an interrupt's end is unknown: not opened at all.
+            Event::HrtimerExpire { pid, .. } if detail == TraceDetail::Scheduler => {
+                let own = pid == Some(tid);
+                match stack.last_mut() {
+                    Some(Ctx::Timer { own: o }) => *o |= own,
+                    _ => stack.push(Ctx::Timer { own }),
                 }
             }
-            Event::LocalTimerExit => close(stack, &|c| *c == Ctx::Timer),
+            Event::HrtimerExpire { .. } => {}
+            Event::LocalTimerExit => close(stack, &|c| matches!(c, Ctx::Timer { .. })),
             Event::Switch { next_pid, .. } => {
                 // A switch happens in task context: whatever was open has closed.
                 stack.clear();
                 *running = who(next_pid);
             }
-            Event::HrtimerStart { .. } => {}
+            // A thread arms its timer and sleeps: what runs next is not known from this.
+            Event::HrtimerStart { .. } => *running = Running::Unknown,
         }
     };
     // Everything before the expiry (the window and older) says what was running at it.
@@ -966,7 +1022,9 @@ pub fn account(
         apply(&records[i], &mut stack, &mut running);
         i += 1;
     }
-    let from_idle = match running {
+    // The task the timer interrupt found running, else what the trace said before it.
+    let found = callback.map_or(running, |r| who(r.pid));
+    let from_idle = match found {
         Running::Unknown => None,
         r => Some(r == Running::Idle),
     };
@@ -994,8 +1052,11 @@ pub fn account(
         }
     };
     let classify = |t: u64, stack: &[Ctx], running: Running| -> (LatencyCause, String) {
-        let woken = callback.is_some_and(|c| t >= c);
+        let woken = callback_ns.is_some_and(|c| t >= c);
         match stack.last() {
+            _ if woken && detail == TraceDetail::Timer => {
+                (LatencyCause::Unattributed, UNTRACED_AFTER_CALLBACK.into())
+            }
             Some(Ctx::Hard { irq, name: n }) => {
                 (LatencyCause::HardIrq, format!("IRQ {irq} {}", name(*n)))
             }
@@ -1003,15 +1064,15 @@ pub fn account(
                 LatencyCause::Softirq,
                 format!("softirq {vec} {}", softirq_name(*vec)),
             ),
-            Some(Ctx::Timer) if woken => (
+            Some(Ctx::Timer { own: true }) => (
                 LatencyCause::TimerInterrupt,
                 "the timer interrupt after the thread's callback".into(),
             ),
-            Some(Ctx::Timer) => (
+            Some(Ctx::Timer { own: false }) => (
                 LatencyCause::TimerInterrupt,
-                "the timer interrupt before the thread's callback (other timers)".into(),
+                "a timer interrupt running other timers".into(),
             ),
-            None if callback.is_none() && running != Running::Thread => (
+            None if callback_ns.is_none() && running != Running::Thread => (
                 LatencyCause::Unattributed,
                 "the thread's timer callback is not in the trace".into(),
             ),
@@ -1050,7 +1111,12 @@ pub fn account(
     let mut t = expiry_ns;
     while i < records.len() && records[i].ts <= run {
         let r = &records[i];
-        let (cause, what) = classify(t, &stack, running);
+        // Where the trace does not say what ran, the task this event found running did.
+        let during = match running {
+            Running::Unknown => who(r.pid),
+            known => known,
+        };
+        let (cause, what) = classify(t, &stack, during);
         add(t, r.ts, cause, what);
         apply(r, &mut stack, &mut running);
         t = r.ts.max(t);
@@ -1078,7 +1144,7 @@ pub fn account(
 
     let events = event_list(records, irq_names, &task, &parts, tid, expiry_ns, from, run);
     Account {
-        irq_latency_ns: callback.map(|c| c - expiry_ns),
+        irq_latency_ns: callback_ns.map(|c| c - expiry_ns),
         events,
         analysis: WakeupAnalysis {
             expiry_mono_ns: expiry_ns,
@@ -1141,10 +1207,10 @@ fn event_list(
                 ..
             } => (
                 format!(
-                    "switch {} -> {}{}",
+                    "switch {}{} -> {}",
                     task(prev_pid),
+                    if prev_runnable { " (preempted)" } else { "" },
                     task(next_pid),
-                    if prev_runnable { " (preempted)" } else { "" }
                 ),
                 None,
             ),
@@ -1194,6 +1260,15 @@ mod tests {
 
     const TID: i32 = 900;
     const EXPIRY: u64 = 1_000_000;
+
+    fn wakeup(cpu: u32, latency_ns: u64) -> Wakeup {
+        Wakeup {
+            cpu,
+            tid: TID,
+            expiry_ns: EXPIRY,
+            latency_ns,
+        }
+    }
 
     fn rec(ts: u64, pid: i32, event: Event) -> Record {
         Record { ts, pid, event }
@@ -1292,7 +1367,13 @@ mod tests {
 
     #[test]
     fn a_switch_out_of_idle_splits_the_wakeup_into_idle_exit_and_switch() {
-        let a = account(&idle_wakeup(true), &[], 0, TID, EXPIRY, 17_000, 1_000_000);
+        let a = account(
+            &idle_wakeup(true),
+            &[],
+            wakeup(0, 17_000),
+            1_000_000,
+            TraceDetail::Scheduler,
+        );
         use LatencyCause::*;
         assert_eq!(
             parts(&a),
@@ -1333,7 +1414,13 @@ mod tests {
     #[test]
     fn an_idle_exit_without_events_is_named_unattributed() {
         // CPU 1 of this 6.18 VM: nothing between the end of the timer interrupt and the thread.
-        let a = account(&idle_wakeup(false), &[], 1, TID, EXPIRY, 17_000, 100_000);
+        let a = account(
+            &idle_wakeup(false),
+            &[],
+            wakeup(1, 17_000),
+            100_000,
+            TraceDetail::Scheduler,
+        );
         use LatencyCause::*;
         assert_eq!(
             parts(&a),
@@ -1380,7 +1467,13 @@ mod tests {
                 switch("stress", 77, "irqlab-timer0", TID),
             ),
         ];
-        let a = account(&records, &names, 0, TID, EXPIRY, 42_000, 1_000_000);
+        let a = account(
+            &records,
+            &names,
+            wakeup(0, 42_000),
+            1_000_000,
+            TraceDetail::Scheduler,
+        );
         use LatencyCause::*;
         assert_eq!(
             parts(&a),
@@ -1416,9 +1509,96 @@ mod tests {
     }
 
     #[test]
+    fn the_default_trace_attributes_up_to_the_callback_and_says_why_not_further() {
+        let records = vec![
+            rec(
+                9_000,
+                TID,
+                Event::HrtimerStart {
+                    expires_ns: EXPIRY as i64,
+                },
+            ),
+            // The interrupt found pid 77 running (its comm is not traced by default).
+            rec(EXPIRY + 6_000, 77, callback(EXPIRY)),
+            rec(
+                EXPIRY + 30_000,
+                TID,
+                Event::HrtimerStart {
+                    expires_ns: 2 * EXPIRY as i64,
+                },
+            ),
+        ];
+        let a = account(
+            &records,
+            &[],
+            wakeup(0, 25_000),
+            1_000_000,
+            TraceDetail::Timer,
+        );
+        use LatencyCause::*;
+        assert_eq!(parts(&a), vec![(IrqDelivery, 0, 6), (Unattributed, 6, 19)]);
+        assert_parts_add_up(&a, 25_000);
+        assert_eq!(a.analysis.from_idle, Some(false));
+        assert!(a.analysis.parts[0].what.contains("while pid 77 ran"));
+        assert_eq!(a.analysis.parts[1].what, UNTRACED_AFTER_CALLBACK);
+        // From idle, and the note on what the default trace leaves out.
+        let mut records = records;
+        records[1].pid = 0;
+        let result = TimerTraceResult {
+            per_cpu: vec![(0, {
+                let mut t = CpuTimerTrace::new(1_000_000);
+                for r in &records {
+                    t.push(*r);
+                }
+                t
+            })],
+            lost_events: vec![0],
+            detail: TraceDetail::Timer,
+        };
+        let w = result
+            .worst_of(0, TID, 25_000, 1_000_000, 1_000_000)
+            .unwrap();
+        assert_eq!(w.account.analysis.from_idle, Some(true));
+        assert_eq!(
+            w.account.analysis.parts[0].what,
+            "the timer interrupt's delivery to the idle CPU"
+        );
+        assert!(w.account.analysis.notes[0].contains("--trace-sched"));
+    }
+
+    #[test]
+    fn the_measuring_thread_outlasts_other_sleepers() {
+        let mut t = CpuTimerTrace::new(100_000);
+        for k in 0..100u64 {
+            // The measuring thread sleeps every time; a new sleeper appears every other time.
+            t.push(rec(k * 1_000, TID, Event::HrtimerStart { expires_ns: 0 }));
+            if k % 2 == 0 {
+                t.push(rec(
+                    k * 1_000 + 1,
+                    2_000 + k as i32,
+                    Event::HrtimerStart { expires_ns: 0 },
+                ));
+            }
+        }
+        assert_eq!(t.followed.len(), MAX_THREADS);
+        let me = t
+            .followed
+            .iter()
+            .find(|f| f.pid == TID)
+            .expect("still followed");
+        assert_eq!(me.sleeps, 100);
+    }
+
+    #[test]
     fn a_missing_callback_is_not_taken_for_delivery() {
         let records = vec![rec(EXPIRY + 5_000, 0, Event::LocalTimerExit)];
-        let a = account(&records, &[], 0, TID, EXPIRY, 10_000, 100_000);
+        let a = account(
+            &records,
+            &[],
+            wakeup(0, 10_000),
+            100_000,
+            TraceDetail::Scheduler,
+        );
         assert_eq!(a.irq_latency_ns, None);
         assert!(a
             .analysis
@@ -1430,7 +1610,7 @@ mod tests {
 
     /// A CPU's sink fed five wake-ups of `irqlab-timer0` one interval apart, `latencies_us` late.
     fn sink_with(latencies_us: &[u64]) -> CpuTimerTrace {
-        let mut t = CpuTimerTrace::new(&thread_name(0), 200_000);
+        let mut t = CpuTimerTrace::new(200_000);
         let interval = 1_000_000;
         let start = 10_000_000;
         t.push(rec(
@@ -1490,6 +1670,7 @@ mod tests {
         let result = TimerTraceResult {
             per_cpu: vec![(0, t)],
             lost_events: vec![0],
+            detail: TraceDetail::Scheduler,
         };
         let w = result.worst_of(0, TID, 90_000, 1_000_000, 200_000).unwrap();
         assert_eq!(
@@ -1546,6 +1727,7 @@ mod tests {
         let result = TimerTraceResult {
             per_cpu: vec![(0, t)],
             lost_events: vec![0],
+            detail: TraceDetail::Scheduler,
         };
         let w = result.worst_of(0, TID, 31_000, 1_000_000, 200_000).unwrap();
         use LatencyCause::*;
@@ -1563,12 +1745,12 @@ mod tests {
             .account
             .events
             .iter()
-            .any(|e| e.event == "switch irqlab-timer0:900 -> watchdog/0:12 (preempted)"));
+            .any(|e| e.event == "switch irqlab-timer0:900 (preempted) -> watchdog/0:12"));
     }
 
     #[test]
     fn a_cpu_without_switches_out_of_idle_is_warned_about() {
-        let mut t = CpuTimerTrace::new(&thread_name(1), 100_000);
+        let mut t = CpuTimerTrace::new(100_000);
         t.push(rec(
             1_000,
             TID,
@@ -1578,6 +1760,7 @@ mod tests {
         let result = TimerTraceResult {
             per_cpu: vec![(1, t)],
             lost_events: vec![0],
+            detail: TraceDetail::Scheduler,
         };
         let w = result.idle_warnings();
         assert_eq!(w.len(), 1);
@@ -1588,7 +1771,7 @@ mod tests {
     fn lost_events_forget_the_pending_wakeup_and_mark_windows() {
         let mut sink = TimerSink {
             decoder: Decoder::default(),
-            trace: CpuTimerTrace::new(&thread_name(0), 200_000),
+            trace: CpuTimerTrace::new(200_000),
             lost_pending: false,
         };
         let t = &mut sink.trace;
@@ -1695,15 +1878,15 @@ format:
             ..Decoder::default()
         };
         for (text, ev) in [
-            (HRTIMER_START, EVENTS[0]),
-            (HRTIMER_EXPIRE_ENTRY, EVENTS[1]),
-            (SCHED_SWITCH, EVENTS[2]),
+            (HRTIMER_START, TIMER_EVENTS[0]),
+            (HRTIMER_EXPIRE_ENTRY, TIMER_EVENTS[1]),
+            (SCHED_SWITCH, SCHED_EVENTS[0]),
         ] {
             let f = Format::parse(text).unwrap();
             d.common_pid = Some(f.field("common_pid").unwrap());
             d.ids.insert(f.id, Kind::of(ev, &f).unwrap());
         }
-        let mut t = CpuTimerTrace::new("irqlab-timer0", 100_000);
+        let mut t = CpuTimerTrace::new(100_000);
         let timer = 0xffff_8880_0000_1000u64.to_le_bytes();
         let expires = 5_000_000i64.to_le_bytes();
         let arm = |function: i64| {
