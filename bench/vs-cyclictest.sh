@@ -1,8 +1,9 @@
 #!/bin/sh
 # irqlab's timer measurement against cyclictest (Debian rt-tests) on this host: the default
-# (traced) mode and --no-trace, alternately with cyclictest, with the same interval, priority,
-# CPUs and duration, for several rounds at each interval. DESIGN.md's goal: the default mode's
-# median within 5% of cyclictest's.
+# (traced) mode, --no-trace and --trace-sched (the costlier trace, to show its price),
+# alternately with cyclictest, with the same interval, priority, CPUs and duration, for several
+# rounds at each interval. DESIGN.md's goal: the default mode's median within 5% of
+# cyclictest's.
 #
 # Usage (root): bench/vs-cyclictest.sh [ROUNDS] [SECONDS] [INTERVALS_US] [PRIORITY]
 #   ROUNDS        rounds per interval (default 9); each round runs every tool once, in an order
@@ -119,25 +120,26 @@ def run_cyclictest(interval, out):
     pairs.append((HIST_NS + 1, overflows))
     return summary(pairs)
 
-tools = [("cyclictest", None), ("irqlab", (irqlab, [])), ("irqlab --no-trace", (irqlab, ["--no-trace"]))]
+tools = [("cyclictest", None), ("irqlab", (irqlab, [])), ("irqlab --no-trace", (irqlab, ["--no-trace"])),
+         ("irqlab --trace-sched", (irqlab, ["--trace-sched"]))]
 if before:
     tools.append(("before", (before, [])))
 results = {}  # (interval, tool) -> list of summaries per round
 with tempfile.TemporaryDirectory() as out:
     for interval in intervals:
         print(f"\ninterval {interval} us")
-        print(f"{'round':>5}  {'tool':<18}  {'p50 us':>7}  {'avg us':>7}  {'p99 us':>7}  {'wake-ups':>9}")
+        print(f"{'round':>5}  {'tool':<20}  {'p50 us':>7}  {'avg us':>7}  {'p99 us':>7}  {'wake-ups':>9}")
         for r in range(rounds):
             order = tools[r % len(tools):] + tools[:r % len(tools)]
             for name, how in order:
                 s = run_cyclictest(interval, out) if how is None else run_irqlab(*how, interval, out)
                 results.setdefault((interval, name), [None] * rounds)[r] = s
                 if s:
-                    print(f"{r + 1:>5}  {name:<18}  {s['p50'] / 1e3:>7.2f}  {s['avg'] / 1e3:>7.2f}  "
+                    print(f"{r + 1:>5}  {name:<20}  {s['p50'] / 1e3:>7.2f}  {s['avg'] / 1e3:>7.2f}  "
                           f"{s['p99'] / 1e3:>7.2f}  {s['n']:>9}", flush=True)
 
 print("\nratios to cyclictest in the same round: median over rounds [min-max]")
-print(f"{'interval':>8}  {'tool':<18}  {'rounds':>6}  {'median':<19}  {'average':<19}  {'p99':<19}")
+print(f"{'interval':>8}  {'tool':<20}  {'rounds':>6}  {'median':<19}  {'average':<19}  {'p99':<19}")
 for interval in intervals:
     ct = results[(interval, "cyclictest")]
     for name, how in tools:
@@ -148,5 +150,5 @@ for interval in intervals:
         for key in ("p50", "avg", "p99"):
             ratios = [s[key] / c[key] for s, c in rows]
             cells.append(f"{statistics.median(ratios):.3f} [{min(ratios):.2f}-{max(ratios):.2f}]")
-        print(f"{interval:>8}  {name:<18}  {len(rows):>6}  {cells[0]:<19}  {cells[1]:<19}  {cells[2]:<19}")
+        print(f"{interval:>8}  {name:<20}  {len(rows):>6}  {cells[0]:<19}  {cells[1]:<19}  {cells[2]:<19}")
 PY
