@@ -157,7 +157,7 @@ pub struct TimerArgs {
     pub no_trace: bool,
     /// Also trace the scheduler and the interrupt handlers, so the analysis of the worst
     /// wake-up says what ran after the timer's callback too. It costs more than the default
-    /// trace (the timer's own events): about 3% more of cyclictest's median on a VM.
+    /// trace (the timer's own events): about 4% more of cyclictest's median on a 2-CPU VM.
     /// --break-us always traces them.
     #[arg(long, conflicts_with = "no_trace")]
     pub trace_sched: bool,

@@ -15,10 +15,11 @@
 //! Every enabled event that fires between a timer's expiry and the thread running adds its
 //! cost to the latency being measured: a few hundred ns each on a virtual machine, where an
 //! event right after the timer interrupt reprograms the timer (a VM exit) costs the most. On
-//! the 6.18 VM this was written on, cyclictest's median rose by 3% with the two timer events,
-//! by 6% with the scheduler and interrupt-handler events added, and by 8-10% with
-//! `local_timer_exit` as well (interleaved runs; see `bench/vs-cyclictest.sh`). So there are
-//! two sets ([`TraceDetail`]):
+//! the 2-CPU 6.18 VM this was written on, cyclictest's median (beside a tracing instance, in
+//! interleaved runs) rose by 3% with the two timer events, by 6% with the scheduler and
+//! interrupt-handler events added, and by 8-10% with `local_timer_exit` as well; irqlab's own
+//! median against cyclictest's (`bench/vs-cyclictest.sh`) reads 1.03-1.05 with the timer
+//! events and 1.07-1.09 with all of them. So there are two sets ([`TraceDetail`]):
 //!
 //! - **Timer** (the default): `hrtimer_start`, filtered in the kernel on `hrtimer_wakeup` so the
 //!   tick re-armed on the way out of idle never reaches the ring buffer (a filtered event is
@@ -766,7 +767,7 @@ impl TimerTraceResult {
             expiry_ns,
             latency_ns,
         };
-        let mut a = account(&events, &t.irq_names, w, before_ns, self.detail);
+        let mut a = account(&events, &t.irq_names, w, before_ns, self.detail, &proc_comm);
         notes.extend(self.detail_note());
         a.analysis.notes.splice(0..0, notes);
         Some(a)
@@ -812,7 +813,14 @@ impl TimerTraceResult {
             expiry_ns: c.expiry_ns,
             latency_ns,
         };
-        let mut a = account(&c.events, &t.irq_names, w, before_ns, self.detail);
+        let mut a = account(
+            &c.events,
+            &t.irq_names,
+            w,
+            before_ns,
+            self.detail,
+            &proc_comm,
+        );
         notes.extend(self.detail_note());
         a.analysis.notes.splice(0..0, notes);
         Some(WorstWakeup {
@@ -852,6 +860,15 @@ impl TimerTraceResult {
             })
             .collect()
     }
+}
+
+/// A task's name from `/proc/PID/comm` (any thread id works there), read after the run: the
+/// default trace has no `sched_switch` to name the tasks its events found running.
+fn proc_comm(pid: i32) -> Option<String> {
+    (pid > 0)
+        .then(|| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+        .flatten()
+        .map(|c| c.trim_end().to_string())
 }
 
 fn window_notes(c: &Candidate) -> Vec<String> {
@@ -915,7 +932,7 @@ const UNTRACED_AFTER_CALLBACK: &str = "after the callback: not traced by default
 
 /// The account of wake-up `w`; `records` are its CPU's events, oldest first, from at least
 /// `before_ns` before the expiry, traced at `detail`. Pure: the tests give it synthetic
-/// sequences.
+/// sequences. `comm_of` names a task no switch in `records` names.
 ///
 /// The latency is cut at every event into stretches, each attributed to what the CPU was
 /// doing: the innermost open interrupt, else the running task (from the switches; where they
@@ -931,6 +948,7 @@ pub fn account(
     w: Wakeup,
     before_ns: u64,
     detail: TraceDetail,
+    comm_of: &dyn Fn(i32) -> Option<String>,
 ) -> Account {
     let Wakeup {
         cpu,
@@ -957,7 +975,10 @@ pub fn account(
     }
     let task = |pid: i32| match comms.get(&pid) {
         Some(c) => format!("{}:{pid}", c.as_str()),
-        None => format!("pid {pid}"),
+        None => match comm_of(pid) {
+            Some(c) => format!("{c}:{pid}"),
+            None => format!("pid {pid}"),
+        },
     };
     let callback = records.iter().find(|r| {
         r.ts >= expiry_ns
@@ -1079,10 +1100,14 @@ pub fn account(
             None if !woken => (
                 LatencyCause::IrqDelivery,
                 match running {
-                    Running::Idle => "the timer interrupt's delivery to the idle CPU".into(),
+                    Running::Idle => {
+                        "the timer interrupt's delivery to the idle CPU (its idle exit, or a \
+                         hypervisor not running it)"
+                            .into()
+                    }
                     Running::Task(p) => format!(
-                        "the timer interrupt's delivery while {} ran (interrupts off, or the \
-                         CPU held by a hypervisor)",
+                        "the timer interrupt's delivery while {} ran (interrupts off, or a \
+                         hypervisor not running the CPU)",
                         task(p)
                     ),
                     _ => "the timer interrupt's delivery".into(),
@@ -1111,8 +1136,10 @@ pub fn account(
     let mut t = expiry_ns;
     while i < records.len() && records[i].ts <= run {
         let r = &records[i];
-        // Where the trace does not say what ran, the task this event found running did.
+        // Where the trace does not say what ran (no switches traced, or none seen yet), the
+        // task this event found running did.
         let during = match running {
+            _ if detail == TraceDetail::Timer => who(r.pid),
             Running::Unknown => who(r.pid),
             known => known,
         };
@@ -1373,6 +1400,7 @@ mod tests {
             wakeup(0, 17_000),
             1_000_000,
             TraceDetail::Scheduler,
+            &|_| None,
         );
         use LatencyCause::*;
         assert_eq!(
@@ -1389,7 +1417,8 @@ mod tests {
         assert_eq!(a.analysis.from_idle, Some(true));
         assert_eq!(
             a.analysis.parts[0].what,
-            "the timer interrupt's delivery to the idle CPU"
+            "the timer interrupt's delivery to the idle CPU (its idle exit, or a hypervisor not \
+             running it)"
         );
         let largest = a.analysis.largest.as_ref().unwrap();
         assert_eq!((largest.cause, largest.duration_ns), (IrqDelivery, 8_000));
@@ -1420,6 +1449,7 @@ mod tests {
             wakeup(1, 17_000),
             100_000,
             TraceDetail::Scheduler,
+            &|_| None,
         );
         use LatencyCause::*;
         assert_eq!(
@@ -1473,6 +1503,7 @@ mod tests {
             wakeup(0, 42_000),
             1_000_000,
             TraceDetail::Scheduler,
+            &|_| None,
         );
         use LatencyCause::*;
         assert_eq!(
@@ -1518,6 +1549,15 @@ mod tests {
                     expires_ns: EXPIRY as i64,
                 },
             ),
+            // Another timer, from idle: without switches traced it says nothing about later.
+            rec(
+                500_000,
+                0,
+                Event::HrtimerExpire {
+                    pid: None,
+                    expiry_ns: None,
+                },
+            ),
             // The interrupt found pid 77 running (its comm is not traced by default).
             rec(EXPIRY + 6_000, 77, callback(EXPIRY)),
             rec(
@@ -1534,16 +1574,17 @@ mod tests {
             wakeup(0, 25_000),
             1_000_000,
             TraceDetail::Timer,
+            &|p| (p == 77).then(|| "stress".to_string()),
         );
         use LatencyCause::*;
         assert_eq!(parts(&a), vec![(IrqDelivery, 0, 6), (Unattributed, 6, 19)]);
         assert_parts_add_up(&a, 25_000);
         assert_eq!(a.analysis.from_idle, Some(false));
-        assert!(a.analysis.parts[0].what.contains("while pid 77 ran"));
+        assert!(a.analysis.parts[0].what.contains("while stress:77 ran"));
         assert_eq!(a.analysis.parts[1].what, UNTRACED_AFTER_CALLBACK);
         // From idle, and the note on what the default trace leaves out.
         let mut records = records;
-        records[1].pid = 0;
+        records[2].pid = 0;
         let result = TimerTraceResult {
             per_cpu: vec![(0, {
                 let mut t = CpuTimerTrace::new(1_000_000);
@@ -1561,7 +1602,8 @@ mod tests {
         assert_eq!(w.account.analysis.from_idle, Some(true));
         assert_eq!(
             w.account.analysis.parts[0].what,
-            "the timer interrupt's delivery to the idle CPU"
+            "the timer interrupt's delivery to the idle CPU (its idle exit, or a hypervisor not \
+             running it)"
         );
         assert!(w.account.analysis.notes[0].contains("--trace-sched"));
     }
@@ -1598,6 +1640,7 @@ mod tests {
             wakeup(0, 10_000),
             100_000,
             TraceDetail::Scheduler,
+            &|_| None,
         );
         assert_eq!(a.irq_latency_ns, None);
         assert!(a
