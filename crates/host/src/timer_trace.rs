@@ -1236,7 +1236,12 @@ fn event_list(
                 format!(
                     "switch {}{} -> {}",
                     task(prev_pid),
-                    if prev_runnable { " (preempted)" } else { "" },
+                    // The idle task is always runnable: only another task is preempted.
+                    if prev_runnable && prev_pid != 0 {
+                        " (preempted)"
+                    } else {
+                        ""
+                    },
                     task(next_pid),
                 ),
                 None,
