@@ -215,9 +215,15 @@ pub struct TimerArgs {
     /// everything it started), e.g. `--load 'stress-ng --cpu 2'`.
     #[arg(long, value_name = "CMD")]
     pub load: Option<String>,
-    /// Do not trace: no IRQ/thread split, no spike account.
+    /// Do not trace: no IRQ/thread split, no analysis of the worst wake-up.
     #[arg(long)]
     pub no_trace: bool,
+    /// Also trace the scheduler and the interrupt handlers, so the analysis of the worst
+    /// wake-up says what ran after the timer's callback too. It costs more than the default
+    /// trace (the timer's own events): about 4% more of cyclictest's median on a 2-CPU VM.
+    /// --break-us always traces them.
+    #[arg(long, conflicts_with = "no_trace")]
+    pub trace_sched: bool,
     /// Trace ring buffer per CPU in KiB.
     #[arg(long, value_name = "KIB", default_value_t = 4096,
           value_parser = clap::value_parser!(u32).range(1..))]

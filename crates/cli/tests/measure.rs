@@ -51,6 +51,7 @@ fn bad_timer_flags_are_refused_with_the_flag_named() {
         (vec!["--loops", "0"], "--loops must be at least 1"),
         (vec!["--duration", "0s"], "must be longer than zero"),
         (vec!["--duration", "soon"], "or a duration such as 2s"),
+        (vec!["--trace-sched", "--no-trace"], "cannot be used with"),
     ] {
         irqlab()
             .args(["measure", "timer"])
@@ -164,7 +165,114 @@ fn break_us_explains_the_late_wakeup() {
         .stdout(predicate::str::contains("Stopped: wake-up 0 on CPU 0 was"))
         .stdout(predicate::str::contains(
             "timer callback wakes the measuring thread",
+        ))
+        .stdout(predicate::str::contains("Where its latency went"))
+        .stdout(predicate::str::contains("Largest cause: "))
+        .stdout(predicate::str::contains(
+            "the measuring thread runs (reads the clock)",
         ));
+}
+
+/// Every traced run ends with the analysis of its worst wake-up (rtla timerlat's `--auto`):
+/// the thread's worst latency, cut into stretches that add up to it, and its largest cause.
+#[test]
+fn a_traced_run_analyses_its_worst_wakeup() {
+    if let Err(why) = root_with_tracefs() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("timer.json");
+    let out = irqlab()
+        .args([
+            "measure",
+            "timer",
+            "--duration",
+            "1s",
+            "--interval-us",
+            "500",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for part in [
+        "Worst wake-up: wake-up ",
+        "Where its latency went, in us from the timer's expiry",
+        "Largest cause: ",
+        "What ran on that CPU",
+        "the measuring thread runs (reads the clock)",
+    ] {
+        assert!(text.contains(part), "no '{part}' in:\n{text}");
+    }
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let spike = &r["result"]["spike"];
+    assert_eq!(spike["kind"], "worst", "{spike}");
+    let latency = spike["latency_ns"].as_u64().unwrap();
+    // The analysed wake-up is the thread's worst on its CPU.
+    let max = r["result"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "thread_latency" && m["cpu"] == spike["cpu"])
+        .map(|m| m["summary"]["max_ns"].as_u64().unwrap())
+        .unwrap();
+    let analysis = &spike["analysis"];
+    let matched = analysis["notes"]
+        .as_array()
+        .is_none_or(|n| !n.iter().any(|n| n.as_str().unwrap().contains("not among")));
+    if matched {
+        assert_eq!(latency, max);
+    }
+    let parts = analysis["parts"].as_array().unwrap();
+    let sum: u64 = parts
+        .iter()
+        .map(|p| p["duration_ns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum, latency,
+        "the stretches add up to the latency: {analysis}"
+    );
+    assert!(analysis["largest"]["duration_ns"].as_u64().unwrap() > 0);
+    // The default trace says what it leaves out; --trace-sched traces it.
+    let note = |r: &serde_json::Value| {
+        r["result"]["spike"]["analysis"]["notes"]
+            .as_array()
+            .is_some_and(|n| {
+                n.iter()
+                    .any(|n| n.as_str().unwrap().contains("--trace-sched"))
+            })
+    };
+    assert!(note(&r), "{analysis}");
+    let sched = dir.path().join("sched.json");
+    let out = irqlab()
+        .args([
+            "measure",
+            "timer",
+            "--cpus",
+            "0",
+            "--duration",
+            "1s",
+            "--trace-sched",
+            "--json",
+        ])
+        .arg(&sched)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let r2: serde_json::Value = serde_json::from_slice(&std::fs::read(&sched).unwrap()).unwrap();
+    assert_eq!(r2["settings"]["trace_sched"], true);
+    assert!(!note(&r2), "{}", r2["result"]["spike"]);
+    // The analysis closes the summary: nothing but warnings follows it.
+    let tail = text.rsplit("What ran on that CPU").next().unwrap();
+    assert!(
+        tail.lines()
+            .skip_while(|l| !l.is_empty() && !l.starts_with("warning:"))
+            .all(|l| l.is_empty() || l.starts_with("warning:")),
+        "{tail}"
+    );
 }
 
 #[test]

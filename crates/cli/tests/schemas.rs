@@ -106,6 +106,22 @@ fn every_output_validates_against_the_shipped_schema() {
     ];
     if hostenv::is_root() {
         outputs.push((
+            "measure timer with the scheduling account and its worst wake-up",
+            output(
+                &[
+                    "measure",
+                    "timer",
+                    "--loops",
+                    "200",
+                    "--interval-us",
+                    "500",
+                    "--trace-sched",
+                ],
+                d,
+                "timer-sched.json",
+            ),
+        ));
+        outputs.push((
             "measure irqs",
             output(
                 &["measure", "irqs", "--duration", "1s", "--buffer-kb", "256"],
@@ -118,6 +134,26 @@ fn every_output_validates_against_the_shipped_schema() {
     }
     for (what, json) in &outputs {
         assert_valid(&v, json, what);
+    }
+    // The parts the schema describes are there to be checked: a trace, a series, a worst
+    // wake-up's analysis (root), undecided rows with what they need.
+    assert!(outputs[0].1["result"]["trace"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    assert!(outputs[0].1["result"]["series"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    assert!(outputs[2].1["result"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["verdict"] == "undecided" && r["needs"].is_object()));
+    if let Some((_, sched)) = outputs.iter().find(|(w, _)| w.contains("worst wake-up")) {
+        assert!(
+            sched["result"]["spike"]["analysis"]["parts"].is_array(),
+            "{}",
+            sched["result"]
+        );
     }
     // The schema can fail: a file without its settings, or a validation dressed as a run.
     let mut broken = outputs[0].1.clone();

@@ -1,12 +1,12 @@
-//! `irqlab measure timer` as a whole: the trace (for the IRQ/thread split and the spike
-//! account) around the measuring threads, an optional load, and the result in the
+//! `irqlab measure timer` as a whole: the trace (for the IRQ/thread split and the analysis of
+//! the worst wake-up) around the measuring threads, an optional load, and the result in the
 //! [`RunReport`] data model that simulated runs use too, so the same renderers show both.
 
 use crate::load::Load;
 use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
-use crate::timer_trace::{TimerTrace, TimerTraceResult};
+use crate::timer_trace::{TimerTrace, TimerTraceResult, TraceDetail};
 use crate::HostError;
-use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike};
+use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike, SpikeKind};
 use irqlab_stats::LatencyHistogram;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -18,6 +18,10 @@ pub struct MeasureTimer {
     /// Trace the timer interrupt for the IRQ/thread split (needs root and tracefs; without them
     /// the run goes on with a warning).
     pub trace: bool,
+    /// Also trace the scheduler and the interrupt handlers, so the analysis of the worst
+    /// wake-up attributes all of it (costlier: see [`TraceDetail`]). A break (`--break-us`)
+    /// always does.
+    pub trace_sched: bool,
     /// Ring buffer per CPU for the trace, KiB.
     pub buffer_kb: u32,
     /// A shell command run for the measurement's duration.
@@ -30,7 +34,7 @@ pub struct MeasuredTimer {
     pub thread_histograms: Vec<(u32, LatencyHistogram)>,
 }
 
-/// How far before the expiry the spike account looks (at least one interval, at most 1 ms).
+/// How far before the expiry the account of a wake-up looks (one interval, within 0.1-1 ms).
 fn account_window_ns(opts: &TimerOptions) -> u64 {
     (opts.interval.as_nanos() as u64).clamp(100_000, 1_000_000)
 }
@@ -47,10 +51,22 @@ pub fn run(
     // The load first: if starting the trace fails, dropping the load stops it.
     let load = m.load.as_deref().map(Load::start).transpose()?;
     let trace = if m.trace {
-        match TimerTrace::start(&m.timer.cpus, m.buffer_kb) {
+        let detail = if m.trace_sched || m.timer.break_us.is_some() {
+            TraceDetail::Scheduler
+        } else {
+            TraceDetail::Timer
+        };
+        match TimerTrace::start(
+            &m.timer.cpus,
+            m.buffer_kb,
+            account_window_ns(&m.timer),
+            detail,
+        ) {
             Ok(t) => Some(t),
             Err(e @ (HostError::NotRoot(_) | HostError::NoTracefs { .. })) => {
-                warnings.push(format!("no IRQ/thread split and no spike account: {e}"));
+                warnings.push(format!(
+                    "no IRQ/thread split and no analysis of the worst wake-up: {e}"
+                ));
                 None
             }
             Err(e) => return Err(e),
@@ -82,8 +98,46 @@ pub fn run(
             ));
         }
     }
+    if let Some(t) = &traced {
+        warnings.extend(t.idle_warnings());
+    }
     warnings.extend(run.warnings.iter().cloned());
     Ok(build(m, &run, traced.as_ref(), warnings))
+}
+
+/// The worst wake-up of the run (the CPU whose thread saw the largest latency), analysed from
+/// the window its CPU's trace kept.
+fn worst_wakeup(opts: &TimerOptions, run: &TimerRun, t: &TimerTraceResult) -> Option<Spike> {
+    let c = run
+        .per_cpu
+        .iter()
+        .filter(|c| c.loops > 0)
+        .max_by_key(|c| c.histogram.max_ns())?;
+    let worst_ns = c.histogram.max_ns()?;
+    let w = t.worst_of(
+        c.cpu,
+        c.tid,
+        worst_ns,
+        opts.interval.as_nanos() as u64,
+        account_window_ns(opts),
+    )?;
+    let mut analysis = w.account.analysis;
+    if w.loop_index.is_none() {
+        analysis.notes.push(
+            "its index in the run is unknown (the thread's first sleep is not in the trace); \
+             0 is shown"
+                .into(),
+        );
+    }
+    Some(Spike {
+        kind: SpikeKind::Worst,
+        cpu: c.cpu,
+        loop_index: w.loop_index.unwrap_or(0),
+        latency_ns: w.latency_ns,
+        irq_latency_ns: w.account.irq_latency_ns,
+        events: w.account.events,
+        analysis: Some(analysis),
+    })
 }
 
 fn build(
@@ -145,16 +199,19 @@ fn build(
             t.lost_events.iter().sum(),
         ));
     }
-    let spike = match run.stopped_by {
-        StopReason::Break {
-            cpu,
-            tid,
-            loop_index,
-            latency_ns,
-            expiry_mono_ns,
-        } => {
-            let (irq_latency_ns, events) = traced.map_or((None, Vec::new()), |t| {
-                t.spike_account(
+    let spike = match (run.stopped_by, traced) {
+        (
+            StopReason::Break {
+                cpu,
+                tid,
+                loop_index,
+                latency_ns,
+                expiry_mono_ns,
+            },
+            _,
+        ) => {
+            let account = traced.and_then(|t| {
+                t.account_of(
                     cpu,
                     tid,
                     expiry_mono_ns,
@@ -163,14 +220,17 @@ fn build(
                 )
             });
             Some(Spike {
+                kind: SpikeKind::Break,
                 cpu,
                 loop_index,
                 latency_ns,
-                irq_latency_ns,
-                events,
+                irq_latency_ns: account.as_ref().and_then(|a| a.irq_latency_ns),
+                events: account.as_ref().map_or(Vec::new(), |a| a.events.clone()),
+                analysis: account.map(|a| a.analysis),
             })
         }
-        _ => None,
+        (_, Some(t)) => worst_wakeup(opts, run, t),
+        (_, None) => None,
     };
     let stopped = match run.stopped_by {
         StopReason::Completed => "completed".to_string(),

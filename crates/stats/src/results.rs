@@ -161,20 +161,36 @@ impl HistogramData {
     }
 }
 
-/// One event in the account of a latency spike: what ran on the CPU around a late wake-up.
+/// One event in the account of a late wake-up: what ran on the CPU around it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpikeEvent {
     /// Time relative to the timer's expiry (negative: before it), in ns.
     pub offset_ns: i64,
-    /// `hard IRQ 36 virtio1-req.0`, `softirq 3 NET_RX`, `switch bash:812 -> irqlab-timer0:901`.
+    /// `hard IRQ 36 virtio1-req.0`, `softirq 3 NET_RX`, `switch bash:812 -> irqlab-timer0:901`,
+    /// `unattributed: 9.5 us (...)` for a stretch no event explains.
     pub event: String,
-    /// For handlers and softirqs, how long they ran.
+    /// For handlers and softirqs, how long they ran; for an unattributed stretch, its length.
     pub duration_ns: Option<u64>,
 }
 
-/// Why a measurement stopped early at a latency above `--break-us`, and what ran before it.
+/// Which late wake-up a [`Spike`] is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpikeKind {
+    /// The wake-up above `--break-us` that stopped the run.
+    #[default]
+    Break,
+    /// The latest wake-up of a traced run that ran to its end.
+    Worst,
+}
+
+/// A late wake-up and what ran on its CPU before it: the one that stopped a run above
+/// `--break-us`, or the worst of a traced run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spike {
+    /// Files written before `kind` existed hold breaks.
+    #[serde(default)]
+    pub kind: SpikeKind,
     pub cpu: u32,
     /// The wake-up's index in its thread's run (from 0).
     pub loop_index: u64,
@@ -184,6 +200,70 @@ pub struct Spike {
     pub irq_latency_ns: Option<u64>,
     /// What the trace shows on that CPU, oldest first; empty without tracing.
     pub events: Vec<SpikeEvent>,
+    /// Where the latency went, when the trace holds the wake-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<WakeupAnalysis>,
+}
+
+/// What a stretch of a wake-up's latency went to (the categories of `rtla timerlat`'s auto
+/// analysis, `tools/tracing/rtla/src/timerlat_aa.c`, for a kernel without the timerlat tracer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyCause {
+    /// Before the timer interrupt ran the thread's callback, outside any traced handler: the
+    /// interrupt's delivery (an idle exit, a hypervisor) or interrupts disabled by what ran.
+    IrqDelivery,
+    /// The timer interrupt: other timers before the thread's callback, or its work after it.
+    TimerInterrupt,
+    /// Another hard interrupt's handler.
+    HardIrq,
+    /// A softirq.
+    Softirq,
+    /// Another task kept the CPU after the thread was woken (rtla's "blocking thread").
+    Task,
+    /// The idle task leaving idle after the thread was woken, until it switched to it.
+    IdleExit,
+    /// From the switch to the thread until it read the clock: the context switch and the
+    /// return from `clock_nanosleep`.
+    Switch,
+    /// No traced event explains it; `what` says why, where it is known.
+    Unattributed,
+}
+
+/// One stretch of a wake-up's latency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPart {
+    /// Start, relative to the timer's expiry, in ns.
+    pub offset_ns: u64,
+    pub duration_ns: u64,
+    pub cause: LatencyCause,
+    /// What exactly: `IRQ 36 virtio1-req.0`, `stress-ng:3213`, `softirq 9 RCU`.
+    pub what: String,
+}
+
+/// The latency's largest cause: the stretches of one cause and `what` added together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CauseTotal {
+    pub cause: LatencyCause,
+    pub what: String,
+    pub duration_ns: u64,
+}
+
+/// Where one wake-up's latency went, from the trace of its CPU: consecutive stretches from the
+/// timer's expiry to the thread running, each attributed to what ran (`rtla timerlat -a`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WakeupAnalysis {
+    /// The expiry in `CLOCK_MONOTONIC` ns (the trace clock), to find the wake-up in a trace.
+    pub expiry_mono_ns: u64,
+    /// Whether the CPU was idle when the timer expired, where the trace says.
+    pub from_idle: Option<bool>,
+    /// In time order; their durations add up to the thread latency.
+    pub parts: Vec<LatencyPart>,
+    /// The single largest cause.
+    pub largest: Option<CauseTotal>,
+    /// What limits the analysis (events lost in the window, a wake-up matched by estimate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One run of a scenario.
@@ -197,7 +277,8 @@ pub struct RunReport {
     pub metrics: Vec<Metric>,
     pub counters: Vec<Counter>,
     pub trace: Vec<TraceRow>,
-    /// A measurement stopped by a latency spike (`--break-us`).
+    /// A measurement's late wake-up: the one that stopped it (`--break-us`), or the worst of a
+    /// traced run, with what ran before it and where its latency went.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spike: Option<Spike>,
     /// Distributions for plots (`--plot`), one per metric that has one.

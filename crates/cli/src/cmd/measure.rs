@@ -23,6 +23,7 @@ struct TimerSettings<'a> {
     break_us: Option<u64>,
     load: Option<&'a str>,
     trace: bool,
+    trace_sched: bool,
     buffer_kb: u32,
     histogram_max_us: u64,
 }
@@ -41,6 +42,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
         break_us,
         load,
         no_trace,
+        trace_sched,
         buffer_kb,
         json,
         histogram_out,
@@ -69,6 +71,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     let m = irqlab_host::timer_report::MeasureTimer {
         timer: opts,
         trace: !no_trace,
+        trace_sched,
         buffer_kb,
         load: load.clone(),
     };
@@ -94,6 +97,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
             break_us,
             load: load.as_deref(),
             trace: !no_trace,
+            trace_sched,
             buffer_kb,
             histogram_max_us,
         },
