@@ -1,8 +1,8 @@
 #!/bin/sh
 # irqlab's timer measurement against cyclictest (Debian rt-tests) on this host: the default
-# (traced) mode, --no-trace and --trace-sched (the costlier trace, to show its price),
+# (untraced) mode, --trace (the IRQ/thread split) and --trace-sched (the scheduling account),
 # alternately with cyclictest, with the same interval, priority, CPUs and duration, for several
-# rounds at each interval. DESIGN.md's goal: the default mode's median within 5% of
+# rounds at each interval. The project's goal: the default mode's median within 5% of
 # cyclictest's.
 #
 # Usage (root): bench/vs-cyclictest.sh [ROUNDS] [SECONDS] [INTERVALS_US] [PRIORITY]
@@ -120,7 +120,7 @@ def run_cyclictest(interval, out):
     pairs.append((HIST_NS + 1, overflows))
     return summary(pairs)
 
-tools = [("cyclictest", None), ("irqlab", (irqlab, [])), ("irqlab --no-trace", (irqlab, ["--no-trace"])),
+tools = [("cyclictest", None), ("irqlab", (irqlab, [])), ("irqlab --trace", (irqlab, ["--trace"])),
          ("irqlab --trace-sched", (irqlab, ["--trace-sched"]))]
 if before:
     tools.append(("before", (before, [])))

@@ -27,6 +27,7 @@ fn measure_with_load(state: &StateDir) -> Running {
     let mut c = state.irqlab(&[
         "measure",
         "timer",
+        "--trace",
         "--cpus",
         "0",
         "--duration",

@@ -30,7 +30,7 @@ const MEASUREMENTS: [(&[&str], &str); 2] = [
         "Hard IRQ handlers",
     ),
     (
-        &["measure", "timer", "--buffer-kb", "512"],
+        &["measure", "timer", "--trace", "--buffer-kb", "512"],
         "thread_latency[cpu",
     ),
 ];
@@ -223,7 +223,7 @@ fn inner_several_mounts_and_a_concurrent_tracer() {
         Running::new(c)
     };
     let irqs = start(&["measure", "irqs"]);
-    let timer = start(&["measure", "timer", "--cpus", "0"]);
+    let timer = start(&["measure", "timer", "--trace", "--cpus", "0"]);
     let pids = [irqs.pid(), timer.pid()];
     assert!(wait_until(20, || pids
         .iter()

@@ -52,6 +52,7 @@ fn bad_timer_flags_are_refused_with_the_flag_named() {
         (vec!["--duration", "0s"], "must be longer than zero"),
         (vec!["--duration", "soon"], "or a duration such as 2s"),
         (vec!["--trace-sched", "--no-trace"], "cannot be used with"),
+        (vec!["--trace", "--no-trace"], "cannot be used with"),
     ] {
         irqlab()
             .args(["measure", "timer"])
@@ -71,6 +72,7 @@ fn a_short_timer_run_reports_per_cpu_latencies_and_the_split() {
         .args([
             "measure",
             "timer",
+            "--trace",
             "--cpus",
             "0",
             "--loops",
@@ -187,6 +189,7 @@ fn a_traced_run_analyses_its_worst_wakeup() {
         .args([
             "measure",
             "timer",
+            "--trace",
             "--duration",
             "1s",
             "--interval-us",
@@ -236,7 +239,7 @@ fn a_traced_run_analyses_its_worst_wakeup() {
         "the stretches add up to the latency: {analysis}"
     );
     assert!(analysis["largest"]["duration_ns"].as_u64().unwrap() > 0);
-    // The default trace says what it leaves out; --trace-sched traces it.
+    // --trace alone says what it leaves out; --trace-sched traces it.
     let note = |r: &serde_json::Value| {
         r["result"]["spike"]["analysis"]["notes"]
             .as_array()
@@ -351,9 +354,11 @@ fn without_root_the_measurements_say_what_is_missing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not root") && err.contains("sudo"), "{err}");
 
-    let out = as_nobody(&["measure", "timer", "--cpus", "0", "--loops", "10"])
-        .output()
-        .unwrap();
+    let out = as_nobody(&[
+        "measure", "timer", "--trace", "--cpus", "0", "--loops", "10",
+    ])
+    .output()
+    .unwrap();
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     // Warnings go to stderr, the result to stdout.

@@ -54,7 +54,7 @@ fn the_osadl_recipe_reads_the_histogram_file_unchanged() {
     let out = Command::cargo_bin("irqlab")
         .unwrap()
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .args(["measure", "timer", "--no-trace", "-q", "--cpus", cpus])
+        .args(["measure", "timer", "-q", "--cpus", cpus])
         .args([
             "--loops",
             "300",

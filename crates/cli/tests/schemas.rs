@@ -106,6 +106,22 @@ fn every_output_validates_against_the_shipped_schema() {
     ];
     if hostenv::is_root() {
         outputs.push((
+            "measure timer traced, with its worst wake-up",
+            output(
+                &[
+                    "measure",
+                    "timer",
+                    "--trace",
+                    "--loops",
+                    "200",
+                    "--interval-us",
+                    "500",
+                ],
+                d,
+                "timer-traced.json",
+            ),
+        ));
+        outputs.push((
             "measure timer with the scheduling account and its worst wake-up",
             output(
                 &[

@@ -46,7 +46,7 @@ fn sched_other_bare_seconds_quiet_and_latency_run_and_are_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     let out = irqlab()
-        .args(["measure", "timer", "--cpus", "0", "--no-trace", "-q"])
+        .args(["measure", "timer", "--cpus", "0", "-q"])
         .args([
             "--policy",
             "other",
@@ -78,6 +78,16 @@ fn sched_other_bare_seconds_quiet_and_latency_run_and_are_recorded() {
     assert_eq!(s["priority"], 0);
     assert_eq!(s["latency_us"], 25);
     assert_eq!(s["duration_s"], 0.3);
+    // Untraced by default, as cyclictest: no IRQ/thread split, no analysis, no trace warning.
+    assert_eq!(s["trace"], false);
+    assert_eq!(s["trace_sched"], false);
+    let metrics = v["result"]["metrics"].as_array().unwrap();
+    assert!(
+        metrics.iter().all(|m| m["name"] != "irq_latency"),
+        "{metrics:?}"
+    );
+    assert!(v["result"].get("spike").is_none_or(|s| s.is_null()));
+    assert!(!stderr.contains("trace"), "{stderr}");
     // About 300 wake-ups at 1 ms in 0.3 s (the thread stops at its first wake-up past it).
     let wakeups = v["result"]["counters"]
         .as_array()
