@@ -151,8 +151,8 @@ pub struct PlotArgs {
     /// Result files written with --json.
     #[arg(required = true, value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
-    /// Directory for the figures.
-    #[arg(long, value_name = "DIR")]
+    /// Directory for the figures (`--plot DIR` works too, as in the other commands).
+    #[arg(long, visible_alias = "plot", value_name = "DIR")]
     pub out: PathBuf,
 }
 

@@ -479,12 +479,13 @@ fn plot_draws_saved_results_overlaid() {
         .stderr(predicate::str::contains("comparison-histogram.svg"));
     let svg = std::fs::read_to_string(dir.path().join("comparison-histogram.svg")).unwrap();
     assert!(svg.contains("quiet isr_latency") && svg.contains("ticking isr_latency"));
-    // A file that is not a result is refused with what to do.
+    // A file that is not a result is refused with what to do (`--plot`, as the other commands
+    // name the figures' directory, is taken for `--out`).
     std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
     irqlab()
         .arg("plot")
         .arg(dir.path().join("bad.json"))
-        .arg("--out")
+        .arg("--plot")
         .arg(dir.path())
         .assert()
         .code(2)
