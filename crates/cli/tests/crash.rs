@@ -89,8 +89,7 @@ fn sigkill_then_next_start(next: NextStart, unmount_between: bool) {
     let mut irqlab = measure_with_load(&state);
     let pid = irqlab.pid();
     let load_pgid = wait_for_setup(&state, pid);
-    let instance = format!("irqlab-{pid}");
-    let private = std::env::temp_dir().join(format!("irqlab-tracefs-{pid}"));
+    let (instance, private) = own_names(pid);
     // Every process of the load carries its irqlab's PID in its environment.
     let marker = format!("IRQLAB_LOAD_OF={pid}:");
     assert!(
@@ -257,7 +256,7 @@ fn inner_crash_beside_a_running_measurement() {
         .change_of(s, "trace_instance")
         .is_some()));
     // Two measurements at once, each in its own instance.
-    let (s_instance, v_instance) = (format!("irqlab-{s}"), format!("irqlab-{v}"));
+    let (s_instance, v_instance) = (own_names(s).0, own_names(v).0);
     assert!(instance_exists(&s_instance) && instance_exists(&v_instance));
 
     victim.kill9();

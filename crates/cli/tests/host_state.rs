@@ -14,6 +14,7 @@
 mod hostenv;
 
 use hostenv::*;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -77,12 +78,7 @@ fn run_one(state: &StateDir, args: &[&str], expect: &str, ending: Ending) -> i32
 /// Nothing of what irqlab `pid` set up is left: its instance, its private mount point, its
 /// record.
 fn assert_nothing_left_by(pid: i32, state: &StateDir) {
-    let private = std::env::temp_dir().join(format!("irqlab-tracefs-{pid}"));
-    assert!(!private.exists(), "{} left", private.display());
-    assert!(
-        !instance_exists(&format!("irqlab-{pid}")),
-        "instance irqlab-{pid} left"
-    );
+    assert_eq!(left_by(pid), Vec::<PathBuf>::new(), "left by irqlab {pid}");
     assert!(
         state.changes_of(pid).is_empty(),
         "{:?}",

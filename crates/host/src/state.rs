@@ -40,12 +40,15 @@
 //!   descriptor is closed, which exit(2) does for any ending, SIGKILL included
 //!   (`cpu_latency_qos_release()` in `kernel/power/qos.c`). It is recorded so that the account of
 //!   what irqlab held is complete.
-//! - [`Change::IrqAffinity`]: the previous `smp_affinity_list` written back.
+//!
+//! A record from an earlier boot (its boot ID differs) names nothing that still exists but a
+//! private mount point's directory, if the temporary directory outlived the reboot: only that is
+//! removed.
 
 use crate::HostError;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -71,8 +74,6 @@ pub enum Change {
     },
     /// A PM QoS CPU latency request held through a file descriptor of `path`.
     PmQos { path: PathBuf, target_us: i32 },
-    /// An IRQ's affinity, changed from `previous` (its `smp_affinity_list` text).
-    IrqAffinity { irq: u32, previous: String },
 }
 
 impl Change {
@@ -92,9 +93,6 @@ impl Change {
             },
             Change::PmQos { path, target_us } => {
                 format!("PM QoS request of {target_us} us on {}", path.display())
-            }
-            Change::IrqAffinity { irq, previous } => {
-                format!("affinity of IRQ {irq} (was {previous})")
             }
         }
     }
@@ -118,7 +116,6 @@ impl Change {
             (Change::TraceInstance { name: a, .. }, Change::TraceInstance { name: b, .. }) => {
                 a == b
             }
-            (Change::IrqAffinity { irq: a, .. }, Change::IrqAffinity { irq: b, .. }) => a == b,
             _ => false,
         }
     }
@@ -266,6 +263,13 @@ impl StateDir {
             Err(e) => return Err(self.error(e)),
         }
         let m = std::fs::symlink_metadata(&self.path).map_err(|e| self.error(e))?;
+        self.check_safe(&m)
+    }
+
+    /// That the directory (its metadata `m`, not followed through a link) is this user's alone:
+    /// a directory others can write to could hold records that make irqlab kill or remove what
+    /// is not its own.
+    fn check_safe(&self, m: &std::fs::Metadata) -> Result<(), HostError> {
         let euid = nix::unistd::geteuid().as_raw();
         if !m.is_dir() {
             return Err(self.error("it is not a directory"));
@@ -507,11 +511,27 @@ pub fn clean_up_after_dead() -> Result<Vec<Cleanup>, HostError> {
 
 /// Undo what dead irqlab processes left, as recorded in `dir` (see the module docs).
 pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError> {
-    let handle = match std::fs::File::open(dir.path()) {
+    // Not followed through a symbolic link, and checked on the handle itself: the same checks
+    // as before writing to it (a record read is a record acted on).
+    let handle = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+        .open(dir.path())
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        // O_NOFOLLOW with O_DIRECTORY: ENOTDIR for a link (ELOOP on some kernels).
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            let link = std::fs::symlink_metadata(dir.path()).is_ok_and(|m| m.is_symlink());
+            return Err(dir.error(if link {
+                "it is a symbolic link"
+            } else {
+                "it is not a directory"
+            }));
+        }
         Err(e) => return Err(dir.error(e)),
     };
+    dir.check_safe(&handle.metadata().map_err(|e| dir.error(e))?)?;
     let lock = Flock::lock(handle, FlockArg::LockExclusive)
         .map_err(|(_, e)| dir.error(format!("cannot lock it: {e}")))?;
     let boot = boot_id();
@@ -537,8 +557,7 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
             }
             continue;
         }
-        let record = std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
+        let record = read_own_file(&path)
             .and_then(|t| serde_json::from_str::<Record>(&t).map_err(|e| e.to_string()))
             .and_then(|r| {
                 if r.format > FORMAT {
@@ -586,6 +605,31 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
     Ok(cleanups)
 }
 
+/// The text of a state file, if it is a regular file of this user's (not followed through a
+/// symbolic link).
+fn read_own_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let m = f.metadata().map_err(|e| e.to_string())?;
+    let euid = nix::unistd::geteuid().as_raw();
+    if !m.is_file() {
+        return Err("not a regular file: left as is".into());
+    }
+    if m.uid() != euid {
+        return Err(format!(
+            "it belongs to user {}, not to this user ({euid}): left as is",
+            m.uid()
+        ));
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
 /// Undo a dead process's changes, last first, and rewrite its file with what remains.
 fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change]) -> Cleanup {
     let mut cleanup = Cleanup {
@@ -594,6 +638,7 @@ fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change]) -> C
         undone: Vec::new(),
         failed: Vec::new(),
     };
+    let same_boot = record.boot_id.is_empty() || record.boot_id == boot_id();
     let mut remaining = Vec::new();
     for value in std::mem::take(&mut record.changes).into_iter().rev() {
         let change = match serde_json::from_value::<Entry>(value.clone()) {
@@ -607,22 +652,17 @@ fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change]) -> C
                 continue;
             }
         };
-        if let Some(held) = held_by_running.iter().find(|h| h.same_object(&change)) {
-            if let Change::IrqAffinity { .. } = change {
-                // Restoring it would undo the running irqlab's setting; it restores its own.
-                cleanup.failed.push(format!(
-                    "{}: a running irqlab holds it now ({}); run irqlab host --cleanup after it \
-                     ends",
-                    change.describe(),
-                    held.describe()
-                ));
-                remaining.push(value);
-            } else {
-                // The leftover must be gone (the name could not have been taken otherwise).
-                cleanup
-                    .undone
-                    .push(change.describe_noted("gone; its name is now a running irqlab's"));
-            }
+        if held_by_running.iter().any(|h| h.same_object(&change)) {
+            // The leftover must be gone (the name could not have been taken otherwise).
+            cleanup
+                .undone
+                .push(change.describe_noted("gone; its name is now a running irqlab's"));
+            continue;
+        }
+        if !same_boot && !matches!(change, Change::TracefsMount { .. }) {
+            cleanup
+                .undone
+                .push(change.describe_noted("gone with the reboot since"));
             continue;
         }
         match undo(&change, record.owner) {
@@ -676,23 +716,13 @@ fn undo(change: &Change, owner: ProcessId) -> Result<String, String> {
             "released by the kernel when irqlab {} ended",
             owner.pid
         ))),
-        Change::IrqAffinity { irq, previous } => {
-            let file = format!("/proc/irq/{irq}/smp_affinity_list");
-            std::fs::write(&file, previous)
-                .map(|()| format!("affinity of IRQ {irq} put back to {previous}"))
-                .map_err(|e| {
-                    format!(
-                        "could not put the affinity of IRQ {irq} back to {previous} ({file}: \
-                         {e}); as root: echo {previous} > {file}"
-                    )
-                })
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     #[test]
     fn stat_fields_are_counted_from_the_last_parenthesis() {
@@ -881,12 +911,17 @@ mod tests {
     fn what_cannot_be_undone_stays_recorded_with_the_way_to_do_it_by_hand() {
         let (_t, dir) = state_dir();
         let dead = dead_process();
-        let affinity = Change::IrqAffinity {
-            irq: 999_999,
-            previous: "0-1".into(),
+        // A private mount point that cannot be removed (something is in it).
+        let point = tempfile::Builder::new()
+            .prefix("irqlab-tracefs-test-")
+            .tempdir_in(std::env::temp_dir())
+            .unwrap();
+        std::fs::write(point.path().join("x"), "").unwrap();
+        let mount = Change::TracefsMount {
+            path: point.path().to_path_buf(),
         };
         let unknown = serde_json::json!({"id": 9, "kind": "from_the_future", "x": 1});
-        let path = write_record(&dir, dead, std::slice::from_ref(&affinity));
+        let path = write_record(&dir, dead, std::slice::from_ref(&mount));
         let mut r: Record = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         r.changes.push(unknown.clone());
         std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
@@ -898,7 +933,7 @@ mod tests {
         assert_eq!(c.failed.len(), 2, "{c:?}");
         assert!(c.failed[0].contains("does not know"), "{}", c.failed[0]);
         assert!(
-            c.failed[1].contains("echo 0-1 > /proc/irq/999999/smp_affinity_list"),
+            c.failed[1].contains("check it is empty and not mounted, then rmdir it"),
             "{}",
             c.failed[1]
         );
@@ -908,6 +943,105 @@ mod tests {
         assert_eq!(r.changes[1], unknown);
         let again = clean_up_after_dead_in(&dir).unwrap();
         assert_eq!(again[0].failed.len(), 2);
+    }
+
+    #[test]
+    fn records_others_could_have_written_are_not_acted_on() {
+        use std::os::unix::fs::PermissionsExt;
+        let (t, dir) = state_dir();
+        let dead = dead_process();
+        // A load "leader" that is this test's own child: acting on the record would kill it.
+        let mut victim = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let leader = ProcessId::of(victim.id() as i32).unwrap();
+        let load = Change::LoadGroup {
+            command: "sleep 30".into(),
+            leader: Some(leader),
+        };
+        write_record(&dir, dead, std::slice::from_ref(&load));
+        // A directory others may write to is refused before any record is read.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = clean_up_after_dead_in(&dir).unwrap_err().to_string();
+        assert!(e.contains("others may write to it"), "{e}");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        // So is a symbolic link to a good directory.
+        let link = StateDir::at(t.path().join("link"));
+        std::os::unix::fs::symlink(dir.path(), link.path()).unwrap();
+        let e = clean_up_after_dead_in(&link).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        // A record that is a link, or (as root) another user's, is left as is.
+        let file = dir.file_of(dead);
+        let target = t.path().join("elsewhere.json");
+        std::fs::rename(&file, &target).unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        let c = clean_up_after_dead_in(&dir).unwrap();
+        assert!(c[0].undone.is_empty() && c[0].failed.len() == 1, "{c:?}");
+        std::fs::remove_file(&file).unwrap();
+        if nix::unistd::geteuid().is_root() {
+            std::fs::rename(&target, &file).unwrap();
+            std::os::unix::fs::chown(&file, Some(65534), None).unwrap();
+            let c = clean_up_after_dead_in(&dir).unwrap();
+            assert!(c[0].failed[0].contains("belongs to user 65534"), "{c:?}");
+            std::fs::remove_file(&file).unwrap();
+        }
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "a record irqlab did not write killed a process"
+        );
+        victim.kill().unwrap();
+        victim.wait().unwrap();
+    }
+
+    #[test]
+    fn a_record_from_an_earlier_boot_only_has_its_mount_point_removed() {
+        let (_t, dir) = state_dir();
+        let dead = dead_process();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let point = tempfile::Builder::new()
+            .prefix("irqlab-tracefs-test-")
+            .tempdir_in(std::env::temp_dir())
+            .unwrap()
+            .keep();
+        let changes = [
+            Change::TracefsMount {
+                path: point.clone(),
+            },
+            Change::TraceInstance {
+                mount: "/sys/kernel/tracing".into(),
+                name: "irqlab-1-1".into(),
+            },
+            // The same PID and start time after a reboot are another process.
+            Change::LoadGroup {
+                command: "sleep 30".into(),
+                leader: ProcessId::of(child.id() as i32),
+            },
+        ];
+        let path = write_record(&dir, dead, &changes);
+        let mut r: Record = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        r.boot_id = "an-earlier-boot".into();
+        std::fs::write(&path, serde_json::to_vec(&r).unwrap()).unwrap();
+        let c = clean_up_after_dead_in(&dir).unwrap();
+        assert!(c[0].failed.is_empty(), "{c:?}");
+        assert_eq!(c[0].undone.len(), 3, "{c:?}");
+        assert_eq!(
+            c[0].undone
+                .iter()
+                .filter(|u| u.contains("gone with the reboot"))
+                .count(),
+            2,
+            "{c:?}"
+        );
+        assert!(!point.exists(), "the mount point's directory stays");
+        assert!(child.try_wait().unwrap().is_none(), "a process was killed");
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

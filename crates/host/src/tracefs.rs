@@ -2,7 +2,7 @@
 //!
 //! irqlab never touches the global tracing state (the top-level `tracing_on`, `trace_clock`,
 //! `buffer_size_kb`, enabled events and filters that another tool or a person may be using).
-//! It creates its own tracing instance (`instances/irqlab-PID`, Linux 3.14+), which has its own
+//! It creates its own tracing instance (`instances/irqlab-PID-START`, Linux 3.14+), which has its own
 //! ring buffer, clock and event switches, and removes it at the end. If tracefs is not mounted it
 //! mounts it at a private mount point and unmounts it afterwards; `/sys/kernel/tracing` is
 //! left as it was. [`TraceInstance::close`] (and `Drop`) undo everything in
@@ -24,11 +24,20 @@ use crate::state::{self, Change, Recorded};
 use crate::HostError;
 use std::path::{Path, PathBuf};
 
-/// irqlab's own mount points are named `irqlab-tracefs-PID` in the temporary directory.
+/// irqlab's own mount points are named `irqlab-tracefs-PID-START` in the temporary directory.
 const PRIVATE_MOUNT_PREFIX: &str = "irqlab-tracefs-";
 
-/// irqlab's instances are named `irqlab-PID`.
+/// irqlab's instances are named `irqlab-PID-START`.
 const INSTANCE_PREFIX: &str = "irqlab-";
+
+/// `PID-START` of this process, the identity its state file carries (see [`crate::state`]):
+/// instances are shared by the whole system and the temporary directory by every PID
+/// namespace, so a name of the PID alone could be a live irqlab's elsewhere (another state
+/// directory, another PID namespace) when a cleanup removes a dead one's.
+fn own_tag() -> Result<String, HostError> {
+    let me = state::ProcessId::current()?;
+    Ok(format!("{}-{}", me.pid, me.start_time_ticks))
+}
 
 /// Where tracefs is mounted by convention since Linux 4.1.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
@@ -178,7 +187,7 @@ impl TraceInstance {
                 (p.path.clone(), Some(p))
             }
         };
-        let name = format!("{INSTANCE_PREFIX}{}", std::process::id());
+        let name = format!("{INSTANCE_PREFIX}{}", own_tag()?);
         let dir = mount.join("instances").join(&name);
         // Recorded before it exists, so that a crash from here on leaves a record of it.
         let recorded = state::record(Change::TraceInstance {
@@ -242,7 +251,7 @@ impl TraceInstance {
         Ok(())
     }
 
-    /// The instance's directory (`.../instances/irqlab-PID`).
+    /// The instance's directory (`.../instances/irqlab-PID-START`).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -400,8 +409,7 @@ struct PrivateMount {
 
 impl PrivateMount {
     fn mount() -> Result<PrivateMount, HostError> {
-        let path =
-            std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("{PRIVATE_MOUNT_PREFIX}{}", own_tag()?));
         let recorded = state::record(Change::TracefsMount { path: path.clone() })?;
         if let Err(e) = std::fs::create_dir(&path) {
             recorded.undone();

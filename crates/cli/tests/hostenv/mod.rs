@@ -335,10 +335,12 @@ impl Drop for Running {
     }
 }
 
-/// State (field 3) and process group (field 5) from `/proc/PID/stat`.
+/// State (field 3), process group (field 5) and start time (field 22, clock ticks after boot)
+/// from `/proc/PID/stat`.
 pub struct Stat {
     pub state: char,
     pub pgid: i32,
+    pub start_time_ticks: u64,
 }
 
 pub fn proc_stat(pid: i32) -> Option<Stat> {
@@ -347,7 +349,44 @@ pub fn proc_stat(pid: i32) -> Option<Stat> {
     Some(Stat {
         state: f.first()?.chars().next()?,
         pgid: f.get(2)?.parse().ok()?,
+        start_time_ticks: f.get(19)?.parse().ok()?,
     })
+}
+
+/// The tracing instance and the private mount point irqlab `pid` (running) names its own:
+/// `irqlab-PID-START` and `irqlab-tracefs-PID-START` in the temporary directory.
+pub fn own_names(pid: i32) -> (String, PathBuf) {
+    let start = proc_stat(pid)
+        .unwrap_or_else(|| panic!("irqlab {pid} is not running"))
+        .start_time_ticks;
+    (
+        format!("irqlab-{pid}-{start}"),
+        std::env::temp_dir().join(format!("irqlab-tracefs-{pid}-{start}")),
+    )
+}
+
+/// The tracing instances and private mount points that irqlab `pid` named its own (by the
+/// `PID-` of their names; it may have ended).
+pub fn left_by(pid: i32) -> Vec<PathBuf> {
+    let of = |dir: &Path, prefix: String| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut left = of(
+        &View::new().root.join("instances"),
+        format!("irqlab-{pid}-"),
+    );
+    left.extend(of(&std::env::temp_dir(), format!("irqlab-tracefs-{pid}-")));
+    left
 }
 
 fn pids() -> Vec<i32> {
