@@ -216,6 +216,13 @@ impl Check {
                 "a minimum or maximum needs `published_samples`, the published sample count it \
                  was taken over: an extreme of fewer samples is not comparable with it",
             ),
+            Check::QuantileRange { quantile, .. } if !(0.0..=1.0).contains(quantile) => {
+                Some("`quantile` is a fraction from 0 (the minimum) to 1 (the maximum)")
+            }
+            Check::PhaseOrder { quantile, .. } if !(*quantile > 0.0 && *quantile < 1.0) => Some(
+                "a phase_order row's `quantile` is strictly between 0 and 1 (two extremes have \
+                 no interval to compare by)",
+            ),
             _ => None,
         }
     }
@@ -847,9 +854,7 @@ impl Experiment {
                                     ))
                                 }
                             }
-                            _ => Decision::Undecided(Needs::AtLeast(decide::quantile_min_samples(
-                                *quantile,
-                            ))),
+                            _ => Decision::Undecided(decide::quantile_min_samples(*quantile)),
                         };
                         judge(&mut row, decision);
                         row.detail = format!(
@@ -900,10 +905,7 @@ fn quantile_decision(
     high: f64,
 ) -> (Option<Interval>, Decision) {
     match quantile_interval(h, q) {
-        None => (
-            None,
-            Decision::Undecided(Needs::AtLeast(decide::quantile_min_samples(q))),
-        ),
+        None => (None, Decision::Undecided(decide::quantile_min_samples(q))),
         Some(i) => {
             let d = match decide::against(i, low, high) {
                 Some(inside) => decided(Some(inside)),
@@ -1086,6 +1088,24 @@ mod tests {
         )
         .unwrap();
         assert!(min.problem().unwrap().contains("published_samples"));
+        let quantile = |kind: &str, q: f64| -> Check {
+            let fields = if kind == "phase_order" {
+                "heavier = \"a\"\nlighter = \"b\""
+            } else {
+                "metric = \"pps_latency\"\nlow_ns = 1\nhigh_ns = 2\npublished_samples = 10"
+            };
+            toml::from_str(&format!(
+                "kind = \"{kind}\"\nid = \"m\"\nrun = \"r\"\nquantile = {q:?}\n{fields}\n\
+                 published_text = \"t\"\nsource = \"s\""
+            ))
+            .unwrap()
+        };
+        assert!(quantile("quantile_range", 1.5).problem().is_some());
+        assert!(quantile("quantile_range", 1.0).problem().is_none());
+        // Two maxima have no order-statistic interval at any count: refused, not looped on.
+        assert!(quantile("phase_order", 1.0).problem().is_some());
+        assert!(quantile("phase_order", 0.0).problem().is_some());
+        assert!(quantile("phase_order", 0.99).problem().is_none());
     }
 
     #[test]

@@ -153,16 +153,23 @@ pub fn quantile_ranks(n: u64, q: f64) -> Option<(u64, u64)> {
     (l >= 1 && u <= n).then_some((l, u))
 }
 
-/// The fewest samples for which [`quantile_ranks`] exists at `q`.
-pub fn quantile_min_samples(q: f64) -> u64 {
+/// The fewest samples for which [`quantile_ranks`] exists at `q`; never for `q` outside
+/// (0, 1), whose order-statistic interval has no end on one side at any sample count.
+pub fn quantile_min_samples(q: f64) -> Needs {
+    if !(q > 0.0 && q < 1.0) {
+        return Needs::Never;
+    }
     // Both ends exist once the chance that every sample falls on one side of the quantile is
     // at most α/2: q^n <= α/2 and (1 - q)^n <= α/2.
     let side = q.max(1.0 - q);
     let mut n = (ALPHA_HALF.ln() / side.ln()).ceil().max(1.0) as u64;
-    while quantile_ranks(n, q).is_none() && n < NEEDS_CAP {
+    while quantile_ranks(n, q).is_none() {
+        if n >= NEEDS_CAP {
+            return Needs::Never;
+        }
         n += 1;
     }
-    n
+    Needs::AtLeast(n)
 }
 
 /// The 95% interval of a ratio of two independent means, `mean_a / mean_b`, by the delta
@@ -320,14 +327,20 @@ mod tests {
         // result: 2 * 0.5^6 = 0.031 <= 0.05, 2 * 0.5^5 = 0.0625 > 0.05).
         assert_eq!(quantile_ranks(5, 0.5), None);
         assert_eq!(quantile_ranks(6, 0.5), Some((1, 6)));
-        assert_eq!(quantile_min_samples(0.5), 6);
+        assert_eq!(quantile_min_samples(0.5), Needs::AtLeast(6));
         // p99 needs about ln(0.025)/ln(0.99) = 367 samples.
-        assert_eq!(quantile_min_samples(0.99), 368);
+        assert_eq!(quantile_min_samples(0.99), Needs::AtLeast(368));
+        // An extreme has no two-sided interval at any count (and asking must not hang).
+        for q in [0.0, 1.0, f64::NAN] {
+            assert_eq!(quantile_min_samples(q), Needs::Never);
+        }
         assert!(quantile_ranks(367, 0.99).is_none());
         for (n, q) in [(100u64, 0.5), (1000, 0.9), (5000, 0.99), (4_000_000, 0.5)] {
             let (l, u) = quantile_ranks(n, q).unwrap();
             let b = Binomial::new(q, n).unwrap();
-            let cover = b.cdf(u - 1) - if l >= 2 { b.cdf(l - 2) } else { 0.0 };
+            // [X(l), X(u)] holds the quantile when l <= B <= u - 1, B ~ Binomial(n, q) the
+            // count of samples below it.
+            let cover = b.cdf(u - 1) - b.cdf(l - 1);
             assert!(cover >= CONFIDENCE - 1e-9, "n {n} q {q}: {cover}");
             assert!(l as f64 <= n as f64 * q && u as f64 >= n as f64 * q);
         }
