@@ -173,7 +173,7 @@ pub enum Measure {
 #[derive(Args)]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each (e.g. `0-3,6`; default: all online).
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, short = 'a', value_name = "LIST")]
     pub cpus: Option<String>,
     /// Scheduling policy of the measuring threads: fifo, rr, or other (SCHED_OTHER, the fair
     /// scheduler, to see what a normal task gets).
@@ -182,10 +182,16 @@ pub struct TimerArgs {
     pub policy: irqlab_host::timer::Policy,
     /// Real-time priority of the measuring threads, 1..=99 (default 95; none with --policy
     /// other).
-    #[arg(long)]
+    #[arg(long, short = 'p')]
     pub priority: Option<i32>,
-    /// Period between wake-ups, in microseconds.
-    #[arg(long, value_name = "US", default_value_t = 1000)]
+    /// Period between wake-ups, in microseconds (cyclictest's -i).
+    #[arg(
+        long,
+        short = 'i',
+        visible_alias = "interval",
+        value_name = "US",
+        default_value_t = 1000
+    )]
     pub interval_us: u64,
     /// How long to measure: seconds (`10`, as cyclictest's -D) or with a unit (`10s`, `5m`,
     /// `500ms`); without it or --loops, until Ctrl-C.
@@ -204,8 +210,8 @@ pub struct TimerArgs {
     /// Print only the result at the end, no live status lines (cyclictest's -q).
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// Wake-ups per thread, instead of --duration.
-    #[arg(long, value_name = "N")]
+    /// Wake-ups per thread, instead of --duration (cyclictest's -l).
+    #[arg(long, short = 'l', value_name = "N")]
     pub loops: Option<u64>,
     /// Stop at the first wake-up later than this (us) and show where its latency went and
     /// what ran on that CPU before it (traces the scheduler, as --trace-sched).
@@ -255,8 +261,10 @@ pub struct TimerArgs {
 
 #[derive(Args)]
 pub struct IrqsArgs {
-    /// How long to measure (e.g. `10s`). Ctrl-C ends it early with the results so far.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    /// How long to measure: seconds (`10`) or with a unit (`10s`, `5m`). Ctrl-C ends it early
+    /// with the results so far.
+    #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_duration,
+          allow_negative_numbers = true)]
     pub duration: std::time::Duration,
     /// Ring buffer per CPU in KiB; raise it if events are reported lost.
     #[arg(long, value_name = "KIB", default_value_t = 4096,
@@ -269,8 +277,13 @@ pub struct IrqsArgs {
 
 /// `2s`, `500ms`, `1m`, or bare seconds (`10`, as cyclictest's `-D`): a positive duration.
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    // A year: far beyond any measurement, and far from where nanosecond counts (u64: 584
+    // years) or Instant arithmetic overflow.
+    const LONGEST: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
     let d = match s.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => std::time::Duration::from_secs_f64(secs),
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => {
+            std::time::Duration::try_from_secs_f64(secs).unwrap_or(std::time::Duration::MAX)
+        }
         Ok(_) => return Err("must be a positive number of seconds".into()),
         Err(_) => humantime::parse_duration(s).map_err(|e| {
             format!("{e}; expected seconds (10) or a duration such as 2s, 500ms or 1m")
@@ -278,6 +291,9 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     };
     if d.is_zero() {
         return Err("must be longer than zero".into());
+    }
+    if d > LONGEST {
+        return Err("must be at most a year (365 days); measure longer in parts".into());
     }
     Ok(d)
 }
@@ -298,6 +314,12 @@ mod tests {
             .unwrap_err()
             .contains("longer than zero"));
         assert!(parse_duration("-3").is_err());
+        for huge in ["1e30", "400d", "1000000000y"] {
+            assert!(
+                parse_duration(huge).unwrap_err().contains("at most a year"),
+                "{huge}"
+            );
+        }
         assert!(parse_duration("soon")
             .unwrap_err()
             .contains("expected seconds (10)"));

@@ -376,6 +376,15 @@ fn without_root_the_measurements_say_what_is_missing() {
         assert!(!text.contains(missing), "a warning on stdout:\n{text}");
     }
     assert!(text.contains("thread_latency[cpu0]"));
+    // The header says what was held, not what was asked.
+    assert!(
+        text.contains("PM QoS request: none (0 us on /dev/cpu_dma_latency was refused)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("priority: SCHED_OTHER (SCHED_FIFO 95 was refused)"),
+        "{text}"
+    );
     eprintln!(
         "checked as {}",
         if hostenv::is_root() {

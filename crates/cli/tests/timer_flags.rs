@@ -1,6 +1,6 @@
 //! What cyclictest users reach for in `irqlab measure timer`: `--policy fifo|rr|other`,
-//! `-q/--quiet`, `-D/--duration` in bare seconds, `--latency US` for /dev/cpu_dma_latency.
-//! Runs as any user.
+//! `-q/--quiet`, `-D/--duration` in bare seconds, `--latency US` for /dev/cpu_dma_latency, and
+//! cyclictest's short flags. Runs as any user.
 
 use assert_cmd::Command;
 use std::path::PathBuf;
@@ -106,4 +106,36 @@ fn sched_other_bare_seconds_quiet_and_latency_run_and_are_recorded() {
         (250..=301).contains(&(wakeups + overruns)),
         "{wakeups} wake-ups, {overruns} overruns"
     );
+}
+
+#[test]
+fn cyclictest_short_flags_mean_what_they_mean_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("t.json");
+    // -a CPUs, -p priority, -i interval (us), -l loops, -q quiet.
+    let out = irqlab()
+        .args(["measure", "timer", "-a", "0", "-p", "90", "-i", "500"])
+        .args(["-l", "20", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &v["settings"];
+    assert_eq!(s["cpus"], serde_json::json!([0]));
+    assert_eq!(s["priority"], 90);
+    assert_eq!(s["interval_us"], 500);
+    assert_eq!(s["loops"], 20);
+    // `measure irqs -D` is its --duration too: a bad value is refused under that name.
+    let out = irqlab()
+        .args(["measure", "irqs", "-D", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--duration <DURATION>"), "{stderr}");
 }

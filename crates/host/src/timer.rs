@@ -330,6 +330,9 @@ pub struct TimerRun {
     /// Wall time from starting the threads until all of them ended.
     pub duration: Duration,
     pub stopped_by: StopReason,
+    /// Whether the PM QoS request on `/dev/cpu_dma_latency` was held (if not, a warning says
+    /// why).
+    pub pm_qos_held: bool,
 }
 
 /// Only one measurement runs per process at a time: memory locking is process-wide, and one
@@ -375,7 +378,7 @@ pub fn measure_timer(
     }
     // Guards: dropped in reverse order on every return path, after the threads have ended.
     let _memory = MemoryLock::acquire(&mut warnings);
-    let _qos = DmaLatencyRequest::acquire(
+    let qos = DmaLatencyRequest::acquire(
         Path::new(CPU_DMA_LATENCY_PATH),
         opts.latency_us,
         &mut warnings,
@@ -469,6 +472,7 @@ pub fn measure_timer(
         warnings,
         duration,
         stopped_by,
+        pm_qos_held: qos.is_some(),
     })
 }
 
@@ -972,26 +976,26 @@ impl DmaLatencyRequest {
         latency_us: i32,
         warnings: &mut Vec<String>,
     ) -> Option<DmaLatencyRequest> {
-        let recorded = match crate::state::record(crate::state::Change::PmQos {
+        // The record only completes the account of what irqlab holds (the kernel drops the
+        // request with the descriptor, however irqlab ends), so a state directory that cannot
+        // be written does not cost the request.
+        let recorded = crate::state::record(crate::state::Change::PmQos {
             path: path.to_path_buf(),
             target_us: latency_us,
-        }) {
-            Ok(r) => r,
-            Err(e) => {
-                warnings.push(format!("{WARN_NO_DMA_LATENCY} ({e})"));
-                return None;
-            }
-        };
+        })
+        .ok();
         let opened = std::fs::OpenOptions::new().write(true).open(path);
         // The device takes the request as a binary s32 in microseconds (or as hex text).
         let written = opened.and_then(|mut f| f.write_all(&latency_us.to_ne_bytes()).map(|()| f));
         match written {
             Ok(fd) => Some(DmaLatencyRequest {
                 fd: Some(fd),
-                recorded: Some(recorded),
+                recorded,
             }),
             Err(e) => {
-                recorded.undone();
+                if let Some(r) = recorded {
+                    r.undone();
+                }
                 warnings.push(format!("{WARN_NO_DMA_LATENCY} ({}: {e})", path.display()));
                 None
             }

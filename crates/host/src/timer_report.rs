@@ -265,7 +265,14 @@ fn build(
         ),
         (
             "PM QoS request".into(),
-            format!("{} us on /dev/cpu_dma_latency", opts.latency_us),
+            if run.pm_qos_held {
+                format!("{} us on /dev/cpu_dma_latency", opts.latency_us)
+            } else {
+                format!(
+                    "none ({} us on /dev/cpu_dma_latency was refused)",
+                    opts.latency_us
+                )
+            },
         ),
         (
             "duration".into(),
