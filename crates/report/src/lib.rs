@@ -117,9 +117,18 @@ pub fn check_plot_dir(dir: &Path) -> Result<(), ReportError> {
 /// Whether a file can be created in `dir`: by creating (and at once removing) a temporary one,
 /// the only test that holds for permissions, read-only mounts and full quotas alike.
 fn probe_dir(dir: &Path) -> Result<(), String> {
-    tempfile::tempfile_in(dir)
-        .map(drop)
-        .map_err(|e| format!("cannot write in {}: {}", dir.display(), os_reason(e)))
+    tempfile::tempfile_in(dir).map(drop).map_err(|e| {
+        // procfs and sysfs answer a new file's creation with ENOENT: the directory is there,
+        // it just takes no files, which "No such file or directory" would hide.
+        let reason = if e.kind() == std::io::ErrorKind::NotFound && dir.is_dir() {
+            "it takes no new files (a kernel file system such as /proc or /sys?); choose \
+             another directory"
+                .to_string()
+        } else {
+            os_reason(e)
+        };
+        format!("cannot write in {}: {reason}", dir.display())
+    })
 }
 
 fn os_reason(e: std::io::Error) -> String {
@@ -166,6 +175,13 @@ mod tests {
             let e = check_writable(&ro.join("x.json")).unwrap_err().to_string();
             assert!(e.contains("cannot write in"), "{e}");
             assert!(check_plot_dir(&ro.join("plots")).is_err());
+        }
+        // procfs takes no files and says ENOENT of a directory that exists.
+        if Path::new("/proc/self").is_dir() {
+            let e = check_writable(Path::new("/proc/x.json"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("takes no new files"), "{e}");
         }
     }
 

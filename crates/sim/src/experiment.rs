@@ -415,7 +415,7 @@ impl Experiment {
         let results: BTreeMap<String, RunResult> = needed
             .par_iter()
             .map(|spec| -> Result<(String, RunResult), ScenarioError> {
-                let path = dir.join(&spec.scenario);
+                let path = crate::shipped::resolve(dir, &spec.scenario);
                 let samples = |default: u64| {
                     opts.samples.unwrap_or(match spec.full_samples {
                         Some(full) if opts.full => full,
@@ -444,7 +444,9 @@ impl Experiment {
             let Some(full) = spec.full_samples else {
                 continue;
             };
-            let default = AnyScenario::load(dir.join(&spec.scenario), &spec.set)?.samples();
+            let default =
+                AnyScenario::load(crate::shipped::resolve(dir, &spec.scenario), &spec.set)?
+                    .samples();
             let ran = opts
                 .samples
                 .unwrap_or(if opts.full { full } else { default });
@@ -1010,7 +1012,8 @@ pub fn planned_samples(
             if !needed {
                 continue;
             }
-            let scenario = AnyScenario::load(edir.join(&spec.scenario), &spec.set)?;
+            let scenario =
+                AnyScenario::load(crate::shipped::resolve(&edir, &spec.scenario), &spec.set)?;
             let samples = opts.samples.unwrap_or(match spec.full_samples {
                 Some(full) if opts.full => full,
                 _ => scenario.samples(),

@@ -1634,7 +1634,7 @@ pub(crate) fn load_named<T: for<'de> Deserialize<'de>>(
     key: &str,
     name: &str,
 ) -> Result<(PathBuf, String, T), ScenarioError> {
-    let path = crate::shipped::normalize(&scenario.parent().unwrap_or(Path::new(".")).join(name));
+    let path = crate::shipped::resolve(scenario.parent().unwrap_or(Path::new(".")), name);
     let (line, column) = locate(text, key).unwrap_or((1, 1));
     let by = format!("`{key}` at {}:{line}:{column}", scenario.display());
     let body = read(&path, Some(by))?;

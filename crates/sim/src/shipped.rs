@@ -49,6 +49,17 @@ pub fn normalize(path: &Path) -> PathBuf {
     }
 }
 
+/// The file `name` names from a file in `dir`: a shipped path (`<shipped>/platforms/x.toml`)
+/// as it is, from anywhere; any other relative to `dir`, as on disk.
+pub fn resolve(dir: &Path, name: impl AsRef<Path>) -> PathBuf {
+    let name = name.as_ref();
+    if is_shipped(name) {
+        normalize(name)
+    } else {
+        normalize(&dir.join(name))
+    }
+}
+
 /// The contents of a shipped file.
 pub fn get(path: &Path) -> Option<&'static str> {
     let k = key(path)?;
@@ -65,7 +76,35 @@ pub fn read(path: &Path) -> std::io::Result<String> {
             )
         })
     } else {
-        std::fs::read_to_string(path)
+        std::fs::read_to_string(path).map_err(|e| match shipped_namesake(path) {
+            Some(s) if e.kind() == std::io::ErrorKind::NotFound => std::io::Error::new(
+                e.kind(),
+                format!(
+                    "{e}; irqlab ships a file of that name: write {} to use it",
+                    s.display()
+                ),
+            ),
+            _ => e,
+        })
+    }
+}
+
+/// The one shipped file named as `path` is (with `.toml` added to a bare name), for a path not
+/// on disk: a scenario copied out of the repository names its platform relatively, and that
+/// relative path no longer leads anywhere.
+fn shipped_namesake(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_string_lossy();
+    let name = if name.ends_with(".toml") {
+        name.into_owned()
+    } else {
+        format!("{name}.toml")
+    };
+    let mut found = FILES
+        .iter()
+        .filter(|(p, _)| p.rsplit('/').next() == Some(name.as_str()));
+    match (found.next(), found.next()) {
+        (Some((p, _)), None) => Some(Path::new(ROOT).join(p)),
+        _ => None,
     }
 }
 
@@ -203,6 +242,22 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_file_named_as_a_shipped_one_points_at_it() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["ws-2008-core2-ich9.toml", "ws-2008-core2-ich9"] {
+            let e = read(&dir.path().join("../../platforms").join(name)).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+            assert!(
+                e.to_string()
+                    .ends_with("write <shipped>/platforms/ws-2008-core2-ich9.toml to use it"),
+                "{e}"
+            );
+        }
+        let e = read(&dir.path().join("no-such-platform.toml")).unwrap_err();
+        assert!(!e.to_string().contains("<shipped>"), "{e}");
+    }
+
+    #[test]
     fn relative_names_resolve_inside_the_shipped_tree() {
         let s = scenario("seed000/ws").unwrap();
         assert_eq!(s, Path::new("<shipped>/experiments/seed000/ws.toml"));
@@ -225,6 +280,26 @@ mod tests {
         assert!(files.iter().all(|f| f.parent() == Some(&experiments_dir())));
         assert!(files.len() >= 3);
         assert!(toml_files(Path::new("<shipped>/nowhere")).is_err());
+    }
+
+    #[test]
+    fn a_scenario_on_disk_can_name_shipped_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = get(Path::new("<shipped>/experiments/seed000/ws.toml"))
+            .unwrap()
+            .replace("../../", "<shipped>/");
+        let mine = dir.path().join("my.toml");
+        std::fs::write(&mine, text).unwrap();
+        let s = crate::scenario::Scenario::load(&mine, &[]).unwrap();
+        assert_eq!(
+            s.platform_path,
+            Path::new("<shipped>/platforms/ws-2008-core2-ich9.toml")
+        );
+        assert_eq!(
+            resolve(dir.path(), "p.toml"),
+            dir.path().join("p.toml"),
+            "other names stay relative to the file"
+        );
     }
 
     #[test]
