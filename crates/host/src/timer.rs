@@ -297,6 +297,17 @@ pub struct CpuResult {
     pub loops: u64,
     /// Periods skipped because a wake-up came after the next deadline.
     pub overruns: u64,
+    /// Where the worst wake-up (the histogram's maximum, its first occurrence) was.
+    pub worst: Option<WorstAt>,
+}
+
+/// Which wake-up a thread's worst was: what ties the trace's account to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorstAt {
+    /// 0-based index among the thread's wake-ups (as a `--break-us` stop counts them).
+    pub loop_index: u64,
+    /// Its deadline, CLOCK_MONOTONIC ns: the expiry its timer's `hrtimer_start` carries.
+    pub expiry_mono_ns: u64,
 }
 
 /// Why the measurement ended.
@@ -840,6 +851,7 @@ impl Worker<'_> {
         };
         let (mut loops, mut overruns, mut sum_ns) = (0u64, 0u64, 0u64);
         let (mut min_ns, mut max_ns) = (u64::MAX, 0u64);
+        let mut worst: Option<WorstAt> = None;
         let mut next_ns = start_ns + self.interval_ns;
         let mut halted = false;
         loop {
@@ -862,6 +874,12 @@ impl Worker<'_> {
             loops += 1;
             sum_ns = sum_ns.saturating_add(latency_ns);
             min_ns = min_ns.min(latency_ns);
+            if worst.is_none() || latency_ns > max_ns {
+                worst = Some(WorstAt {
+                    loop_index,
+                    expiry_mono_ns: next_ns,
+                });
+            }
             max_ns = max_ns.max(latency_ns);
             self.live.min_ns.store(min_ns, Relaxed);
             self.live.max_ns.store(max_ns, Relaxed);
@@ -901,6 +919,7 @@ impl Worker<'_> {
                 histogram,
                 loops,
                 overruns,
+                worst,
             },
             halted,
         })

@@ -118,11 +118,15 @@ fn worst_wakeup(opts: &TimerOptions, run: &TimerRun, t: &TimerTraceResult) -> Op
         c.cpu,
         c.tid,
         worst_ns,
+        c.worst.map(|at| at.expiry_mono_ns),
         opts.interval.as_nanos() as u64,
         account_window_ns(opts),
     )?;
     let mut analysis = w.account.analysis;
-    if w.loop_index.is_none() {
+    // The thread counted its own wake-ups; the trace's index counts periods from its first
+    // sleep (overruns included), and only when that sleep is in the trace.
+    let loop_index = c.worst.map(|at| at.loop_index).or(w.loop_index);
+    if loop_index.is_none() {
         analysis.notes.push(
             "its index in the run is unknown (the thread's first sleep is not in the trace); \
              0 is shown"
@@ -132,7 +136,7 @@ fn worst_wakeup(opts: &TimerOptions, run: &TimerRun, t: &TimerTraceResult) -> Op
     Some(Spike {
         kind: SpikeKind::Worst,
         cpu: c.cpu,
-        loop_index: w.loop_index.unwrap_or(0),
+        loop_index: loop_index.unwrap_or(0),
         latency_ns: w.latency_ns,
         irq_latency_ns: w.account.irq_latency_ns,
         events: w.account.events,

@@ -787,24 +787,31 @@ impl TimerTraceResult {
     }
 
     /// The account of thread `pid`'s worst wake-up on `cpu`, whose measured latency was
-    /// `worst_ns`: the kept window whose bound is the closest above it (every wake-up's bound
-    /// is at least its latency), or the largest bound when none is (with a note).
+    /// `worst_ns` at the deadline `expiry_ns` (CLOCK_MONOTONIC, when the thread recorded it):
+    /// the kept window of that deadline; without one, the window whose bound is the closest
+    /// above the latency (every wake-up's bound is at least its latency, but a wake-up
+    /// disturbed after reading the clock has a wide bound too); or the largest bound when none
+    /// fits (with a note).
     pub fn worst_of(
         &self,
         cpu: u32,
         pid: i32,
         worst_ns: u64,
+        expiry_ns: Option<u64>,
         interval_ns: u64,
         before_ns: u64,
     ) -> Option<WorstWakeup> {
         let t = self.cpu(cpu)?;
         let f = t.followed.iter().find(|f| f.pid == pid)?;
-        // Every wake-up fits its own window; of several that fit, the tightest.
-        let matched = f
-            .best
-            .iter()
-            .filter(|c| c.fits(worst_ns))
-            .min_by_key(|c| c.bound_ns());
+        let matched = match expiry_ns {
+            Some(e) => f.best.iter().find(|c| c.expiry_ns == e),
+            // Every wake-up fits its own window; of several that fit, the tightest.
+            None => f
+                .best
+                .iter()
+                .filter(|c| c.fits(worst_ns))
+                .min_by_key(|c| c.bound_ns()),
+        };
         let (c, latency_ns, mut notes) = match matched {
             Some(c) => (c, worst_ns, Vec::new()),
             None => {
@@ -1615,7 +1622,7 @@ mod tests {
             detail: TraceDetail::Timer,
         };
         let w = result
-            .worst_of(0, TID, 25_000, 1_000_000, 1_000_000)
+            .worst_of(0, TID, 25_000, None, 1_000_000, 1_000_000)
             .unwrap();
         assert_eq!(w.account.analysis.from_idle, Some(true));
         assert_eq!(
@@ -1733,7 +1740,9 @@ mod tests {
             lost_events: vec![0],
             detail: TraceDetail::Scheduler,
         };
-        let w = result.worst_of(0, TID, 90_000, 1_000_000, 200_000).unwrap();
+        let w = result
+            .worst_of(0, TID, 90_000, None, 1_000_000, 200_000)
+            .unwrap();
         assert_eq!(
             (w.expiry_ns, w.loop_index, w.latency_ns),
             (12_000_000, Some(1), 90_000)
@@ -1742,8 +1751,22 @@ mod tests {
         assert_eq!(w.account.irq_latency_ns, Some(3_000));
         assert_parts_add_up(&w.account, 90_000);
         // A worst the windows cannot hold: the latest window, said so.
-        let w = result.worst_of(0, TID, 95_000, 1_000_000, 200_000).unwrap();
+        let w = result
+            .worst_of(0, TID, 95_000, None, 1_000_000, 200_000)
+            .unwrap();
         assert_eq!(w.latency_ns, 90_500);
+        assert!(w.account.analysis.notes[0].contains("not among the 3 kept"));
+        // The deadline the thread measured its worst at picks the window, whatever the bounds.
+        for (latency, expiry) in [(90_000, 12_000_000), (70_000, 14_000_000)] {
+            let w = result
+                .worst_of(0, TID, latency, Some(expiry), 1_000_000, 200_000)
+                .unwrap();
+            assert_eq!((w.expiry_ns, w.latency_ns), (expiry, latency));
+            assert_parts_add_up(&w.account, latency);
+        }
+        let w = result
+            .worst_of(0, TID, 90_000, Some(99), 1_000_000, 200_000)
+            .unwrap();
         assert!(w.account.analysis.notes[0].contains("not among the 3 kept"));
         // The break's account comes from its window too.
         let a = result
@@ -1790,7 +1813,9 @@ mod tests {
             lost_events: vec![0],
             detail: TraceDetail::Scheduler,
         };
-        let w = result.worst_of(0, TID, 31_000, 1_000_000, 200_000).unwrap();
+        let w = result
+            .worst_of(0, TID, 31_000, None, 1_000_000, 200_000)
+            .unwrap();
         use LatencyCause::*;
         assert_eq!(
             parts(&w.account),
