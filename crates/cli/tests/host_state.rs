@@ -192,7 +192,17 @@ fn inner_several_mounts_and_a_concurrent_tracer() {
     let _third = Mounted::new("tracefs", third.path());
     let mounts = tracefs_mounts();
     eprintln!("tracefs mounts: {mounts:?}");
-    assert!(mounts.len() >= 2, "{mounts:?}");
+    assert!(
+        mounts.contains(&"/sys/kernel/tracing".into()) && mounts.contains(&third.path().into()),
+        "{mounts:?}"
+    );
+    // The third, under debugfs, where this kernel has debugfs.
+    if fs.contains("\tdebugfs\n") {
+        assert!(
+            mounts.contains(&debug.join("tracing")),
+            "no tracefs under debugfs: {mounts:?}"
+        );
+    }
 
     // A concurrent tracer: an instance of its own recording scheduler and IRQ events, its
     // buffer drained all along by a reader.
@@ -208,6 +218,12 @@ fn inner_several_mounts_and_a_concurrent_tracer() {
         .stdout(traced.reopen().unwrap());
     let reader = Running::new(cat);
     let before = settings(&tracer);
+    let read_so_far = || traced.as_file().metadata().unwrap().len();
+    assert!(
+        wait_until(5, || read_so_far() > 0),
+        "the concurrent tracer reads nothing"
+    );
+    let read_before = read_so_far();
 
     // Two measurements at once, beside it.
     let state = StateDir::new();
@@ -247,8 +263,8 @@ fn inner_several_mounts_and_a_concurrent_tracer() {
     assert_eq!(settings(&tracer), before);
     assert_eq!(tracer.read("tracing_on").trim(), "1");
     assert!(
-        wait_until(5, || traced.as_file().metadata().unwrap().len() > 0),
-        "the concurrent tracer read nothing"
+        wait_until(5, || read_so_far() > read_before),
+        "the concurrent tracer read nothing while irqlab measured"
     );
     drop(reader);
     assert_eq!(tracefs_mounts(), mounts);

@@ -87,7 +87,13 @@ fn sched_other_bare_seconds_quiet_and_latency_run_and_are_recorded() {
         "{metrics:?}"
     );
     assert!(v["result"].get("spike").is_none_or(|s| s.is_null()));
-    assert!(!stderr.contains("trace"), "{stderr}");
+    // (Only warnings: a cleanup line after a crashed run elsewhere on this host may name one.)
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("irqlab: warning:") && l.contains("trace")),
+        "{stderr}"
+    );
     // 0.3 s at 1 ms is about 300 periods (the thread stops at its first wake-up past it). A
     // SCHED_OTHER thread on a busy machine may wake after the next deadline, which then counts
     // as an overrun instead of a wake-up (cyclictest's rule), so the periods are both together.
