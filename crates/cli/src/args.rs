@@ -39,7 +39,8 @@ pub enum Command {
     /// Simulate a scenario and print its ISR and tasklet latencies.
     #[command(after_help = EXIT_SIM)]
     Sim(SimArgs),
-    /// Run every published experiment in experiments/ and compare published with simulated.
+    /// Run every published experiment (the shipped ones, or those in --experiments DIR) and
+    /// compare published with simulated.
     #[command(after_help = EXIT_VALIDATE)]
     Validate(ValidateArgs),
     /// Inventory this host's interrupts: delivery, trigger, device and driver, rates per CPU,
@@ -73,8 +74,9 @@ pub struct SimArgs {
     /// Random seed (default: the scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Interrupts to raise (default: the scenario's `samples`).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Interrupts to raise (default: the scenario's `samples`): a whole number, `20000`,
+    /// `20_000`, or with k, M or G (`20k`, `4M`).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub samples: Option<u64>,
     /// Print the first N packets the analyzer saw on the device's link (Figure 7 style).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -103,8 +105,8 @@ pub struct ValidateArgs {
     /// Only rows whose id matches (substring, or a pattern with `*`).
     #[arg(long, value_name = "PATTERN")]
     pub only: Option<String>,
-    /// Override the sample count of every run.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "full")]
+    /// Override the sample count of every run (`20000`, `20k`, `4M`).
+    #[arg(long, value_name = "N", value_parser = parse_count, conflicts_with = "full")]
     pub samples: Option<u64>,
     /// Run the published sample counts where they are long (seed 002: 256M round trips,
     /// on all cores) instead of the shorter defaults. The output says which ran.
@@ -275,6 +277,28 @@ pub struct IrqsArgs {
     pub json: Option<PathBuf>,
 }
 
+/// A count above zero: digits with optional `_` separators, and an optional k, M or G (10^3,
+/// 10^6, 10^9) as the published sample counts are written (seed 002's "256M").
+fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim().replace('_', "");
+    let (digits, scale) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000),
+        Some((i, 'M')) => (&t[..i], 1_000_000),
+        Some((i, 'G')) => (&t[..i], 1_000_000_000),
+        _ => (t.as_str(), 1),
+    };
+    let n = digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| !digits.starts_with('+'))
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| "expected a whole number such as 20000, 20_000, 20k or 4M".to_string())?;
+    if n == 0 {
+        return Err("must be at least 1".into());
+    }
+    Ok(n)
+}
+
 /// `2s`, `500ms`, `1m`, or bare seconds (`10`, as cyclictest's `-D`): a positive duration.
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     // A year: far beyond any measurement, and far from where nanosecond counts (u64: 584
@@ -301,6 +325,24 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_separators_and_si_suffixes() {
+        for (text, n) in [("20000", 20_000), ("20_000", 20_000), ("20k", 20_000)] {
+            assert_eq!(parse_count(text), Ok(n), "{text}");
+        }
+        assert_eq!(parse_count("256M"), Ok(256_000_000));
+        assert_eq!(parse_count("1G"), Ok(1_000_000_000));
+        for bad in ["10x", "1.5k", "", "k", "-3", "+3", "20000000000G"] {
+            assert!(
+                parse_count(bad)
+                    .unwrap_err()
+                    .contains("expected a whole number"),
+                "{bad}"
+            );
+        }
+        assert!(parse_count("0").unwrap_err().contains("at least 1"));
+    }
 
     #[test]
     fn durations_take_bare_seconds_like_cyclictest() {

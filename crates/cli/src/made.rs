@@ -51,7 +51,7 @@ fn utc(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// Write `result` in its envelope to `path`, whole or not at all.
+/// Write `result` in its envelope to `path`, whole or not at all, and say so on stderr.
 pub fn write_json<T: Serialize>(
     path: &Path,
     kind: Kind,
@@ -61,7 +61,9 @@ pub fn write_json<T: Serialize>(
     irqlab_report::write_atomic(
         path,
         irqlab_report::json::to_json(kind, made, result)?.as_bytes(),
-    )
+    )?;
+    crate::cmd::wrote(&[path.to_path_buf()]);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -76,7 +76,7 @@ pub fn to_json<T: Serialize>(kind: Kind, made: &Made, result: &T) -> Result<Stri
 /// Why a file cannot be read back as a run.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("it is not JSON: {0}")]
+    #[error("it is not JSON")]
     Json(#[from] serde_json::Error),
     #[error("it is not a run result of irqlab (no schema_version); write one with irqlab sim --json or irqlab measure timer --json")]
     NotIrqlab,

@@ -33,6 +33,13 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
              rates would all be zero"
         );
     }
+    if !root.join("proc").is_dir() {
+        anyhow::bail!(
+            "--root {}: no proc/ in it; give the root of a tree captured with \
+             crates/host/tests/fixtures/capture-host.sh, or leave --root out for this host",
+            root.display()
+        );
+    }
     super::check_outputs(json.as_deref(), None)?;
     let inventory = irqlab_host::inventory::collect(&root, interval)?;
     if let Some(path) = &json {
