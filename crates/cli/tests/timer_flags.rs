@@ -119,17 +119,12 @@ fn cyclictest_short_flags_mean_what_they_mean_there() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("t.json");
     // -a CPUs, -p priority, -i interval (us), -l loops, -q quiet.
-    let out = irqlab()
+    irqlab()
         .args(["measure", "timer", "-a", "0", "-p", "90", "-i", "500"])
         .args(["-l", "20", "-q", "--json"])
         .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let s = &v["settings"];
     assert_eq!(s["cpus"], serde_json::json!([0]));

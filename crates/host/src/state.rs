@@ -270,15 +270,11 @@ impl StateDir {
     /// a directory others can write to could hold records that make irqlab kill or remove what
     /// is not its own.
     fn check_safe(&self, m: &std::fs::Metadata) -> Result<(), HostError> {
-        let euid = nix::unistd::geteuid().as_raw();
         if !m.is_dir() {
             return Err(self.error("it is not a directory"));
         }
-        if m.uid() != euid {
-            return Err(self.error(format!(
-                "it belongs to user {}, not to this user ({euid})",
-                m.uid()
-            )));
+        if let Some(whose) = not_this_users(m) {
+            return Err(self.error(whose));
         }
         if m.mode() & 0o022 != 0 {
             return Err(self.error(format!(
@@ -327,6 +323,14 @@ struct Record {
     /// Each an [`Entry`]; kept as JSON so that a kind this version does not know survives a
     /// rewrite.
     changes: Vec<serde_json::Value>,
+}
+
+impl Record {
+    /// Whether it was written in the boot `boot` (a record without a boot ID counts as this
+    /// boot's).
+    fn of_boot(&self, boot: &str) -> bool {
+        self.boot_id.is_empty() || self.boot_id == boot
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -569,10 +573,7 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
                     Ok(r)
                 }
             });
-        let running = owner.is_running()
-            && record
-                .as_ref()
-                .map_or(true, |r| r.boot_id.is_empty() || r.boot_id == boot);
+        let running = owner.is_running() && record.as_ref().map_or(true, |r| r.of_boot(&boot));
         match (running, record) {
             (true, Ok(r)) => held_by_running.extend(
                 r.changes
@@ -587,7 +588,7 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
     let mut cleanups = Vec::new();
     for (path, owner, record) in dead {
         cleanups.push(match record {
-            Ok(r) => undo_record(&path, r, &held_by_running),
+            Ok(r) => undo_record(&path, r, &held_by_running, &boot),
             Err(cause) => Cleanup {
                 owner,
                 command: "?".into(),
@@ -605,6 +606,12 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
     Ok(cleanups)
 }
 
+/// Whose a file is, when it is not this (effective) user's.
+fn not_this_users(m: &std::fs::Metadata) -> Option<String> {
+    let euid = nix::unistd::geteuid().as_raw();
+    (m.uid() != euid).then(|| format!("it belongs to user {}, not to this user ({euid})", m.uid()))
+}
+
 /// The text of a state file, if it is a regular file of this user's (not followed through a
 /// symbolic link).
 fn read_own_file(path: &Path) -> Result<String, String> {
@@ -615,15 +622,11 @@ fn read_own_file(path: &Path) -> Result<String, String> {
         .open(path)
         .map_err(|e| e.to_string())?;
     let m = f.metadata().map_err(|e| e.to_string())?;
-    let euid = nix::unistd::geteuid().as_raw();
     if !m.is_file() {
         return Err("not a regular file: left as is".into());
     }
-    if m.uid() != euid {
-        return Err(format!(
-            "it belongs to user {}, not to this user ({euid}): left as is",
-            m.uid()
-        ));
+    if let Some(whose) = not_this_users(&m) {
+        return Err(format!("{whose}: left as is"));
     }
     let mut text = String::new();
     f.read_to_string(&mut text).map_err(|e| e.to_string())?;
@@ -631,14 +634,14 @@ fn read_own_file(path: &Path) -> Result<String, String> {
 }
 
 /// Undo a dead process's changes, last first, and rewrite its file with what remains.
-fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change]) -> Cleanup {
+fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change], boot: &str) -> Cleanup {
     let mut cleanup = Cleanup {
         owner: record.owner,
         command: record.command.clone(),
         undone: Vec::new(),
         failed: Vec::new(),
     };
-    let same_boot = record.boot_id.is_empty() || record.boot_id == boot_id();
+    let same_boot = record.of_boot(boot);
     let mut remaining = Vec::new();
     for value in std::mem::take(&mut record.changes).into_iter().rev() {
         let change = match serde_json::from_value::<Entry>(value.clone()) {

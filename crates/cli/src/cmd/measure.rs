@@ -69,9 +69,11 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     opts.latency_us = latency;
     opts.interval = std::time::Duration::from_micros(interval_us);
     opts.break_us = break_us;
+    // --break-us accounts for its wake-up with the scheduler's events; either traces.
+    let trace_sched = trace_sched || break_us.is_some();
     let m = irqlab_host::timer_report::MeasureTimer {
         timer: opts,
-        trace: trace || trace_sched || break_us.is_some(),
+        trace: trace || trace_sched,
         trace_sched,
         buffer_kb,
         load: load.clone(),
@@ -98,7 +100,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
             break_us,
             load: load.as_deref(),
             trace: m.trace,
-            trace_sched: m.trace_sched || break_us.is_some(),
+            trace_sched: m.trace_sched,
             buffer_kb,
             histogram_max_us,
         },
