@@ -3,7 +3,9 @@
 //! `irqlab validate` runs them and compares.
 
 use crate::report::trace_rows;
-use crate::scenario::{parse_file, RunResult, Scenario, ScenarioError};
+use crate::result::RunResult;
+use crate::scenario::{parse_file, ScenarioError};
+use crate::simulation::Simulation;
 use irqlab_stats::decide::{self, Decision, Interval, MeanSample, Needs};
 use irqlab_stats::results::{
     ExperimentRuns, SamplesNeeded, ValidationReport, ValidationRow, Verdict,
@@ -68,12 +70,19 @@ pub enum LatencyMetric {
 }
 
 impl LatencyMetric {
-    fn of(self, r: &RunResult) -> &irqlab_stats::LatencyHistogram {
+    /// The run's distribution of this metric (empty if the run does not measure it).
+    fn of(self, r: &RunResult) -> &LatencyHistogram {
+        static NONE: std::sync::OnceLock<LatencyHistogram> = std::sync::OnceLock::new();
+        r.metric(self.key())
+            .unwrap_or_else(|| NONE.get_or_init(LatencyHistogram::new))
+    }
+    /// Its name in a run's result.
+    fn key(self) -> &'static str {
         match self {
-            LatencyMetric::IsrLatency => &r.isr,
-            LatencyMetric::TaskletLatency => &r.tasklet,
-            LatencyMetric::RoundTrip => &r.round_trip,
-            LatencyMetric::PpsLatency => r.pps.as_ref().map_or(&r.isr, |p| &p.latency),
+            LatencyMetric::IsrLatency => "isr_latency",
+            LatencyMetric::TaskletLatency => "tasklet_latency",
+            LatencyMetric::RoundTrip => "round_trip",
+            LatencyMetric::PpsLatency => "pps_latency",
         }
     }
     fn name(self) -> &'static str {
@@ -273,46 +282,6 @@ pub fn matches_pattern(id: &str, pattern: &str) -> bool {
     true
 }
 
-/// A scenario of either model: the PCIe machine (seeds 000 and 002) or the ISA PC (seed 004),
-/// told apart by the file's `model` key.
-pub enum AnyScenario {
-    Pcie(Box<Scenario>),
-    Pps(Box<crate::pps::PpsScenario>),
-}
-
-impl AnyScenario {
-    pub fn load(
-        path: impl AsRef<Path>,
-        overrides: &[String],
-    ) -> Result<AnyScenario, ScenarioError> {
-        let path = path.as_ref();
-        let text = crate::scenario::read(path, None)?;
-        Ok(if crate::pps::is_pps_scenario(&text) {
-            AnyScenario::Pps(Box::new(crate::pps::PpsScenario::load(path, overrides)?))
-        } else {
-            AnyScenario::Pcie(Box::new(Scenario::load(path, overrides)?))
-        })
-    }
-
-    /// The scenario's default sample count.
-    pub fn samples(&self) -> u64 {
-        match self {
-            AnyScenario::Pcie(s) => s.file.samples,
-            AnyScenario::Pps(s) => s.file.samples,
-        }
-    }
-
-    /// Interrupts simulated for `samples` in `replications`: the PCIe model splits the samples
-    /// among its replications; each seed-004 replication runs the whole pulse timeline, whose
-    /// phases are set by sample number.
-    pub fn interrupts(&self, samples: u64, replications: u32) -> u64 {
-        match self {
-            AnyScenario::Pcie(_) => samples,
-            AnyScenario::Pps(_) => samples.saturating_mul(u64::from(replications.max(1))),
-        }
-    }
-}
-
 /// A loaded experiment.
 pub struct Experiment {
     pub path: PathBuf,
@@ -422,21 +391,14 @@ impl Experiment {
                         _ => default,
                     })
                 };
-                let result = match AnyScenario::load(&path, &spec.set)? {
-                    AnyScenario::Pcie(scenario) => scenario.run_replicated(
-                        scenario.file.seed,
-                        samples(scenario.file.samples),
-                        TRACE_PACKETS,
-                        spec.replications,
-                        opts.progress.clone(),
-                    )?,
-                    AnyScenario::Pps(scenario) => RunResult::from_pps(scenario.run_replicated(
-                        scenario.file.seed,
-                        samples(scenario.file.samples),
-                        spec.replications,
-                        opts.progress.clone(),
-                    )?),
-                };
+                let sim = Simulation::load(&path, &spec.set)?;
+                let result = sim.run(
+                    sim.seed(),
+                    samples(sim.samples()),
+                    TRACE_PACKETS,
+                    spec.replications,
+                    opts.progress.clone(),
+                )?;
                 Ok((spec.id.clone(), result))
             })
             .collect::<Result<_, _>>()?;
@@ -445,7 +407,7 @@ impl Experiment {
                 continue;
             };
             let default =
-                AnyScenario::load(crate::shipped::resolve(dir, &spec.scenario), &spec.set)?
+                Simulation::load(crate::shipped::resolve(dir, &spec.scenario), &spec.set)?
                     .samples();
             let ran = opts
                 .samples
@@ -470,7 +432,7 @@ impl Experiment {
         let mut histograms = Vec::new();
         for spec in &needed {
             let r = &results[&spec.id];
-            histograms.extend(crate::report::histograms(r, r.has_tasklet, Some(&spec.id)));
+            histograms.extend(crate::report::histograms(r, Some(&spec.id)));
         }
         Ok((
             rows,
@@ -755,12 +717,13 @@ impl Experiment {
                 let mut row = self.row(id, format!("histogram step spacing of {run}"), source);
                 row.published = format!("{published_ns:.0} ns = {:.2} MHz", 1e3 / published_ns);
                 row.published_text = published_text.clone();
-                row.samples = runs[run].pps.as_ref().map(|p| p.latency.count());
+                let counts = runs[run].counts.as_ref();
+                row.samples = counts.and_then(|c| runs[run].metric(&c.metric).map(|h| h.count()));
                 row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
-                let found = runs[run].pps.as_ref().and_then(|p| {
+                let found = counts.and_then(|c| {
                     irqlab_stats::fence::step_period(
-                        &p.counts,
-                        p.count_ns,
+                        &c.values,
+                        c.count_ns,
                         *search_min_ns,
                         *search_max_ns,
                     )
@@ -811,15 +774,10 @@ impl Experiment {
                 row.published = "holds".into();
                 row.published_text = published_text.clone();
                 row.tolerance = "exact".into();
-                let phase = |name: &str| {
-                    runs[run].pps.as_ref().and_then(|p| {
-                        p.phases
-                            .iter()
-                            .find(|(n, _)| n == name)
-                            .map(|(_, h)| h)
-                            .filter(|h| !h.is_empty())
-                    })
-                };
+                // The phases of the run's headline metric.
+                let r = &runs[run];
+                let headline = r.metrics.first().map_or("", |m| m.name.as_str());
+                let phase = |name: &str| r.phase(headline, Some(name)).filter(|h| !h.is_empty());
                 match (phase(heavier), phase(lighter)) {
                     (Some(hh), Some(hl)) => {
                         let q = |h: &LatencyHistogram| {
@@ -868,8 +826,8 @@ impl Experiment {
                     _ => {
                         row.simulated = "no samples".into();
                         row.detail = format!(
-                            "run {run} has no samples in phase '{heavier}' or '{lighter}' (or is \
-                             not a seed-004 run)"
+                            "run {run} has no samples in phase '{heavier}' or '{lighter}' (or \
+                             no workload phases)"
                         );
                     }
                 }
@@ -1013,7 +971,7 @@ pub fn planned_samples(
                 continue;
             }
             let scenario =
-                AnyScenario::load(crate::shipped::resolve(&edir, &spec.scenario), &spec.set)?;
+                Simulation::load(crate::shipped::resolve(&edir, &spec.scenario), &spec.set)?;
             let samples = opts.samples.unwrap_or(match spec.full_samples {
                 Some(full) if opts.full => full,
                 _ => scenario.samples(),

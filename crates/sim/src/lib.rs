@@ -24,5 +24,7 @@ pub mod machine;
 pub mod pps;
 pub mod probes;
 pub mod report;
+pub mod result;
 pub mod scenario;
 pub mod shipped;
+pub mod simulation;

@@ -24,6 +24,7 @@ use crate::kernel::Tick;
 use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
 use crate::machine::{Counters, Cpu, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe, TraceRecord};
+use crate::result::{Count, Measured, RunResult};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 
@@ -547,9 +548,10 @@ impl NamesParts for ScenarioFile {
     }
 }
 
-/// What one run produced.
+/// What one run of the machine produced, in its own terms (the mechanism tests read these); the
+/// rest of irqlab reads it as a [`RunResult`] ([`Outcome::into_result`]).
 #[derive(Debug)]
-pub struct RunResult {
+pub struct Outcome {
     pub isr: LatencyHistogram,
     pub tasklet: LatencyHistogram,
     /// The measured card's own round-trip counter (seed 002's instrument); empty without one.
@@ -561,28 +563,12 @@ pub struct RunResult {
     pub series: Option<(&'static str, SampleSeries)>,
     pub counters: Counters,
     pub trace: Vec<TraceRecord>,
-    /// A seed-004 run (the ISA PC model), which measures none of the above.
-    pub pps: Option<crate::pps::PpsResult>,
 }
 
-impl RunResult {
-    /// A seed-004 run in the common result.
-    pub fn from_pps(p: crate::pps::PpsResult) -> RunResult {
-        RunResult {
-            isr: LatencyHistogram::new(),
-            tasklet: LatencyHistogram::new(),
-            round_trip: LatencyHistogram::new(),
-            has_tasklet: false,
-            series: Some(("pps_latency", p.series.clone())),
-            counters: Counters::default(),
-            trace: Vec::new(),
-            pps: Some(p),
-        }
-    }
-
+impl Outcome {
     /// Add another replication's result: histograms and counters add up; the trace and the
     /// series are the first replication's, whichever side holds them.
-    fn absorb(&mut self, o: RunResult) {
+    fn absorb(&mut self, o: Outcome) {
         self.isr.merge(&o.isr);
         self.tasklet.merge(&o.tasklet);
         self.round_trip.merge(&o.round_trip);
@@ -594,9 +580,109 @@ impl RunResult {
             self.series = o.series;
         }
     }
+
+    /// In the neutral result: the latencies measured (the card's own round-trip counter if it
+    /// has one, the analyzer's ISR latency, the tasklet latency for a driver with a tasklet) and
+    /// the counters, in the order the reports list them. `warmup`: interrupts run first and not
+    /// recorded.
+    pub fn into_result(self, warmup: u64) -> RunResult {
+        let c = &self.counters;
+        let has_tasklet = self.has_tasklet;
+        let completed = self
+            .tasklet
+            .count()
+            .max(self.round_trip.count())
+            .max(if has_tasklet { 0 } else { self.isr.count() });
+        let mut counters = vec![
+            Count::always("interrupts_raised", c.interrupts_generated),
+            Count::if_nonzero("warmup_samples_not_recorded", warmup),
+            Count::always("samples_completed", completed),
+        ];
+        if has_tasklet {
+            counters.push(Count::always(
+                "samples_overlapped_dropped",
+                c.overlapped_samples,
+            ));
+        }
+        counters.extend([
+            Count::always("triggers_held_for_previous", c.held_triggers),
+            Count::always("unhandled_interrupts", c.unhandled_interrupts),
+            Count::always("spurious_8259_interrupts", c.spurious_interrupts),
+            Count::always("cpu_port_ios", c.port_ios),
+            Count::always("cpu_interrupt_acknowledges", c.interrupt_acknowledges),
+            Count::always("cpu_mmio_reads", c.mmio_reads),
+            Count::if_nonzero("local_timer_ticks", c.ticks),
+            Count::always("tlps_on_device_link", c.packets_on_link),
+            Count::always("events_simulated", c.events),
+            Count::always("simulated_time_us", c.simulated_ps / 1_000_000),
+            Count::if_nonzero("smis", c.smis),
+        ]);
+        counters.extend(c.idle_entries.iter().map(|(name, n)| {
+            Count::if_nonzero(format!("idle_entries_{}", name.to_lowercase()), *n)
+        }));
+        counters.push(Count::if_nonzero("link_replays", c.link_replays));
+        counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
+        let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
+            name: name.into(),
+            description: description.into(),
+            phase: None,
+            histogram: h,
+            quantum_ns: None,
+        };
+        let mut metrics = Vec::new();
+        if !self.round_trip.is_empty() {
+            metrics.push(measured(
+                "round_trip",
+                "the card's counter: MSI raised to the ISR's write reaching its register (4 ns \
+                 counts at 250 MHz, the register access included)",
+                self.round_trip,
+            ));
+        }
+        metrics.push(measured(
+            "isr_latency",
+            "interrupt TLP on the device's link to the ISR's write on it",
+            self.isr,
+        ));
+        if has_tasklet {
+            metrics.push(measured(
+                "tasklet_latency",
+                "interrupt TLP to the tasklet's signature write",
+                self.tasklet,
+            ));
+        }
+        RunResult {
+            metrics,
+            counters,
+            series: self.series.map(|(name, s)| (name.to_string(), s)),
+            trace: self.trace,
+            counts: None,
+        }
+    }
 }
 
 impl Scenario {
+    /// Settings the run cannot honour.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let tick = self.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
+        if !tick && self.kernel.idle.is_some() {
+            w.push(
+                "kernel.tick.hz is 0 with a cpuidle kernel: with no timer at all the idle \
+                 governor expects endless idle periods, and after any irregular one it picks the \
+                 deepest state"
+                    .to_string(),
+            );
+        }
+        if tick && self.file.delivery == Delivery::Xtpic {
+            w.push(
+                "kernel.tick.hz is not modelled in XT-PIC mode (the tick comes from the PIT on \
+                 IRQ 0 there): this run has no tick"
+                    .to_string(),
+            );
+        }
+        w
+    }
+
     /// Load `path` and apply `overrides` (`key=value` strings).
     pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
         let s = Scenario::read_all(path.as_ref(), overrides)?;
@@ -1528,7 +1614,7 @@ impl Scenario {
 
     /// Build and run: `samples` interrupts from the measured device, the first `trace` TLPs on
     /// its link kept.
-    pub fn run(&self, seed: u64, samples: u64, trace: usize) -> Result<RunResult, ScenarioError> {
+    pub fn run(&self, seed: u64, samples: u64, trace: usize) -> Result<Outcome, ScenarioError> {
         self.run_with(seed, samples, trace, false)
     }
 
@@ -1544,7 +1630,7 @@ impl Scenario {
         trace: usize,
         replications: u32,
         progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    ) -> Result<RunResult, ScenarioError> {
+    ) -> Result<Outcome, ScenarioError> {
         use rayon::prelude::*;
         let r = u64::from(replications.max(1));
         let share = |i: u64| samples / r + u64::from(i < samples % r);
@@ -1590,14 +1676,14 @@ impl Scenario {
         samples: u64,
         trace: usize,
         strict: bool,
-    ) -> Result<RunResult, ScenarioError> {
+    ) -> Result<Outcome, ScenarioError> {
         let mut m = self.build(seed, samples, trace)?;
         m.strict = strict;
         self.finish(m, samples)
     }
 
     /// Run a built machine and collect its result.
-    fn finish(&self, mut m: Machine, samples: u64) -> Result<RunResult, ScenarioError> {
+    fn finish(&self, mut m: Machine, samples: u64) -> Result<Outcome, ScenarioError> {
         let counters = m.run();
         if counters.truncated {
             return Err(ScenarioError::Runaway {
@@ -1609,7 +1695,7 @@ impl Scenario {
         }
         let mut trace = std::mem::take(&mut m.analyzer.records);
         trace.sort_by_key(|r| (r.time_ps, r.packet));
-        Ok(RunResult {
+        Ok(Outcome {
             isr: std::mem::take(&mut m.probe.isr),
             tasklet: std::mem::take(&mut m.probe.tasklet),
             round_trip: std::mem::take(&mut m.devices[0].round_trips),
@@ -1621,7 +1707,6 @@ impl Scenario {
             },
             counters,
             trace,
-            pps: None,
         })
     }
 }

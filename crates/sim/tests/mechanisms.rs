@@ -2,14 +2,14 @@
 //! tests pin the mechanisms: which accesses each method makes, how a change to one component
 //! moves only the paths that cross it, sharing, and determinism.
 
-use irqlab_sim::scenario::{RunResult, Scenario};
+use irqlab_sim::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn run(scenario: &str, set: &[&str], samples: u64) -> RunResult {
+fn run(scenario: &str, set: &[&str], samples: u64) -> Outcome {
     let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
     Scenario::load(repo().join(scenario), &set)
         .expect("scenario loads")
@@ -36,7 +36,7 @@ fn ws_text_with_absolute_paths() -> String {
 }
 const SOC: &str = "experiments/seed000/soc.toml";
 
-fn mean_isr(r: &RunResult) -> f64 {
+fn mean_isr(r: &Outcome) -> f64 {
     r.isr.mean_ns().unwrap()
 }
 
@@ -96,7 +96,7 @@ fn a_slower_legacy_block_moves_only_xtpic_and_by_exactly_its_accesses() {
     };
     let (xb, xs) = (base("xtpic"), slow("xtpic"));
     assert!((mean_isr(&xs) - mean_isr(&xb) - 120.0).abs() < 0.01);
-    let tasklet = |r: &RunResult| r.tasklet.mean_ns().unwrap();
+    let tasklet = |r: &Outcome| r.tasklet.mean_ns().unwrap();
     assert!((tasklet(&xs) - tasklet(&xb) - 150.0).abs() < 0.01);
     for d in ["ioapic", "msi"] {
         assert_eq!(base(d).isr.summary(), slow(d).isr.summary(), "{d}");
@@ -266,7 +266,7 @@ mod properties {
         }
     }
 
-    fn run_seed(scenario: &str, delivery: &str, seed: u64) -> RunResult {
+    fn run_seed(scenario: &str, delivery: &str, seed: u64) -> Outcome {
         Scenario::load(repo().join(scenario), &[format!("delivery={delivery}")])
             .unwrap()
             .run(seed, 20, 0)

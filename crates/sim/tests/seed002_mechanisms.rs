@@ -2,7 +2,7 @@
 //! resolution, idle states, switches, bit-error replays, DMA traffic sharing the link, SMIs and
 //! other interrupts, and the fast paths against the step-by-step reference.
 
-use irqlab_sim::scenario::{RunResult, Scenario};
+use irqlab_sim::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
@@ -15,7 +15,7 @@ const FPGA: &str = "experiments/seed002/fpga.toml";
 /// (which stays on: without any timer the governor would predict endless idle periods).
 const QUIET: [&str; 1] = ["device.1.interrupts=none"];
 
-fn run(set: &[&str], samples: u64) -> RunResult {
+fn run(set: &[&str], samples: u64) -> Outcome {
     let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
     Scenario::load(repo().join(FPGA), &set)
         .expect("scenario loads")
@@ -23,12 +23,12 @@ fn run(set: &[&str], samples: u64) -> RunResult {
         .expect("runs")
 }
 
-fn quiet(extra: &[&str], samples: u64) -> RunResult {
+fn quiet(extra: &[&str], samples: u64) -> Outcome {
     let set: Vec<&str> = QUIET.iter().chain(extra).copied().collect();
     run(&set, samples)
 }
 
-fn median(r: &RunResult) -> u64 {
+fn median(r: &Outcome) -> u64 {
     r.round_trip.quantile_ns(0.5).unwrap().unwrap()
 }
 
@@ -51,7 +51,7 @@ fn the_counter_counts_whole_4_ns_periods_and_records_every_sample() {
 fn c1_costs_its_wake_time_and_the_latency_limit_removes_it() {
     let c1 = quiet(&[], 2_000);
     let poll = quiet(&["kernel.idle.latency_limit_us=0"], 2_000);
-    let idle = |r: &RunResult, name: &str| {
+    let idle = |r: &Outcome, name: &str| {
         r.counters
             .idle_entries
             .iter()
@@ -93,7 +93,7 @@ fn bit_errors_replay_tlps_and_only_then_cost_time() {
     // A replay costs the NAK latency, the way back and out again, and a second serialization:
     // ~163 + 2 x 80 + 3 ns: round trips of one or two replays more than the usual one appear.
     let m = median(&clean);
-    let in_band = |r: &RunResult| {
+    let in_band = |r: &Outcome| {
         r.round_trip
             .iter_buckets(1)
             .filter(|&(v, _)| v >= m + 300 && v <= m + 700)
@@ -181,7 +181,7 @@ fn fast_paths_match_the_step_by_step_reference() {
     let s = Scenario::load(repo().join(FPGA), &set).unwrap();
     let fast = s.run_with(5, 5_000, 0, false).unwrap();
     let strict = s.run_with(5, 5_000, 0, true).unwrap();
-    let buckets = |r: &RunResult| r.round_trip.iter_buckets(1).collect::<Vec<_>>();
+    let buckets = |r: &Outcome| r.round_trip.iter_buckets(1).collect::<Vec<_>>();
     assert_eq!(buckets(&fast), buckets(&strict));
     assert_eq!(fast.counters.link_replays, strict.counters.link_replays);
     assert_eq!(fast.counters.smis, strict.counters.smis);

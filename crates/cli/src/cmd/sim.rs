@@ -5,7 +5,7 @@ use crate::args::SimArgs;
 use crate::made::Invocation;
 use crate::ui::Progress;
 use anyhow::Result;
-use irqlab_sim::experiment::AnyScenario;
+use irqlab_sim::simulation::Simulation;
 use irqlab_stats::results::RunReport;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -76,36 +76,20 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     super::check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     let file = resolve(&a.scenario)?;
     let counter = Arc::new(AtomicU64::new(0));
-    let (mut rep, seed, samples, kind) = match AnyScenario::load(&file, &a.set)? {
-        AnyScenario::Pps(s) => {
-            if a.trace > 0 {
-                anyhow::bail!(
-                    "--trace shows PCIe analyzer packets; {} is an ISA PC with no PCIe link to \
-                     watch",
-                    a.scenario.display()
-                );
-            }
-            let seed = a.seed.unwrap_or(s.file.seed);
-            let samples = a.samples.unwrap_or(s.file.samples);
-            // Each replication runs the whole pulse timeline (its phases are by sample).
-            let total = samples.saturating_mul(u64::from(a.replications.max(1)));
-            let bar = Progress::start(total, &counter);
-            let result = s.run_replicated(seed, samples, a.replications, Some(counter));
-            bar.finish();
-            let rep = irqlab_sim::report::pps_run_report(&s, seed, &result?);
-            (rep, seed, samples, "pps".to_string())
-        }
-        AnyScenario::Pcie(s) => {
-            let seed = a.seed.unwrap_or(s.file.seed);
-            let samples = a.samples.unwrap_or(s.file.samples);
-            let bar = Progress::start(samples, &counter);
-            let result = s.run_replicated(seed, samples, a.trace, a.replications, Some(counter));
-            bar.finish();
-            let rep = irqlab_sim::report::run_report(&s, seed, &result?);
-            let delivery = format!("{:?}", s.file.delivery).to_lowercase();
-            (rep, seed, samples, delivery)
-        }
-    };
+    let sim = Simulation::load(&file, &a.set)?;
+    if a.trace > 0 && !sim.has_analyzer() {
+        anyhow::bail!(
+            "--trace shows PCIe analyzer packets; {} is an ISA PC with no PCIe link to watch",
+            a.scenario.display()
+        );
+    }
+    let seed = a.seed.unwrap_or(sim.seed());
+    let samples = a.samples.unwrap_or(sim.samples());
+    let bar = Progress::start(sim.interrupts(samples, a.replications), &counter);
+    let result = sim.run(seed, samples, a.trace, a.replications, Some(counter));
+    bar.finish();
+    let mut rep = irqlab_sim::report::run_report(&sim, seed, &result?);
+    let kind = sim.variant();
     list_overrides(&mut rep, &a.set);
     let made = inv.made(
         &Settings {

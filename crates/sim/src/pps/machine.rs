@@ -7,6 +7,7 @@
 use super::{class_mask, PpsResult, PpsScenario};
 use crate::engine::{exponential, EventQueue, RngStreams, SimDuration, SimTime, Stream};
 use crate::hw::pic8259::{PicPair, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
+use crate::result::Count;
 use crate::scenario::{ScenarioError, SERIES_POINTS};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
@@ -1161,25 +1162,29 @@ impl<'a> M<'a> {
     fn finish(self) -> PpsResult {
         let c = &self.c;
         let mut counters = vec![
-            ("pulses_timestamped".to_string(), self.samples),
-            ("pulses_missed".into(), c.lost_pulses),
-            ("irq7_deferred_by_cpl".into(), c.deferred),
-            ("irq7_replayed_by_doreti".into(), c.replay_doreti),
-            ("irq7_replayed_by_splz".into(), c.replay_splz),
-            ("clock_interrupts".into(), c.ticks),
-            ("rtc_interrupts".into(), c.rtc),
-            ("isa_io_cycles".into(), c.isa_ios),
-            ("pci_reads".into(), c.pci_reads),
-            ("spl_and_cli_sections".into(), c.sections),
-            ("cache_line_misses".into(), c.cold_misses),
-            ("spurious_interrupts".into(), c.spurious),
-            ("events_simulated".into(), c.events),
+            Count::always("pulses_timestamped", self.samples),
+            Count::always("pulses_missed", c.lost_pulses),
+            Count::always("irq7_deferred_by_cpl", c.deferred),
+            Count::always("irq7_replayed_by_doreti", c.replay_doreti),
+            Count::always("irq7_replayed_by_splz", c.replay_splz),
+            Count::always("clock_interrupts", c.ticks),
+            Count::always("rtc_interrupts", c.rtc),
+            Count::always("isa_io_cycles", c.isa_ios),
+            Count::always("pci_reads", c.pci_reads),
+            Count::always("spl_and_cli_sections", c.sections),
+            Count::always("cache_line_misses", c.cold_misses),
+            Count::always("spurious_interrupts", c.spurious),
+            Count::always("events_simulated", c.events),
         ];
         for (d, f) in self.devices.iter().zip(&self.s.file.device) {
-            counters.push((format!("{}_interrupts", f.name), d.interrupts));
-            if d.coalesced > 0 {
-                counters.push((format!("{}_coalesced", f.name), d.coalesced));
-            }
+            counters.push(Count::always(
+                format!("{}_interrupts", f.name),
+                d.interrupts,
+            ));
+            counters.push(Count::if_nonzero(
+                format!("{}_coalesced", f.name),
+                d.coalesced,
+            ));
         }
         PpsResult {
             latency: self.latency,

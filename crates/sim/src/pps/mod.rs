@@ -31,6 +31,7 @@
 mod machine;
 
 use crate::engine::SimDuration;
+use crate::result::{Count, Counts, Measured, RunResult};
 use crate::scenario::{Configured, NamesParts, ScenarioError};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
@@ -315,7 +316,55 @@ pub struct PpsResult {
     /// Nanoseconds per count.
     pub count_ns: f64,
     pub series: SampleSeries,
-    pub counters: Vec<(String, u64)>,
+    pub counters: Vec<Count>,
+}
+
+impl PpsResult {
+    /// Add another replication's result: histograms and counters add up; the samples and the
+    /// series are this one's (the first replication's).
+    fn absorb(&mut self, o: PpsResult) {
+        self.latency.merge(&o.latency);
+        for (a, b) in self.phases.iter_mut().zip(&o.phases) {
+            a.1.merge(&b.1);
+        }
+        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
+            debug_assert_eq!(a.name, b.name, "every replication counts the same things");
+            a.value += b.value;
+        }
+    }
+
+    /// In the neutral result: the latency of every sample, then of each workload phase, all in
+    /// the counter's counts.
+    pub fn into_result(self) -> RunResult {
+        let quantum_ns = Some(self.count_ns);
+        let mut metrics = vec![Measured {
+            name: "pps_latency".into(),
+            description: "pulse edge (the card's latch) to the driver's timestamp read reaching \
+                          the card, in 90.112 MHz counts"
+                .into(),
+            phase: None,
+            histogram: self.latency,
+            quantum_ns,
+        }];
+        metrics.extend(self.phases.into_iter().map(|(name, h)| Measured {
+            name: "pps_latency".into(),
+            description: format!("the samples taken during the '{name}' workload"),
+            phase: Some(name),
+            histogram: h,
+            quantum_ns,
+        }));
+        RunResult {
+            metrics,
+            counters: self.counters,
+            series: Some(("pps_latency".into(), self.series)),
+            trace: Vec::new(),
+            counts: Some(Counts {
+                metric: "pps_latency".into(),
+                values: self.counts,
+                count_ns: self.count_ns,
+            }),
+        }
+    }
 }
 
 impl PpsScenario {
@@ -596,7 +645,8 @@ impl PpsScenario {
     ) -> Result<PpsResult, ScenarioError> {
         use rayon::prelude::*;
         let r = u64::from(replications.max(1));
-        let mut results: Vec<PpsResult> = (0..r)
+        // Merged as they finish, in replication order, so memory is that of one run per thread.
+        let merged = (0..r)
             .into_par_iter()
             .map(|i| {
                 let s = if i == 0 {
@@ -604,20 +654,21 @@ impl PpsScenario {
                 } else {
                     crate::scenario::replication_seed(seed, i)
                 };
-                machine::run(self, s, samples, progress.as_deref())
+                machine::run(self, s, samples, progress.as_deref()).map(Some)
             })
-            .collect::<Result<_, _>>()?;
-        let mut first = results.remove(0);
-        for o in results {
-            first.latency.merge(&o.latency);
-            for (a, b) in first.phases.iter_mut().zip(&o.phases) {
-                a.1.merge(&b.1);
-            }
-            for (a, b) in first.counters.iter_mut().zip(&o.counters) {
-                a.1 += b.1;
-            }
-        }
-        Ok(first)
+            .try_reduce(
+                || None,
+                |a, b| {
+                    Ok(match (a, b) {
+                        (Some(mut a), Some(b)) => {
+                            a.absorb(b);
+                            Some(a)
+                        }
+                        (a, b) => a.or(b),
+                    })
+                },
+            )?;
+        Ok(merged.expect("at least one replication"))
     }
 
     pub(crate) fn duration_us(us: f64) -> SimDuration {
