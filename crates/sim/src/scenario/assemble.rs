@@ -1,0 +1,390 @@
+//! Assembling a checked scenario into a [`Machine`]: the fabric and its links, the hub's
+//! interrupt block as the BIOS left it, the core, and the kernel as it boots (on-board drivers
+//! first, then the measured device's driver requesting its interrupt).
+
+use super::check::{pirq_index, pirq_letter};
+use super::error::ScenarioError;
+use super::{Scenario, SERIES_POINTS};
+use crate::devices::exerciser::{
+    DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
+};
+use crate::engine::{RngStreams, SimDuration};
+use crate::hw::cpu::CpuTiming;
+use crate::hw::fabric::{Fabric, Fsb, FsbTiming};
+use crate::hw::ich::{Ich, IchTiming, PIRQ_ROUT_DISABLE};
+use crate::hw::ioapic::RedirectionEntry;
+use crate::hw::lapic::LocalApic;
+use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::{Bdf, IntxPin, Link, LinkConfig, LinkGen, LinkWidth};
+use crate::kernel::cpuidle::{Cpuidle, IdleState};
+use crate::kernel::Tick;
+use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
+use crate::machine::{Cpu, Machine, Smi};
+use crate::probes::analyzer::{Analyzer, LatencyProbe};
+use irqlab_stats::series::SampleSeries;
+
+/// `assign_irq_vector`: hands out vectors a step apart.
+struct VectorAllocator {
+    next: u32,
+    step: u32,
+}
+
+impl VectorAllocator {
+    fn alloc(&mut self, forced: Option<u32>) -> u32 {
+        forced.unwrap_or_else(|| {
+            let v = self.next;
+            self.next += self.step;
+            v
+        })
+    }
+}
+
+impl Scenario {
+    /// Build the machine for a run that keeps its first `trace` TLPs and its sample series.
+    pub fn build(&self, seed: u64, samples: u64, trace: usize) -> Result<Machine, ScenarioError> {
+        self.build_keeping(seed, samples, trace, true)
+    }
+
+    /// Build the machine for a run; `series`: keep the sample series (bounded).
+    pub(super) fn build_keeping(
+        &self,
+        seed: u64,
+        samples: u64,
+        trace: usize,
+        series: bool,
+    ) -> Result<Machine, ScenarioError> {
+        let p = &self.platform;
+        let rng = RngStreams::new(seed);
+        let ns = SimDuration::from_ns_f64;
+        let link = |g: u8, w: u32, pipe: f64| LinkConfig {
+            gen: LinkGen::new(g).expect("checked"),
+            width: LinkWidth::new(w).expect("checked"),
+            pipeline_latency: ns(pipe),
+        };
+        let delivery = self.file.delivery;
+
+        // Hardware.
+        let mut links = Vec::new();
+        let mut devices = Vec::new();
+        for (i, d) in self.file.device.iter().enumerate() {
+            let mut l = Link::new(link(
+                d.link_generation,
+                d.link_width,
+                p.mch.root_port_pipeline_ns,
+            ));
+            l.path.switches = d.switches;
+            l.path.switch_latency = ns(d.switch_latency_ns);
+            l.path.bit_error_rate = d.bit_error_rate;
+            // A NAK'd TLP: the receiver's NAK latency, the NAK's way back through the link
+            // pipeline, and the replay's way out again through it.
+            l.path.replay_delay = ns(d.ack_nak_latency_ns + 2.0 * p.mch.root_port_pipeline_ns);
+            if d.bit_error_rate > 0.0 {
+                l.path.rng = Some(rng.stream(&format!("device.{i}.link")));
+            }
+            links.push(l);
+            // The card's own clock: its intervals and counter periods are nominal / (1 + ppm).
+            let card_clock = 1.0 + d.clock_ppm * 1e-6;
+            let interval = SimDuration::from_ns_f64(d.interval_us * 1e3 / card_clock);
+            let dma = |mb_per_s: f64, bytes: u32, addr: u64| {
+                (mb_per_s > 0.0).then(|| DmaStream {
+                    mean_gap: ns(f64::from(bytes) / mb_per_s * 1e3),
+                    bytes,
+                    addr,
+                })
+            };
+            let cfg = ExerciserConfig {
+                name: d.name.clone(),
+                bdf: Bdf::parse(&d.bdf).expect("checked"),
+                intx_pin: IntxPin::parse(&d.intx_pin).expect("checked"),
+                reg_bar: d.reg_bar,
+                reg_bar_size: d.reg_bar_size,
+                signature_bar: d.signature_bar,
+                signature_bar_size: d.signature_bar_size,
+                status_offset: d.status_offset,
+                clear_offset: d.clear_offset,
+                pending_flag: d.pending_flag,
+                read_turnaround: ns(d.read_turnaround_ns),
+                deassert_delay: ns(d.deassert_delay_ns),
+                generator: match d.interrupts.as_str() {
+                    "periodic" => Generator::Periodic { interval },
+                    _ => Generator::Poisson { mean: interval },
+                },
+                generates: d.interrupts != "none",
+                // The write that answers an interrupt: the round-trip ISR's acknowledge, or seed
+                // 000's tasklet signature.
+                serviced_addr: match d.driver.as_str() {
+                    "round-trip" => Some(d.signature_bar + d.isr_signature_offset),
+                    "seed000" => Some(d.signature_bar + d.tasklet_signature_offset),
+                    _ => None, // a generic device raises interrupts whenever it has work
+                },
+                interval_from_service: d.interval_from == "service",
+                core_tx: ns(d.core_tx_ns),
+                core_rx: ns(d.core_rx_ns),
+                round_trip: d.round_trip.as_ref().map(|r| RoundTripConfig {
+                    period: SimDuration::period_of(r.counter_hz * card_clock),
+                    nominal_period: SimDuration::period_of(r.counter_hz),
+                    register_access: ns(r.register_access_ns),
+                }),
+                // Host memory for the card's DMA: a buffer at 256 MiB (any RAM address).
+                dma_writes: dma(d.dma_write_mb_per_s, d.dma_write_bytes, 0x1000_0000),
+                dma_reads: dma(d.dma_read_mb_per_s, d.dma_read_bytes, 0x1000_0000),
+            };
+            devices.push(Exerciser::new(cfg, rng.stream(&format!("device.{i}"))));
+        }
+        let fabric = Fabric {
+            fsb: Fsb::new(FsbTiming {
+                bus_clock_hz: p.fsb.bus_clock_hz,
+                request_phase_clocks: p.fsb.request_phase_clocks,
+                transaction_clocks: p.fsb.transaction_clocks,
+            }),
+            mch_crossing: ns(p.mch.crossing_ns),
+            dmi: Link::new(link(p.dmi.generation, p.dmi.width, p.dmi.pipeline_ns)),
+            ich_crossing: ns(p.ich.crossing_ns),
+            links,
+            memory_read: ns(p.mch.memory_read_ns.unwrap_or(0.0)),
+        };
+        let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
+        let mut elcr: u16 = 0;
+        for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
+            if irq >= 0 {
+                pirq_rout[i] = irq as u8;
+                elcr |= 1 << irq; // the BIOS makes PCI lines level-sensitive
+            }
+        }
+        let mut pirq_pins = [0u8; 8];
+        for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
+            pirq_pins[i] = pin as u8;
+        }
+        let mut ich = Ich::new(
+            IchTiming {
+                internal_clock_hz: p.ich.internal_clock_hz,
+                legacy_io_clocks: p.ich.legacy_io_clocks,
+                intack_clocks: p.ich.intack_clocks,
+                ioapic_access_clocks: p.ich.ioapic_access_clocks,
+                ioapic_delivery_clocks: p.ich.ioapic_delivery_clocks,
+            },
+            pirq_rout,
+            pirq_pins,
+        );
+        ich.pics.linux_init(elcr);
+        let lapic_on = delivery != Delivery::Xtpic;
+        let mut cpu = Cpu::new(
+            CpuTiming {
+                clock_hz: p.cpu.clock_hz,
+                cycles_per_instruction: p.cpu.cycles_per_instruction,
+                interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
+                iret_cycles: p.cpu.iret_cycles,
+                lapic_access_cycles: p.cpu.lapic_access_cycles,
+                halt_exit: ns(p.cpu.halt_exit_ns),
+            },
+            LocalApic::new(p.cpu.apic_id, lapic_on),
+        );
+        if let Some(idle) = &self.kernel.idle {
+            let states = p
+                .cpu
+                .idle_states
+                .iter()
+                .map(|s| IdleState {
+                    name: s.name.clone(),
+                    exit_latency: ns(s.exit_latency_us * 1e3),
+                    target_residency: ns(s.target_residency_us * 1e3),
+                    wake: ns(s.wake_ns),
+                    polls: s.polls,
+                })
+                .collect();
+            cpu.cpuidle = Some(Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3))));
+        }
+
+        // The kernel boots: on-board drivers register first; then seed 000's module probes and
+        // requests its interrupt (Figure 3).
+        let mut kernel = Kernel::new(self.kernel.instructions.clone());
+        // The tick needs the Local APIC; in XT-PIC mode the tick is the PIT on IRQ 0, which is
+        // not modelled.
+        if lapic_on {
+            if let Some(t) = self.kernel.tick.as_ref().filter(|t| t.hz > 0) {
+                let vector = u8::try_from(t.vector)
+                    .ok()
+                    .filter(|v| *v >= 32)
+                    .ok_or_else(|| {
+                        self.invalid(
+                            "kernel.tick.vector",
+                            format!("{} is not a vector 32..255", t.vector),
+                        )
+                    })?;
+                kernel.tick = Some(Tick {
+                    vector,
+                    period: SimDuration::from_ps(1_000_000_000_000 / u64::from(t.hz)),
+                    handler: t.handler,
+                    timer_softirq: t.timer_softirq,
+                });
+            }
+        }
+        let mut vectors = VectorAllocator {
+            next: self.kernel.first_device_vector,
+            step: self.kernel.vector_step,
+        };
+        // One vector per IO-APIC pin: PIRQs wired to the same pin share it.
+        let mut ioapic_vectors: [Option<u8>; 24] = [None; 24];
+        for (j, f) in p.ich.functions.iter().enumerate() {
+            let pirq = pirq_index(&f.pirq).expect("checked");
+            let line = self.legacy_line(
+                pirq,
+                &f.name,
+                &mut ich,
+                &mut kernel,
+                &mut vectors,
+                &mut ioapic_vectors,
+            )?;
+            let action = Action {
+                isr: Isr::PortStatusCheck {
+                    port: f.status_port,
+                    instructions: f.isr_instructions,
+                },
+                irqs_disabled: false, // on-board drivers request shared, not SA_INTERRUPT
+            };
+            kernel
+                .request_irq(line.0, line.1, line.2, line.3, action)
+                .map_err(|m| self.invalid(&format!("platform.ich.functions.{j}"), m))?;
+        }
+        for (i, dev) in devices.iter_mut().enumerate() {
+            let d = &self.file.device[i];
+            let key = |f: &str| format!("device.{i}.{f}");
+            let msi_mode = delivery == Delivery::Msi && d.msi_capable;
+            let pin = dev.cfg.intx_pin.swizzle(dev.cfg.bdf.dev);
+            let pirq = pin.index();
+            let tasklet = kernel.tasklet_init(i as u16);
+            let action = Action {
+                isr: Isr::Exerciser(i as u16),
+                irqs_disabled: true, // SA_INTERRUPT in Figure 3
+            };
+            let (irq, chip, flow, vector) = if msi_mode {
+                let v = vectors.alloc((d.msi_vector != 0).then_some(d.msi_vector));
+                let m = MsiMessage::new(p.cpu.apic_id, v, false)
+                    .map_err(|m| self.invalid(&key("msi_vector"), m))?;
+                dev.msi.program(m);
+                (1000 + i as u16, Chip::Msi, Flow::Edge, m.vector)
+            } else {
+                self.legacy_line(
+                    pirq,
+                    &d.name,
+                    &mut ich,
+                    &mut kernel,
+                    &mut vectors,
+                    &mut ioapic_vectors,
+                )?
+            };
+            kernel
+                .request_irq(irq, chip, flow, vector, action)
+                .map_err(|m| self.invalid(&key("msi_vector"), m))?;
+            kernel.drivers.push(ExerciserDriver {
+                kind: match d.driver.as_str() {
+                    "round-trip" => DriverKind::RoundTrip {
+                        bin: d.isr_instructions,
+                    },
+                    "generic" => DriverKind::Generic {
+                        instructions: d.isr_instructions,
+                        status_reads: d.isr_status_reads,
+                    },
+                    _ => DriverKind::Seed000,
+                },
+                msi_mode,
+                status_addr: d.reg_bar + d.status_offset,
+                clear_addr: d.reg_bar + d.clear_offset,
+                pending_flag: d.pending_flag,
+                clear_mask: d.pending_flag,
+                isr_signature_addr: d.signature_bar + d.isr_signature_offset,
+                tasklet_signature_addr: d.signature_bar + d.tasklet_signature_offset,
+                tasklet,
+                int_count: 0,
+            });
+        }
+
+        let d0 = &self.file.device[0];
+        let mut probe = LatencyProbe::new(
+            d0.signature_bar + d0.isr_signature_offset,
+            (d0.driver != "round-trip").then_some(d0.signature_bar + d0.tasklet_signature_offset),
+        );
+        // Warm-up interrupts go first and are not recorded: the governor starts with no history
+        // and the run with every timer phase at zero, neither of which the published run had.
+        let warmup = self.file.warmup_samples;
+        probe.warmup = warmup;
+        if let Some(d) = devices.first_mut() {
+            d.warmup = warmup;
+        }
+        if series {
+            probe.series = Some(SampleSeries::new(SERIES_POINTS));
+            if let Some(d) = devices.first_mut() {
+                d.series = Some(SampleSeries::new(SERIES_POINTS));
+            }
+        }
+        let root = Bdf::parse(&p.mch.requester_id).expect("checked");
+        kernel.idle = self.kernel.idle.clone();
+        let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
+            mean_interval: ns(1e9 / s.rate_per_s),
+            duration: ns(s.duration_us * 1e3),
+            rng: rng.stream("platform.smi"),
+            count: 0,
+        });
+        let mut machine = Machine::new(
+            fabric,
+            ich,
+            cpu,
+            kernel,
+            devices,
+            Analyzer::new(trace),
+            probe,
+            root,
+            samples + warmup,
+        );
+        machine.smi = smi;
+        Ok(machine)
+    }
+
+    /// Set up the INTx line of `pirq` as this kernel does and say how it registers it: with
+    /// XT-PIC, the 8259 line the BIOS routed it to, unmasked; otherwise the IO-APIC pin it
+    /// drives, programmed once (level-triggered, active low: PCI) with a vector of its own.
+    fn legacy_line(
+        &self,
+        pirq: u8,
+        who: &str,
+        ich: &mut Ich,
+        kernel: &mut Kernel,
+        vectors: &mut VectorAllocator,
+        ioapic_vectors: &mut [Option<u8>; 24],
+    ) -> Result<(u16, Chip, Flow, u8), ScenarioError> {
+        let p = &self.platform;
+        if self.file.delivery == Delivery::Xtpic {
+            let irq = p.ich.pirq_pic_irq[usize::from(pirq)];
+            if irq < 0 {
+                return Err(self.invalid(
+                    "platform.ich.pirq_pic_irq",
+                    format!(
+                        "'{who}' signals on PIRQ{}, which the BIOS did not route to the 8259: \
+                         XT-PIC delivery needs it routed",
+                        pirq_letter(usize::from(pirq))
+                    ),
+                ));
+            }
+            let irq = irq as u8;
+            // request_irq -> startup_8259A_irq -> enable_8259A_irq: unmask the line.
+            let imr_port = if irq >= 8 { 0xA1 } else { 0x21 };
+            let imr = ich.pics.port_read(imr_port).expect("PIC port");
+            ich.pics.port_write(imr_port, imr & !(1 << (irq & 7)));
+            kernel.cached_irq_mask &= !(1 << irq);
+            return Ok((u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq));
+        }
+        let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
+        let vector = match ioapic_vectors[usize::from(io_pin)] {
+            Some(v) => v,
+            None => {
+                let m = MsiMessage::new(p.cpu.apic_id, vectors.alloc(None), true)
+                    .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
+                ich.ioapic.entries[usize::from(io_pin)] =
+                    RedirectionEntry::new(m.vector, p.cpu.apic_id, true, true, false);
+                ioapic_vectors[usize::from(io_pin)] = Some(m.vector);
+                m.vector
+            }
+        };
+        Ok((u16::from(io_pin), Chip::IoApic, Flow::FastEoi, vector))
+    }
+}

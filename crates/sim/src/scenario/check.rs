@@ -1,0 +1,597 @@
+//! Checking a scenario's values: configurations the hardware or the kernel cannot have, and
+//! physical quantities outside the range the model accepts, each refused with the file and line
+//! (or the flag) it came from and how to fix it.
+
+use super::error::ScenarioError;
+use super::Scenario;
+use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::{Bdf, IntxPin, LinkGen, LinkWidth};
+use crate::kernel::Delivery;
+
+impl Scenario {
+    /// Registers must lie inside their BAR, and no two BARs (nor the chipset's interrupt and
+    /// IO-APIC windows) may overlap, or the driver's accesses would reach the wrong device.
+    fn check_bars(&self) -> Result<(), ScenarioError> {
+        let mut windows: Vec<(u64, u64, String)> = vec![
+            (
+                0xFEC0_0000,
+                0x1000,
+                "the IO-APIC window (0xFEC00000)".into(),
+            ),
+            (
+                0xFEE0_0000,
+                0x10_0000,
+                "the interrupt window (0xFEExxxxx)".into(),
+            ),
+        ];
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            for (field, offset, bar, size) in [
+                ("status_offset", d.status_offset, "reg_bar", d.reg_bar_size),
+                ("clear_offset", d.clear_offset, "reg_bar", d.reg_bar_size),
+                (
+                    "isr_signature_offset",
+                    d.isr_signature_offset,
+                    "signature_bar",
+                    d.signature_bar_size,
+                ),
+                (
+                    "tasklet_signature_offset",
+                    d.tasklet_signature_offset,
+                    "signature_bar",
+                    d.signature_bar_size,
+                ),
+            ] {
+                if offset.checked_add(4).is_none_or(|end| end > size) {
+                    return Err(self.invalid(
+                        &key(field),
+                        format!(
+                            "offset 0x{offset:x} is outside {bar} (size 0x{size:x}); a register must \
+                             lie within its BAR: use an offset below 0x{size:x} or a larger {bar}_size"
+                        ),
+                    ));
+                }
+            }
+            for (bar, base, size) in [
+                ("reg_bar", d.reg_bar, d.reg_bar_size),
+                ("signature_bar", d.signature_bar, d.signature_bar_size),
+            ] {
+                let end = base.saturating_add(size);
+                if let Some((_, _, other)) = windows
+                    .iter()
+                    .find(|(b, s, _)| base < b.saturating_add(*s) && *b < end)
+                {
+                    return Err(self.invalid(
+                        &key(bar),
+                        format!(
+                            "{bar} 0x{base:x} (size 0x{size:x}) overlaps {other}; give each BAR its \
+                             own address range"
+                        ),
+                    ));
+                }
+                windows.push((base, size, format!("{} of device '{}'", bar, d.name)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parts seed 002 brought: idle states, SMIs, drivers, the round-trip counter, switches,
+    /// bit errors and DMA traffic.
+    fn check_modern(&self) -> Result<(), ScenarioError> {
+        let p = &self.platform;
+        if let Some(idle) = &self.kernel.idle {
+            if p.cpu.idle_states.is_empty() {
+                return Err(self.invalid(
+                    "platform.cpu.idle_states",
+                    format!(
+                        "the kernel '{}' idles through cpuidle ([idle]), but the platform lists no \
+                         idle states: add [[cpu.idle_states]] (at least C1) to the platform",
+                        self.kernel.name
+                    ),
+                ));
+            }
+            self.in_range(
+                "kernel.idle.latency_limit_us",
+                idle.latency_limit_us,
+                0.0,
+                2e9,
+                "us",
+            )?;
+        }
+        let mut last_residency = 0.0;
+        for (i, st) in p.cpu.idle_states.iter().enumerate() {
+            let key = |f: &str| format!("platform.cpu.idle_states.{i}.{f}");
+            self.in_range(&key("exit_latency_us"), st.exit_latency_us, 0.0, 1e6, "us")?;
+            self.in_range(
+                &key("target_residency_us"),
+                st.target_residency_us,
+                0.0,
+                1e7,
+                "us",
+            )?;
+            self.in_range(&key("wake_ns"), st.wake_ns, 0.0, 1e9, "ns")?;
+            if st.target_residency_us < last_residency {
+                return Err(self.invalid(
+                    &key("target_residency_us"),
+                    "idle states go shallowest first: each state's target residency must be at \
+                     least the previous one's",
+                ));
+            }
+            last_residency = st.target_residency_us;
+        }
+        if let Some(smi) = &p.smi {
+            self.in_range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;
+            self.in_range("platform.smi.duration_us", smi.duration_us, 0.0, 1e6, "us")?;
+        }
+        if let Some(m) = p.mch.memory_read_ns {
+            self.in_range("platform.mch.memory_read_ns", m, 0.0, 1e6, "ns")?;
+        }
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            if !["seed000", "round-trip", "generic"].contains(&d.driver.as_str()) {
+                return Err(self.invalid(
+                    &key("driver"),
+                    format!(
+                        "driver = \"{}\" is not a modelled driver: use \"seed000\" (seed 000's \
+                         Figures 3-5), \"round-trip\" (seed 002's acknowledge-and-read ISR) or \
+                         \"generic\" (status reads and a clear write)",
+                        d.driver
+                    ),
+                ));
+            }
+            if !["trigger", "service"].contains(&d.interval_from.as_str()) {
+                return Err(self.invalid(
+                    &key("interval_from"),
+                    format!(
+                        "interval_from = \"{}\": use \"trigger\" (the interval runs from one \
+                         interrupt to the next) or \"service\" (from the host's answer)",
+                        d.interval_from
+                    ),
+                ));
+            }
+            if d.driver == "round-trip" {
+                // Point at what makes it impossible: the delivery method, or the card.
+                let why = "the round-trip driver answers an MSI and never clears an INTx line: \
+                           use it with msi_capable = true and delivery = \"msi\"";
+                if self.file.delivery != Delivery::Msi {
+                    return Err(self.invalid(
+                        "delivery",
+                        format!("device '{}' runs the round-trip driver; {why}", d.name),
+                    ));
+                }
+                if !d.msi_capable {
+                    return Err(self.invalid(&key("msi_capable"), why));
+                }
+            }
+            if d.interval_from == "service" && d.driver != "round-trip" {
+                return Err(self.invalid(
+                    &key("interval_from"),
+                    "interval_from = \"service\" needs a card whose interrupt is answered by the \
+                     round-trip driver's write; use \"trigger\"",
+                ));
+            }
+            if let Some(rt) = &d.round_trip {
+                // The card's logic raises its MSI on a counter edge: a slow counter would hold the
+                // interrupt back by up to a period, so the model asks for a fast one.
+                self.in_range(
+                    &key("round_trip.counter_hz"),
+                    rt.counter_hz,
+                    1e7,
+                    1e11,
+                    "Hz",
+                )?;
+                self.in_range(
+                    &key("round_trip.register_access_ns"),
+                    rt.register_access_ns,
+                    0.0,
+                    1e6,
+                    "ns",
+                )?;
+                if d.driver != "round-trip" {
+                    return Err(self.invalid(
+                        &key("round_trip"),
+                        "the round-trip counter stops on the round-trip driver's write: set driver \
+                         = \"round-trip\"",
+                    ));
+                }
+            }
+            self.in_range(&key("clock_ppm"), d.clock_ppm, -1000.0, 1000.0, "ppm")?;
+            self.in_range(&key("core_tx_ns"), d.core_tx_ns, 0.0, 1e6, "ns")?;
+            self.in_range(&key("core_rx_ns"), d.core_rx_ns, 0.0, 1e6, "ns")?;
+            self.in_range(
+                &key("switch_latency_ns"),
+                d.switch_latency_ns,
+                0.0,
+                1e6,
+                "ns",
+            )?;
+            self.in_range(
+                &key("switches"),
+                f64::from(d.switches),
+                0.0,
+                8.0,
+                "switches",
+            )?;
+            self.in_range(
+                &key("bit_error_rate"),
+                d.bit_error_rate,
+                0.0,
+                1e-4,
+                "errors per bit",
+            )?;
+            self.in_range(
+                &key("ack_nak_latency_ns"),
+                d.ack_nak_latency_ns,
+                0.0,
+                1e6,
+                "ns",
+            )?;
+            // Data rate the link can carry one way: lanes x rate x encoding efficiency.
+            let gen = LinkGen::new(d.link_generation).expect("checked");
+            let link_mb_per_s =
+                f64::from(d.link_width) * gen.transfers_per_s() / gen.line_bits_per_byte() / 1e6;
+            for (field, rate, bytes) in [
+                (
+                    "dma_write_mb_per_s",
+                    d.dma_write_mb_per_s,
+                    d.dma_write_bytes,
+                ),
+                ("dma_read_mb_per_s", d.dma_read_mb_per_s, d.dma_read_bytes),
+            ] {
+                let size_field = field.replace("mb_per_s", "bytes");
+                if bytes == 0 || !bytes.is_multiple_of(4) || bytes > 4096 {
+                    return Err(self.invalid(
+                        &key(&size_field),
+                        format!(
+                            "{bytes} bytes is not a DMA request size: use a multiple of 4 up to \
+                             4096 (the largest PCIe payload)"
+                        ),
+                    ));
+                }
+                self.in_range(&key(field), rate, 0.0, 1e6, "MB/s")?;
+            }
+            // Each direction of the link must carry its share with room for the interrupt
+            // traffic, or its queue would grow without end. Up: writes with their headers and
+            // framing (20 B for 32-bit addresses) and the read requests; down: the read data,
+            // which comes back in 64 B completions (20 B overhead each).
+            let up = d.dma_write_mb_per_s * f64::from(d.dma_write_bytes + 20)
+                / f64::from(d.dma_write_bytes)
+                + d.dma_read_mb_per_s * 20.0 / f64::from(d.dma_read_bytes);
+            let down = d.dma_read_mb_per_s * (64.0 + 20.0) / 64.0;
+            for (field, load, what) in [
+                (
+                    "dma_write_mb_per_s",
+                    up,
+                    "upstream (writes and read requests)",
+                ),
+                ("dma_read_mb_per_s", down, "downstream (read completions)"),
+            ] {
+                if load > 0.9 * link_mb_per_s {
+                    return Err(self.invalid(
+                        &key(field),
+                        format!(
+                            "the DMA traffic needs {load:.0} MB/s {what} on the x{} Gen{} link, \
+                             more than the 90% of its {link_mb_per_s:.0} MB/s that leaves room \
+                             for the interrupts: ask for less (a saturated link's queue would \
+                             grow without end)",
+                            d.link_width, d.link_generation
+                        ),
+                    ));
+                }
+            }
+            if d.dma_read_mb_per_s > 0.0 && p.mch.memory_read_ns.is_none() {
+                return Err(self.invalid(
+                    &key("dma_read_mb_per_s"),
+                    "DMA reads need the platform's memory read latency: set \
+                     platform.mch.memory_read_ns",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The ICH has eight PIRQ lines, A..H: a per-PIRQ list needs one value for each.
+    fn one_per_pirq(&self, key: &str, len: usize) -> Result<(), ScenarioError> {
+        if len == 8 {
+            return Ok(());
+        }
+        Err(self.invalid(
+            key,
+            format!("the ICH has 8 PIRQ lines (PIRQA..H); give 8 values, one each, not {len}"),
+        ))
+    }
+
+    /// Refuse configurations the hardware or the kernel cannot have.
+    pub(super) fn check(&self) -> Result<(), ScenarioError> {
+        let p = &self.platform;
+        LinkGen::new(p.dmi.generation).map_err(|m| self.invalid("platform.dmi.generation", m))?;
+        LinkWidth::new(p.dmi.width).map_err(|m| self.invalid("platform.dmi.width", m))?;
+        Bdf::parse(&p.mch.requester_id)
+            .map_err(|m| self.invalid("platform.mch.requester_id", m))?;
+        self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
+        self.one_per_pirq("platform.ich.pirq_ioapic_pin", p.ich.pirq_ioapic_pin.len())?;
+        for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
+            if irq != -1 && !(0..=15).contains(&irq) {
+                return Err(self.invalid(
+                    "platform.ich.pirq_pic_irq",
+                    format!(
+                        "PIRQ{} is routed to 8259 line {irq}, but the 8259A pair has lines 0-15; \
+                         use 0-15, or -1 for not routed",
+                        pirq_letter(i)
+                    ),
+                ));
+            }
+            if [0, 2, 8, 13].contains(&irq) {
+                return Err(self.invalid(
+                    "platform.ich.pirq_pic_irq",
+                    format!(
+                        "PIRQ{} is routed to IRQ{irq}, which the PC reserves (0 timer, 2 cascade, \
+                         8 RTC, 13 FPU; seed 000 Table 1); pick a free line such as 10 or 11",
+                        pirq_letter(i)
+                    ),
+                ));
+            }
+        }
+        for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
+            if pin >= u32::from(crate::hw::ioapic::PINS) {
+                return Err(self.invalid(
+                    "platform.ich.pirq_ioapic_pin",
+                    format!(
+                        "PIRQ{} is wired to IO-APIC pin {pin}, but an IO-APIC has pins 0-23 \
+                         (82093AA: 24 redirection entries); use 0-23",
+                        pirq_letter(i)
+                    ),
+                ));
+            }
+        }
+        for (i, f) in p.ich.functions.iter().enumerate() {
+            if pirq_index(&f.pirq).is_none() {
+                return Err(self.invalid(
+                    &format!("platform.ich.functions.{i}.pirq"),
+                    format!(
+                        "'{}' is not a PIRQ line: the ICH has PIRQA..PIRQH (pirq = \"A\"..\"H\")",
+                        f.pirq
+                    ),
+                ));
+            }
+        }
+        // Physical quantities in their plausible ranges: beyond them the picosecond clock would
+        // overflow or round to nothing, and the model would mean nothing.
+        let c = &p.cpu;
+        let mut ranges: Vec<(String, f64, f64, f64, &str)> = vec![
+            ("platform.cpu.clock_hz".into(), c.clock_hz, 1e6, 1e11, "Hz"),
+            (
+                "platform.cpu.cycles_per_instruction".into(),
+                c.cycles_per_instruction,
+                0.05,
+                100.0,
+                "cycles",
+            ),
+            (
+                "platform.cpu.interrupt_vectoring_cycles".into(),
+                c.interrupt_vectoring_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.iret_cycles".into(),
+                c.iret_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.lapic_access_cycles".into(),
+                c.lapic_access_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.halt_exit_ns".into(),
+                c.halt_exit_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.fsb.bus_clock_hz".into(),
+                p.fsb.bus_clock_hz,
+                1e6,
+                1e11,
+                "Hz",
+            ),
+            (
+                "platform.fsb.request_phase_clocks".into(),
+                f64::from(p.fsb.request_phase_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.fsb.transaction_clocks".into(),
+                f64::from(p.fsb.transaction_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.mch.crossing_ns".into(),
+                p.mch.crossing_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.mch.root_port_pipeline_ns".into(),
+                p.mch.root_port_pipeline_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.dmi.pipeline_ns".into(),
+                p.dmi.pipeline_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.ich.crossing_ns".into(),
+                p.ich.crossing_ns,
+                0.0,
+                1e9,
+                "ns",
+            ),
+            (
+                "platform.ich.internal_clock_hz".into(),
+                p.ich.internal_clock_hz,
+                1e5,
+                1e11,
+                "Hz",
+            ),
+            (
+                "platform.ich.legacy_io_clocks".into(),
+                f64::from(p.ich.legacy_io_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.ich.intack_clocks".into(),
+                f64::from(p.ich.intack_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.ich.ioapic_access_clocks".into(),
+                f64::from(p.ich.ioapic_access_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "platform.ich.ioapic_delivery_clocks".into(),
+                f64::from(p.ich.ioapic_delivery_clocks),
+                0.0,
+                1e6,
+                "clocks",
+            ),
+            (
+                "kernel.vector_step".into(),
+                f64::from(self.kernel.vector_step),
+                1.0,
+                32.0,
+                "vectors",
+            ),
+        ];
+        for (i, d) in self.file.device.iter().enumerate() {
+            ranges.push((
+                format!("device.{i}.read_turnaround_ns"),
+                d.read_turnaround_ns,
+                0.0,
+                1e9,
+                "ns",
+            ));
+            ranges.push((
+                format!("device.{i}.deassert_delay_ns"),
+                d.deassert_delay_ns,
+                0.0,
+                1e9,
+                "ns",
+            ));
+            if d.interrupts != "none" {
+                ranges.push((
+                    format!("device.{i}.interval_us"),
+                    d.interval_us,
+                    0.001,
+                    1e9,
+                    "us",
+                ));
+            }
+        }
+        for (key, v, lo, hi, unit) in &ranges {
+            self.in_range(key, *v, *lo, *hi, unit)?;
+        }
+        if self.file.device.is_empty() {
+            return Err(self.invalid(
+                "device",
+                "a scenario needs at least one [[device]] (the measured exerciser comes first)",
+            ));
+        }
+        let mut msi_vectors: Vec<(u32, &str)> = Vec::new();
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            LinkGen::new(d.link_generation)
+                .map_err(|m| self.invalid(&key("link_generation"), m))?;
+            LinkWidth::new(d.link_width).map_err(|m| self.invalid(&key("link_width"), m))?;
+            IntxPin::parse(&d.intx_pin).map_err(|m| self.invalid(&key("intx_pin"), m))?;
+            Bdf::parse(&d.bdf).map_err(|m| self.invalid(&key("bdf"), m))?;
+            if d.msi_vector != 0 {
+                let v = d.msi_vector;
+                MsiMessage::new(0, v, false).map_err(|m| {
+                    self.invalid(
+                        &key("msi_vector"),
+                        format!("{m} (or 0 to let the kernel choose)"),
+                    )
+                })?;
+                if let Some((_, other)) = msi_vectors.iter().find(|(w, _)| *w == v) {
+                    return Err(self.invalid(
+                        &key("msi_vector"),
+                        format!(
+                            "devices '{other}' and '{}' both use MSI vector {v} on CPU 0; an MSI \
+                             vector identifies one device (seed 000: \"IRQ sharing is no longer \
+                             allowed\"): give each its own vector",
+                            d.name
+                        ),
+                    ));
+                }
+                msi_vectors.push((v, &d.name));
+            }
+            match d.interrupts.as_str() {
+                "poisson" | "periodic" => {} // interval range-checked below
+                "none" if i > 0 => {}
+                other => {
+                    return Err(self.invalid(
+                        &key("interrupts"),
+                        format!(
+                            "interrupts = \"{other}\" is not a generator: use \"poisson\" or \
+                             \"periodic\" (or \"none\" for a card after the first that only shares \
+                             the line)"
+                        ),
+                    ))
+                }
+            }
+        }
+        self.check_bars()?;
+        self.check_modern()?;
+        if self.file.samples == 0 {
+            return Err(self.invalid("samples", "samples must be at least 1"));
+        }
+        if self.file.warmup_samples > 1_000_000_000 {
+            return Err(self.invalid(
+                "warmup_samples",
+                format!(
+                    "{} warm-up interrupts is more than this model accepts (1,000,000,000); a \
+                     few hundred let the idle governor learn the device's rhythm",
+                    self.file.warmup_samples
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn pirq_index(s: &str) -> Option<u8> {
+    match s.as_bytes() {
+        [c @ b'A'..=b'H'] => Some(c - b'A'),
+        [c @ b'a'..=b'h'] => Some(c - b'a'),
+        _ => None,
+    }
+}
+
+pub(super) fn pirq_letter(i: usize) -> char {
+    (b'A' + i as u8) as char
+}

@@ -1,0 +1,255 @@
+//! The file formats of a run's three documents: `platforms/*.toml`, `kernels/*.toml` and the
+//! scenario file. Every format is a struct with `deny_unknown_fields`, so an unknown key is an
+//! error and no parameter enters the model without a change to the code.
+
+use crate::kernel::costs::{IdleCosts, KernelInstructions, TickCosts};
+use crate::kernel::Delivery;
+use serde::{Deserialize, Serialize};
+
+/// `platforms/*.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformFile {
+    pub name: String,
+    pub description: String,
+    pub cpu: CpuSection,
+    pub fsb: FsbSection,
+    pub mch: MchSection,
+    pub dmi: LinkSection,
+    pub ich: IchSection,
+    /// System Management Interrupts; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smi: Option<SmiSection>,
+}
+
+/// System Management Interrupts: Poisson arrivals, each holding the cores for `duration_us`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmiSection {
+    /// SMIs per second (0: none).
+    pub rate_per_s: f64,
+    pub duration_us: f64,
+}
+
+/// One idle state of the core: the kernel's table entry and the hardware's wake time.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdleStateSection {
+    pub name: String,
+    /// The driver's exit latency and target residency (what the governor decides with).
+    pub exit_latency_us: f64,
+    pub target_residency_us: f64,
+    /// The hardware's time to leave the state on an interrupt.
+    pub wake_ns: f64,
+    /// `poll_idle`: spin with interrupts on instead of entering a hardware state.
+    #[serde(default)]
+    pub polls: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuSection {
+    pub clock_hz: f64,
+    pub cycles_per_instruction: f64,
+    pub interrupt_vectoring_cycles: f64,
+    pub iret_cycles: f64,
+    pub lapic_access_cycles: f64,
+    pub halt_exit_ns: f64,
+    pub apic_id: u8,
+    /// Idle states, shallowest first, for a kernel with cpuidle (`[idle]` in its file). Empty:
+    /// HLT with `halt_exit_ns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_states: Vec<IdleStateSection>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsbSection {
+    pub bus_clock_hz: f64,
+    pub request_phase_clocks: u32,
+    pub transaction_clocks: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MchSection {
+    /// Requester ID the root complex puts on CPU-initiated TLPs.
+    pub requester_id: String,
+    pub crossing_ns: f64,
+    /// PHY + data-link pipeline of a root port link (both ends), per direction.
+    pub root_port_pipeline_ns: f64,
+    /// From a device's DMA read request reaching the root complex to its data leaving it; only
+    /// scenarios with DMA reads need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_read_ns: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSection {
+    pub generation: u8,
+    pub width: u32,
+    pub pipeline_ns: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IchSection {
+    pub crossing_ns: f64,
+    pub internal_clock_hz: f64,
+    pub legacy_io_clocks: u32,
+    pub intack_clocks: u32,
+    pub ioapic_access_clocks: u32,
+    pub ioapic_delivery_clocks: u32,
+    /// PIRQA..H routing as the BIOS left it: an 8259 IRQ number 0-15, or -1 for not routed.
+    pub pirq_pic_irq: Vec<i32>,
+    /// The IO-APIC input each of PIRQA..H drives (0-23).
+    pub pirq_ioapic_pin: Vec<u32>,
+    /// On-board functions whose interrupt shares a PIRQ line. Their drivers register at boot,
+    /// before any module, so their handlers run first on the shared line.
+    #[serde(default)]
+    pub functions: Vec<IchFunction>,
+}
+
+/// An on-board ICH function on a shared interrupt line (a USB UHCI controller, say).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IchFunction {
+    pub name: String,
+    /// The PIRQ line its INTx is routed to, "A".."H".
+    pub pirq: String,
+    /// The I/O port its driver reads to see whether an interrupt is its own.
+    pub status_port: u16,
+    /// Its ISR's instructions besides that read.
+    pub isr_instructions: u16,
+}
+
+/// `kernels/*.toml`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelFile {
+    pub name: String,
+    pub description: String,
+    /// First vector `assign_irq_vector` hands out, and its step (spreads priority classes).
+    pub first_device_vector: u32,
+    pub vector_step: u32,
+    pub instructions: KernelInstructions,
+    /// The local timer tick; absent or `hz = 0`: not modelled.
+    #[serde(default)]
+    pub tick: Option<TickCosts>,
+    /// The cpuidle idle path; absent: the 2.6 `sti; hlt` idle loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleCosts>,
+}
+
+/// A scenario file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    pub title: String,
+    pub platform: String,
+    pub kernel: String,
+    pub delivery: Delivery,
+    pub samples: u64,
+    pub seed: u64,
+    /// Interrupts run before the recorded samples, in every replication, and not recorded.
+    #[serde(default)]
+    pub warmup_samples: u64,
+    pub device: Vec<DeviceSection>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSection {
+    pub name: String,
+    pub bdf: String,
+    pub link_generation: u8,
+    pub link_width: u32,
+    pub intx_pin: String,
+    pub msi_capable: bool,
+    /// The MSI vector: 0 lets the kernel allocate one (`assign_irq_vector`); 32-255 forces it.
+    #[serde(default)]
+    pub msi_vector: u32,
+    pub reg_bar: u64,
+    pub reg_bar_size: u64,
+    pub status_offset: u64,
+    pub clear_offset: u64,
+    pub pending_flag: u32,
+    pub signature_bar: u64,
+    pub signature_bar_size: u64,
+    pub isr_signature_offset: u64,
+    pub tasklet_signature_offset: u64,
+    pub read_turnaround_ns: f64,
+    pub deassert_delay_ns: f64,
+    /// "poisson" or "periodic", or "none" for a card that only shares the line.
+    pub interrupts: String,
+    pub interval_us: f64,
+    /// The card's oscillator against its nominal frequency, in parts per million: its interval
+    /// and its counter run this much fast (+) or slow (-) against the host's clocks.
+    #[serde(default)]
+    pub clock_ppm: f64,
+    /// Count the interval from the last interrupt ("trigger", the default) or from the host's
+    /// answer to it ("service": the card raises the next one a gap after the answer arrived).
+    #[serde(default = "default_interval_from")]
+    pub interval_from: String,
+    /// The driver: "seed000" (Figures 3-5, the default), "round-trip" (seed 002: acknowledge
+    /// write, counter read) or "generic" (status reads and a clear write).
+    #[serde(default = "default_driver")]
+    pub driver: String,
+    /// The driver's ISR instructions besides its device accesses ("round-trip": filing the
+    /// count; "generic": its work).
+    #[serde(default)]
+    pub isr_instructions: u32,
+    /// Status register reads of a "generic" driver's ISR.
+    #[serde(default)]
+    pub isr_status_reads: u8,
+    /// The card's PCIe core: from its logic to the link and back (0 when its turnarounds
+    /// include it).
+    #[serde(default)]
+    pub core_tx_ns: f64,
+    #[serde(default)]
+    pub core_rx_ns: f64,
+    /// A counter that times each interrupt to the ISR's write (seed 002's instrument).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip: Option<RoundTripSection>,
+    /// PCIe switches between the card and its root port, and each one's port-to-port latency.
+    #[serde(default)]
+    pub switches: u8,
+    #[serde(default)]
+    pub switch_latency_ns: f64,
+    /// Bit error rate of each link segment, and the receiver's NAK latency (the Ack/Nak
+    /// transmission latency limit) that a corrupted TLP waits before its replay.
+    #[serde(default)]
+    pub bit_error_rate: f64,
+    #[serde(default)]
+    pub ack_nak_latency_ns: f64,
+    /// DMA traffic besides the interrupts: writes to host memory and reads from it, each as a
+    /// Poisson stream of requests of one size at a mean data rate (0: none).
+    #[serde(default)]
+    pub dma_write_mb_per_s: f64,
+    #[serde(default = "default_dma_bytes")]
+    pub dma_write_bytes: u32,
+    #[serde(default)]
+    pub dma_read_mb_per_s: f64,
+    #[serde(default = "default_dma_bytes")]
+    pub dma_read_bytes: u32,
+}
+
+/// Seed 002's counter.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoundTripSection {
+    pub counter_hz: f64,
+    /// From the write leaving the card's PCIe core to the register that stops the counter.
+    pub register_access_ns: f64,
+}
+
+fn default_interval_from() -> String {
+    "trigger".into()
+}
+fn default_driver() -> String {
+    "seed000".into()
+}
+fn default_dma_bytes() -> u32 {
+    256
+}

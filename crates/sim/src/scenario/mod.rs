@@ -1,0 +1,296 @@
+//! Scenarios: TOML files that describe a platform, a kernel, the devices and the run, turned into
+//! a built [`Machine`] and run.
+//!
+//! A scenario names its platform file (`platforms/`) and kernel file (`kernels/`) by path,
+//! relative to itself. `--set key=value` overrides address the combined document: scenario keys
+//! at the top (`delivery`, `device.0.read_turnaround_ns`), the platform under `platform.`
+//! (`platform.cpu.clock_hz`) and the kernel under `kernel.` (`kernel.instructions.do_irq`).
+//! Unknown keys and wrong types are refused with the file, line and column, or the flag.
+//!
+//! One file per role: [`files`] (the formats), [`read`] (reading with overrides and the origin
+//! of every value), [`check`] (refusing what cannot be), [`assemble`] (parts into a machine);
+//! this module loads, runs and replicates.
+
+mod assemble;
+mod check;
+pub mod error;
+pub mod files;
+pub mod read;
+
+pub use error::{Origin, ScenarioError};
+pub use files::*;
+pub(crate) use read::read;
+pub use read::{parse_file, Configured, NamesParts};
+
+use crate::kernel::Delivery;
+use crate::machine::{Counters, Machine};
+use crate::probes::analyzer::TraceRecord;
+use crate::result::{Count, Measured, RunResult};
+use irqlab_stats::series::SampleSeries;
+use irqlab_stats::LatencyHistogram;
+use std::path::Path;
+
+/// Points of a run's sample series: exact up to this many samples, min/max per stretch beyond.
+pub const SERIES_POINTS: usize = 4096;
+
+/// The loaded, overridden and checked configuration of one scenario of the PCIe-era model.
+pub type Scenario = Configured<ScenarioFile, PlatformFile, KernelFile>;
+
+impl NamesParts for ScenarioFile {
+    fn platform_name(&self) -> &str {
+        &self.platform
+    }
+    fn kernel_name(&self) -> &str {
+        &self.kernel
+    }
+}
+
+/// What one run of the machine produced, in its own terms (the mechanism tests read these); the
+/// rest of irqlab reads it as a [`RunResult`] ([`Outcome::into_result`]).
+#[derive(Debug)]
+pub struct Outcome {
+    pub isr: LatencyHistogram,
+    pub tasklet: LatencyHistogram,
+    /// The measured card's own round-trip counter (seed 002's instrument); empty without one.
+    pub round_trip: LatencyHistogram,
+    /// Does the measured card's driver schedule a tasklet (seed 000's driver)?
+    pub has_tasklet: bool,
+    /// The headline latency (round trip, or else ISR latency) sample by sample, bounded; from
+    /// the first replication only.
+    pub series: Option<(&'static str, SampleSeries)>,
+    pub counters: Counters,
+    pub trace: Vec<TraceRecord>,
+}
+
+impl Outcome {
+    /// Add another replication's result: histograms and counters add up; the trace and the
+    /// series are the first replication's, whichever side holds them.
+    fn absorb(&mut self, o: Outcome) {
+        self.isr.merge(&o.isr);
+        self.tasklet.merge(&o.tasklet);
+        self.round_trip.merge(&o.round_trip);
+        self.counters.merge(&o.counters);
+        if self.trace.is_empty() {
+            self.trace = o.trace;
+        }
+        if self.series.is_none() {
+            self.series = o.series;
+        }
+    }
+
+    /// In the neutral result: the latencies measured (the card's own round-trip counter if it
+    /// has one, the analyzer's ISR latency, the tasklet latency for a driver with a tasklet) and
+    /// the counters, in the order the reports list them. `warmup`: interrupts run first and not
+    /// recorded.
+    pub fn into_result(self, warmup: u64) -> RunResult {
+        let c = &self.counters;
+        let has_tasklet = self.has_tasklet;
+        let completed = self
+            .tasklet
+            .count()
+            .max(self.round_trip.count())
+            .max(if has_tasklet { 0 } else { self.isr.count() });
+        let mut counters = vec![
+            Count::always("interrupts_raised", c.interrupts_generated),
+            Count::if_nonzero("warmup_samples_not_recorded", warmup),
+            Count::always("samples_completed", completed),
+        ];
+        if has_tasklet {
+            counters.push(Count::always(
+                "samples_overlapped_dropped",
+                c.overlapped_samples,
+            ));
+        }
+        counters.extend([
+            Count::always("triggers_held_for_previous", c.held_triggers),
+            Count::always("unhandled_interrupts", c.unhandled_interrupts),
+            Count::always("spurious_8259_interrupts", c.spurious_interrupts),
+            Count::always("cpu_port_ios", c.port_ios),
+            Count::always("cpu_interrupt_acknowledges", c.interrupt_acknowledges),
+            Count::always("cpu_mmio_reads", c.mmio_reads),
+            Count::if_nonzero("local_timer_ticks", c.ticks),
+            Count::always("tlps_on_device_link", c.packets_on_link),
+            Count::always("events_simulated", c.events),
+            Count::always("simulated_time_us", c.simulated_ps / 1_000_000),
+            Count::if_nonzero("smis", c.smis),
+        ]);
+        counters.extend(c.idle_entries.iter().map(|(name, n)| {
+            Count::if_nonzero(format!("idle_entries_{}", name.to_lowercase()), *n)
+        }));
+        counters.push(Count::if_nonzero("link_replays", c.link_replays));
+        counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
+        let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
+            name: name.into(),
+            description: description.into(),
+            phase: None,
+            histogram: h,
+            quantum_ns: None,
+        };
+        let mut metrics = Vec::new();
+        if !self.round_trip.is_empty() {
+            metrics.push(measured(
+                "round_trip",
+                "the card's counter: MSI raised to the ISR's write reaching its register (4 ns \
+                 counts at 250 MHz, the register access included)",
+                self.round_trip,
+            ));
+        }
+        metrics.push(measured(
+            "isr_latency",
+            "interrupt TLP on the device's link to the ISR's write on it",
+            self.isr,
+        ));
+        if has_tasklet {
+            metrics.push(measured(
+                "tasklet_latency",
+                "interrupt TLP to the tasklet's signature write",
+                self.tasklet,
+            ));
+        }
+        RunResult {
+            metrics,
+            counters,
+            series: self.series.map(|(name, s)| (name.to_string(), s)),
+            trace: self.trace,
+            counts: None,
+        }
+    }
+}
+
+impl Scenario {
+    /// Settings the run cannot honour.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let tick = self.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
+        if !tick && self.kernel.idle.is_some() {
+            w.push(
+                "kernel.tick.hz is 0 with a cpuidle kernel: with no timer at all the idle \
+                 governor expects endless idle periods, and after any irregular one it picks the \
+                 deepest state"
+                    .to_string(),
+            );
+        }
+        if tick && self.file.delivery == Delivery::Xtpic {
+            w.push(
+                "kernel.tick.hz is not modelled in XT-PIC mode (the tick comes from the PIT on \
+                 IRQ 0 there): this run has no tick"
+                    .to_string(),
+            );
+        }
+        w
+    }
+
+    /// Load `path` and apply `overrides` (`key=value` strings).
+    pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let s = Scenario::read_all(path.as_ref(), overrides)?;
+        s.check()?;
+        Ok(s)
+    }
+
+    /// Build and run: `samples` interrupts from the measured device, the first `trace` TLPs on
+    /// its link kept.
+    pub fn run(&self, seed: u64, samples: u64, trace: usize) -> Result<Outcome, ScenarioError> {
+        self.run_with(seed, samples, trace, false)
+    }
+
+    /// Split `samples` over `replications` independent runs and run them on all cores, merging
+    /// their histograms and counters: memory stays that of one run per core. Replication 0
+    /// uses `seed` itself (so one replication is [`Scenario::run`]); replication r > 0 a seed
+    /// derived from `seed` and r. The result depends on the replication count, never on the
+    /// number of cores or threads. `progress` counts interrupts raised, across replications.
+    pub fn run_replicated(
+        &self,
+        seed: u64,
+        samples: u64,
+        trace: usize,
+        replications: u32,
+        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    ) -> Result<Outcome, ScenarioError> {
+        use rayon::prelude::*;
+        let r = u64::from(replications.max(1));
+        let share = |i: u64| samples / r + u64::from(i < samples % r);
+        // Merged as they finish (histograms and counters add up in any order), so memory is
+        // that of one run per thread, whatever the replication count.
+        let merged = (0..r)
+            .into_par_iter()
+            .filter(|&i| share(i) > 0)
+            .map(|i| {
+                let s = if i == 0 {
+                    seed
+                } else {
+                    replication_seed(seed, i)
+                };
+                // The first replication keeps the trace and the series.
+                let mut m = if i == 0 {
+                    self.build_keeping(s, share(i), trace, true)?
+                } else {
+                    self.build_keeping(s, share(i), 0, false)?
+                };
+                m.progress = progress.clone();
+                self.finish(m, share(i)).map(Some)
+            })
+            .try_reduce(
+                || None,
+                |a, b| {
+                    Ok(match (a, b) {
+                        (Some(mut a), Some(b)) => {
+                            a.absorb(b);
+                            Some(a)
+                        }
+                        (a, b) => a.or(b),
+                    })
+                },
+            )?;
+        Ok(merged.expect("at least one sample"))
+    }
+
+    /// [`Scenario::run`], optionally in the machine's step-by-step reference mode.
+    pub fn run_with(
+        &self,
+        seed: u64,
+        samples: u64,
+        trace: usize,
+        strict: bool,
+    ) -> Result<Outcome, ScenarioError> {
+        let mut m = self.build(seed, samples, trace)?;
+        m.strict = strict;
+        self.finish(m, samples)
+    }
+
+    /// Run a built machine and collect its result.
+    fn finish(&self, mut m: Machine, samples: u64) -> Result<Outcome, ScenarioError> {
+        let counters = m.run();
+        if counters.truncated {
+            return Err(ScenarioError::Runaway {
+                path: self.path.clone(),
+                events: counters.events,
+                completed: m.probe.completed().max(m.devices[0].round_trips.count()),
+                requested: samples,
+            });
+        }
+        let mut trace = std::mem::take(&mut m.analyzer.records);
+        trace.sort_by_key(|r| (r.time_ps, r.packet));
+        Ok(Outcome {
+            isr: std::mem::take(&mut m.probe.isr),
+            tasklet: std::mem::take(&mut m.probe.tasklet),
+            round_trip: std::mem::take(&mut m.devices[0].round_trips),
+            has_tasklet: m.probe.tasklet_signature_addr.is_some(),
+            series: match (m.devices[0].series.take(), m.probe.series.take()) {
+                (Some(s), _) if s.samples > 0 => Some(("round_trip", s)),
+                (_, Some(s)) if s.samples > 0 => Some(("isr_latency", s)),
+                _ => None,
+            },
+            counters,
+            trace,
+        })
+    }
+}
+
+/// A replication's seed: SplitMix64 of the run's seed and the replication index, so that
+/// replications draw unrelated streams.
+pub fn replication_seed(seed: u64, replication: u64) -> u64 {
+    let mut z = seed ^ replication.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

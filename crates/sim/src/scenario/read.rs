@@ -1,0 +1,366 @@
+//! Reading a run's documents: a scenario file and the platform and kernel files it names,
+//! parsed, with the `--set` overrides applied to the three as one document, and the texts kept
+//! so that any value can be traced to its file, line and column, or to the flag that set it.
+
+use super::error::{Origin, ScenarioError};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub(crate) fn read(path: &Path, named_by: Option<String>) -> Result<String, ScenarioError> {
+    crate::shipped::read(path).map_err(|cause| ScenarioError::Io {
+        path: path.to_owned(),
+        named_by,
+        cause,
+    })
+}
+
+/// The toml crate speaks Rust types ("expected f64"); say it in the file's terms.
+fn plain_types(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, plain) in [
+        ("f64", "a number such as 3.0e9"),
+        ("u64", "a whole number 0 or more"),
+        ("u32", "a whole number from 0 to 4294967295"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u8", "a whole number from 0 to 255"),
+        ("i32", "a whole number"),
+    ] {
+        m = m.replace(&format!("expected {rust}"), &format!("expected {plain}"));
+    }
+    m
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+/// Parse `text` (from `path`) as `T`, reporting errors with line and column.
+pub fn parse_file<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    text: &str,
+) -> Result<T, ScenarioError> {
+    toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
+        ScenarioError::Syntax {
+            origin: Origin::File {
+                path: path.to_owned(),
+                line,
+                column,
+            },
+            message: plain_types(e.message().trim()),
+        }
+    })
+}
+
+/// The position of dotted `key` (array-of-tables elements by index, `device.0.bdf`) in a TOML
+/// text, for pointing at the line a bad value came from.
+pub(crate) fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
+    use toml_edit::TableLike;
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut table: &dyn TableLike = doc.as_table();
+    let mut span = None;
+    let mut i = 0;
+    while i < parts.len() {
+        let (k, v) = table.get_key_value(parts[i])?;
+        span = k.span().or(span);
+        i += 1;
+        if i == parts.len() {
+            break;
+        }
+        if let Some(aot) = v.as_array_of_tables() {
+            let t = aot.get(parts[i].parse().ok()?)?;
+            span = t.span().or(span);
+            i += 1;
+            table = t;
+        } else {
+            table = v.as_table_like()?;
+        }
+    }
+    span.map(|s| line_col(text, s.start))
+}
+
+/// A scenario file with the platform and kernel files it names: parsed, with the `--set`
+/// overrides applied, and with their texts kept so that an error can point at the line (or the
+/// flag) a value came from. Each model's scenario is one of these ([`Scenario`],
+/// [`crate::pps::PpsScenario`]); each checks its own.
+#[derive(Clone, Debug)]
+pub struct Configured<F, P, K> {
+    pub path: PathBuf,
+    pub file: F,
+    pub platform_path: PathBuf,
+    pub platform: P,
+    pub kernel_path: PathBuf,
+    pub kernel: K,
+    texts: [String; 3],
+    overrides: Vec<String>,
+}
+
+/// A scenario file's names for the other two documents of a run.
+pub trait NamesParts {
+    fn platform_name(&self) -> &str;
+    fn kernel_name(&self) -> &str;
+}
+
+impl<F, P, K> Configured<F, P, K>
+where
+    F: NamesParts + Serialize + for<'de> Deserialize<'de>,
+    P: Serialize + for<'de> Deserialize<'de>,
+    K: Serialize + for<'de> Deserialize<'de>,
+{
+    /// Read `path` and the files it names, and apply `overrides` (`key=value` strings). The
+    /// model's own checks come after.
+    pub(crate) fn read_all(path: &Path, overrides: &[String]) -> Result<Self, ScenarioError> {
+        let path = path.to_owned();
+        let text = read(&path, None)?;
+        let file: F = parse_file(&path, &text)?;
+        let (platform_path, ptext, platform) =
+            load_named(&path, &text, "platform", file.platform_name())?;
+        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", file.kernel_name())?;
+        let mut s = Configured {
+            path,
+            file,
+            platform_path,
+            platform,
+            kernel_path,
+            kernel,
+            texts: [text, ptext, ktext],
+            overrides: overrides.to_vec(),
+        };
+        if !overrides.is_empty() {
+            apply_combined(&mut s.file, &mut s.platform, &mut s.kernel, overrides)?;
+        }
+        Ok(s)
+    }
+
+    /// Where a key's value came from: the last `--set` naming it, or its line in a file.
+    pub(crate) fn origin(&self, key: &str) -> Origin {
+        origin_in(
+            key,
+            &self.overrides,
+            [&self.path, &self.platform_path, &self.kernel_path],
+            &self.texts,
+        )
+    }
+
+    /// A refusal of `key`'s value, naming where it came from.
+    pub(crate) fn invalid(&self, key: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::Invalid {
+            origin: self.origin(key),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// A physical quantity must lie in the range the model accepts: beyond it the picosecond
+    /// clock would overflow or round to nothing, and the model would mean nothing.
+    pub(crate) fn in_range(
+        &self,
+        key: &str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+        unit: &str,
+    ) -> Result<(), ScenarioError> {
+        if v.is_finite() && v >= lo && v <= hi {
+            return Ok(());
+        }
+        Err(self.invalid(
+            key,
+            format!("{v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
+        ))
+    }
+}
+
+/// The file a scenario names under `key` (its platform or kernel), relative to the scenario:
+/// its path, text and contents. An unreadable file is reported with the line that named it.
+pub(crate) fn load_named<T: for<'de> Deserialize<'de>>(
+    scenario: &Path,
+    text: &str,
+    key: &str,
+    name: &str,
+) -> Result<(PathBuf, String, T), ScenarioError> {
+    let path = crate::shipped::resolve(scenario.parent().unwrap_or(Path::new(".")), name);
+    let (line, column) = locate(text, key).unwrap_or((1, 1));
+    let by = format!("`{key}` at {}:{line}:{column}", scenario.display());
+    let body = read(&path, Some(by))?;
+    let value = parse_file(&path, &body)?;
+    Ok((path, body, value))
+}
+
+/// Apply `--set` flags to a run's three documents as one: scenario keys at the top, the platform
+/// under `platform.`, the kernel under `kernel.`. One flag at a time, each read back before the
+/// next, so an error names the flag that caused it.
+pub(crate) fn apply_combined<F, P, K>(
+    file: &mut F,
+    platform: &mut P,
+    kernel: &mut K,
+    overrides: &[String],
+) -> Result<(), ScenarioError>
+where
+    F: Serialize + for<'de> Deserialize<'de>,
+    P: Serialize + for<'de> Deserialize<'de>,
+    K: Serialize + for<'de> Deserialize<'de>,
+{
+    let ser = |e: toml::ser::Error| ScenarioError::Override {
+        flag: String::new(),
+        message: e.to_string(),
+    };
+    let mut root = toml::Value::try_from(&*file).map_err(ser)?;
+    let table = root
+        .as_table_mut()
+        .expect("a scenario serializes to a table");
+    // The scenario's own `platform` and `kernel` keys (file names) give way to the documents.
+    let (pname, kname) = (table.remove("platform"), table.remove("kernel"));
+    table.insert(
+        "platform".into(),
+        toml::Value::try_from(&*platform).map_err(ser)?,
+    );
+    table.insert(
+        "kernel".into(),
+        toml::Value::try_from(&*kernel).map_err(ser)?,
+    );
+    for flag in overrides {
+        apply_override(&mut root, flag)?;
+        let back = |what: &'static str, e: toml::de::Error| ScenarioError::Override {
+            flag: flag.clone(),
+            message: format!(
+                "the {what} does not accept it: {}",
+                plain_types(e.message())
+            ),
+        };
+        let mut t = root.as_table().expect("table").clone();
+        let p = t.remove("platform").expect("present");
+        let k = t.remove("kernel").expect("present");
+        if let Some(v) = &pname {
+            t.insert("platform".into(), v.clone());
+        }
+        if let Some(v) = &kname {
+            t.insert("kernel".into(), v.clone());
+        }
+        *platform = p.try_into().map_err(|e| back("platform", e))?;
+        *kernel = k.try_into().map_err(|e| back("kernel", e))?;
+        *file = toml::Value::Table(t)
+            .try_into()
+            .map_err(|e| back("scenario", e))?;
+    }
+    Ok(())
+}
+
+/// Where a key's value came from: the last `--set` naming it (or a table or list above it,
+/// `device.0.round_trip={...}`), or its line in the scenario (`paths[0]`), platform
+/// (`platform.`, `paths[1]`) or kernel (`kernel.`, `paths[2]`) file.
+pub(crate) fn origin_in(
+    key: &str,
+    overrides: &[String],
+    paths: [&Path; 3],
+    texts: &[String; 3],
+) -> Origin {
+    if let Some(flag) = overrides.iter().rev().find(|f| {
+        f.split_once('=').is_some_and(|(k, _)| {
+            let k = k.trim();
+            key == k
+                || key
+                    .strip_prefix(k)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }) {
+        return Origin::Flag(flag.clone());
+    }
+    let (i, sub) = if let Some(rest) = key.strip_prefix("platform.") {
+        (1, rest)
+    } else if let Some(rest) = key.strip_prefix("kernel.") {
+        (2, rest)
+    } else {
+        (0, key)
+    };
+    let (line, column) = locate(&texts[i], sub).unwrap_or((1, 1));
+    Origin::File {
+        path: paths[i].to_owned(),
+        line,
+        column,
+    }
+}
+
+/// Apply one `key=value` to the combined document.
+fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioError> {
+    let err = |message: String| ScenarioError::Override {
+        flag: flag.to_string(),
+        message,
+    };
+    let (key, raw) = flag
+        .split_once('=')
+        .ok_or_else(|| err("expected key=value, for example platform.cpu.clock_hz=2.0e9".into()))?;
+    let key = key.trim();
+    let raw = raw.trim();
+    let mut node = root;
+    let mut walked = Vec::new();
+    for part in key.split('.') {
+        let here = if walked.is_empty() {
+            "the top level".to_string()
+        } else {
+            format!("'{}'", walked.join("."))
+        };
+        node = match node {
+            toml::Value::Table(t) => {
+                let keys: Vec<String> = t.keys().cloned().collect();
+                t.get_mut(part).ok_or_else(|| {
+                    err(format!(
+                        "no key '{part}' in {here}; it has: {}",
+                        keys.join(", ")
+                    ))
+                })?
+            }
+            toml::Value::Array(a) => {
+                let n = a.len();
+                let valid = match n {
+                    0 => "it is empty".to_string(),
+                    1 => "it has 1 element, index 0".to_string(),
+                    _ => format!("it has {n} elements, indices 0 to {}", n - 1),
+                };
+                let i: usize = part.parse().map_err(|_| {
+                    err(format!(
+                        "{here} is a list: address an element by its index ({valid})"
+                    ))
+                })?;
+                a.get_mut(i)
+                    .ok_or_else(|| err(format!("index {i} is past the end of {here}: {valid}")))?
+            }
+            _ => return Err(err(format!("{here} is a value, not a table"))),
+        };
+        walked.push(part);
+    }
+    // Parse the value as TOML; a bare word is taken as a string (`delivery=xtpic`).
+    let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+    let new = match (&*node, parsed) {
+        (toml::Value::Float(_), toml::Value::Integer(i)) => toml::Value::Float(i as f64),
+        (old, new) if std::mem::discriminant(old) == std::mem::discriminant(&new) => new,
+        (old, new) => {
+            return Err(err(format!(
+                "'{key}' is {}, but '{raw}' is {}",
+                type_name(old),
+                type_name(&new)
+            )))
+        }
+    };
+    *node = new;
+    Ok(())
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "a whole number",
+        toml::Value::Float(_) => "a decimal number",
+        toml::Value::Boolean(_) => "a boolean (true or false)",
+        toml::Value::Datetime(_) => "a date",
+        toml::Value::Array(_) => "a list",
+        toml::Value::Table(_) => "a table",
+    }
+}
