@@ -217,13 +217,16 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
     for (set, says) in [
         ("device.0.irq=7", "IRQ 7 is already the parallel port's"),
         ("device.0.irq=16", "the 8259 pair has lines 0 to 15"),
-        ("device.1.class=disk", "the class is tty, net or bio"),
+        ("device.1.class=disk", "expected one of `tty`, `net`, `bio`"),
         (
             "phase.1.until_sample=50",
             "does not come after the previous phase's 1100",
         ),
         ("phase.4.until_sample=4000", "before the run's 4400 samples"),
-        ("phase.0.section.0.mask=splvm", "tty, net, bio, high or cli"),
+        (
+            "phase.0.section.0.mask=splvm",
+            "expected one of `tty`, `net`, `bio`, `high`, `cli`",
+        ),
         ("platform.isa.io8_clockz=6", "no key 'io8_clockz'"),
         ("platform.cpu.clock_hz=fast", "is a decimal number"),
     ] {

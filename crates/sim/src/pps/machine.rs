@@ -4,7 +4,7 @@
 //! the handlers); the CPU runs them on a stack of activations, and process code below them is
 //! generated step by step from the current phase's workload.
 
-use super::{class_mask, PpsResult, PpsScenario};
+use super::{DeviceBus, IntrClass, PpsResult, PpsScenario, SectionMask};
 use crate::engine::{exponential, EventQueue, RngStreams, SimDuration, SimTime, Stream};
 use crate::hw::pic8259::{PicPair, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
 use crate::result::Count;
@@ -352,9 +352,9 @@ impl<'a> M<'a> {
         // Interrupt classes (isa.c): each class mask holds its IRQs; `sl` merges tty and net.
         let lpt = p.lpt.irq;
         let mut class = [0u32; 3];
-        class[class_mask(&f.pps.class).expect("checked")] |= 1 << lpt;
+        class[f.pps.class.index()] |= 1 << lpt;
         for d in &f.device {
-            class[class_mask(&d.class).expect("checked")] |= 1 << d.irq;
+            class[d.class.index()] |= 1 << d.irq;
         }
         if k.slip {
             let merged = class[0] | class[1];
@@ -364,9 +364,9 @@ impl<'a> M<'a> {
         let mut intr_mask = [0u32; 16];
         intr_mask[usize::from(PIT_IRQ)] = HWI_MASK; // clk_imask = HWI_MASK | SWI_MASK
         intr_mask[usize::from(RTC_IRQ)] = 0; // stat_imask = SWI_CLOCK_MASK: no hardware bit
-        intr_mask[usize::from(lpt)] = class[class_mask(&f.pps.class).expect("checked")];
+        intr_mask[usize::from(lpt)] = class[f.pps.class.index()];
         for d in &f.device {
-            intr_mask[usize::from(d.irq)] = class[class_mask(&d.class).expect("checked")];
+            intr_mask[usize::from(d.irq)] = class[d.class.index()];
         }
 
         let isa8 = p.isa.io8_clocks;
@@ -427,15 +427,15 @@ impl<'a> M<'a> {
             Step::Ret,
         ];
         for d in &f.device {
-            let access = |eff| match d.bus.as_str() {
-                "pci" => Step::PciRead {
+            let access = |eff| match d.bus {
+                DeviceBus::Pci => Step::PciRead {
                     decode: p.pci.device_decode_clocks,
                     data: p.pci.device_data_clocks,
                     sample: false,
                     eff,
                 },
-                "isa16" => io16(eff),
-                _ => io(isa8, eff),
+                DeviceBus::Isa16 => io16(eff),
+                DeviceBus::Isa8 => io(isa8, eff),
             };
             let mut h = vec![
                 t.code(d.handler_instructions / 2),
@@ -447,7 +447,7 @@ impl<'a> M<'a> {
             h.push(Step::Ret);
             progs[usize::from(handler(d.irq))] = h;
             used |= 1 << d.irq;
-            if d.bus == "pci" {
+            if d.bus == DeviceBus::Pci {
                 elcr |= 1 << d.irq; // PIRQ lines: level-triggered (BIOS)
             }
         }
@@ -630,10 +630,12 @@ impl<'a> M<'a> {
             .section
             .iter()
             .map(|s| SectionKind {
-                mask: match s.mask.as_str() {
-                    "cli" => None,
-                    "high" => Some((HWI_MASK, true)),
-                    c => Some((self.class[class_mask(c).expect("checked")], false)),
+                mask: match s.mask {
+                    SectionMask::Cli => None,
+                    SectionMask::High => Some((HWI_MASK, true)),
+                    SectionMask::Tty => Some((self.class[IntrClass::Tty.index()], false)),
+                    SectionMask::Net => Some((self.class[IntrClass::Net.index()], false)),
+                    SectionMask::Bio => Some((self.class[IntrClass::Bio.index()], false)),
                 },
                 per_ps: s.per_busy_s * 1e-12,
                 mean: PpsScenario::duration_us(s.mean_us),

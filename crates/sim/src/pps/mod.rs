@@ -231,7 +231,7 @@ pub struct PpsSource {
     pub jitter_ns: f64,
     pub pulse_width_ms: f64,
     /// The interrupt class of the parallel port's line (`tty` in 1998 configs).
-    pub class: String,
+    pub class: IntrClass,
 }
 
 /// Another interrupting device.
@@ -241,9 +241,9 @@ pub struct IsaPcDevice {
     pub name: String,
     pub irq: u8,
     /// `tty`, `net` or `bio`.
-    pub class: String,
+    pub class: IntrClass,
     /// `pci` (level-triggered via PIRQ), `isa8` or `isa16` (edge-triggered).
-    pub bus: String,
+    pub bus: DeviceBus,
     pub handler_instructions: u32,
     /// Register accesses the handler makes (the first clears the interrupt).
     pub register_accesses: u32,
@@ -277,7 +277,7 @@ pub struct Phase {
 #[serde(deny_unknown_fields)]
 pub struct Section {
     /// `tty`, `net`, `bio` (spltty, splimp, splbio), `high` (splhigh/splclock) or `cli`.
-    pub mask: String,
+    pub mask: SectionMask,
     /// How many per second of busy CPU time.
     pub per_busy_s: f64,
     /// Mean length (exponential), us.
@@ -524,8 +524,6 @@ impl PpsScenario {
         if !(1..=1000).contains(&self.kernel.hz) {
             return Err(self.invalid("kernel.hz", "the clock interrupt rate must be 1 to 1000 Hz"));
         }
-        class_mask(&f.pps.class)
-            .ok_or_else(|| self.invalid("pps.class", "the class is tty, net or bio"))?;
         // IRQs: 0 is the 8254, 2 the cascade, 8 the RTC; the rest must be unique.
         let mut used: BTreeMap<u8, String> = BTreeMap::new();
         for (irq, who) in [
@@ -555,18 +553,6 @@ impl PpsScenario {
         claim("platform.lpt.irq".into(), p.lpt.irq, "the parallel port")?;
         for (i, d) in f.device.iter().enumerate() {
             claim(format!("device.{i}.irq"), d.irq, &d.name)?;
-            if class_mask(&d.class).is_none() {
-                return Err(self.invalid(
-                    &format!("device.{i}.class"),
-                    format!("'{}': the class is tty, net or bio", d.class),
-                ));
-            }
-            if !matches!(d.bus.as_str(), "pci" | "isa8" | "isa16") {
-                return Err(self.invalid(
-                    &format!("device.{i}.bus"),
-                    format!("'{}': the bus is pci, isa8 or isa16", d.bus),
-                ));
-            }
             if d.register_accesses == 0 {
                 return Err(self.invalid(
                     &format!("device.{i}.register_accesses"),
@@ -606,12 +592,6 @@ impl PpsScenario {
             }
             for (j, s) in ph.section.iter().enumerate() {
                 let key = |k: &str| format!("phase.{i}.section.{j}.{k}");
-                if !matches!(s.mask.as_str(), "tty" | "net" | "bio" | "high" | "cli") {
-                    return Err(self.invalid(
-                        &key("mask"),
-                        format!("'{}': a section is tty, net, bio, high or cli", s.mask),
-                    ));
-                }
                 self.in_range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
                 self.in_range(&key("mean_us"), s.mean_us, 0.0, 1e5, "us")?;
             }
@@ -676,12 +656,44 @@ impl PpsScenario {
     }
 }
 
-/// A class's name to its index in the kernel's class masks.
-pub(crate) fn class_mask(class: &str) -> Option<usize> {
-    match class {
-        "tty" => Some(0),
-        "net" => Some(1),
-        "bio" => Some(2),
-        _ => None,
+/// FreeBSD's interrupt classes (`tty_imask`, `net_imask`, `bio_imask` of `isa.c`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntrClass {
+    Tty,
+    Net,
+    Bio,
+}
+
+impl IntrClass {
+    /// Its index in the kernel's class masks.
+    pub(crate) fn index(self) -> usize {
+        self as usize
     }
+}
+
+/// The bus a device's registers sit on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceBus {
+    /// PCI: level-triggered through a PIRQ line.
+    Pci,
+    /// 8-bit ISA I/O, edge-triggered.
+    Isa8,
+    /// 16-bit ISA I/O, edge-triggered.
+    Isa16,
+}
+
+/// What a section of process code holds off.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SectionMask {
+    /// `spltty()`, `splimp()`, `splbio()`: the class's interrupts.
+    Tty,
+    Net,
+    Bio,
+    /// `splhigh()` / `splclock()`: every hardware interrupt.
+    High,
+    /// `cli`: the processor's interrupt flag.
+    Cli,
 }

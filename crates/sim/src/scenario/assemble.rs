@@ -2,8 +2,9 @@
 //! interrupt block as the BIOS left it, the core, and the kernel as it boots (on-board drivers
 //! first, then the measured device's driver requesting its interrupt).
 
-use super::check::{pirq_index, pirq_letter};
+use super::check::pirq_letter;
 use super::error::ScenarioError;
+use super::files::{DriverName, Interrupts, IntervalFrom};
 use super::{Scenario, SERIES_POINTS};
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
@@ -15,7 +16,7 @@ use crate::hw::ich::{Ich, IchTiming, PIRQ_ROUT_DISABLE};
 use crate::hw::ioapic::RedirectionEntry;
 use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
-use crate::hw::pcie::{Bdf, IntxPin, Link, LinkConfig, LinkGen, LinkWidth};
+use crate::hw::pcie::{Link, LinkConfig, LinkGen, LinkWidth};
 use crate::kernel::cpuidle::{Cpuidle, IdleState};
 use crate::kernel::Tick;
 use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
@@ -56,9 +57,9 @@ impl Scenario {
         let p = &self.platform;
         let rng = RngStreams::new(seed);
         let ns = SimDuration::from_ns_f64;
-        let link = |g: u8, w: u32, pipe: f64| LinkConfig {
-            gen: LinkGen::new(g).expect("checked"),
-            width: LinkWidth::new(w).expect("checked"),
+        let link = |gen: LinkGen, width: LinkWidth, pipe: f64| LinkConfig {
+            gen,
+            width,
             pipeline_latency: ns(pipe),
         };
         let delivery = self.file.delivery;
@@ -94,8 +95,8 @@ impl Scenario {
             };
             let cfg = ExerciserConfig {
                 name: d.name.clone(),
-                bdf: Bdf::parse(&d.bdf).expect("checked"),
-                intx_pin: IntxPin::parse(&d.intx_pin).expect("checked"),
+                bdf: d.bdf,
+                intx_pin: d.intx_pin,
                 reg_bar: d.reg_bar,
                 reg_bar_size: d.reg_bar_size,
                 signature_bar: d.signature_bar,
@@ -105,19 +106,19 @@ impl Scenario {
                 pending_flag: d.pending_flag,
                 read_turnaround: ns(d.read_turnaround_ns),
                 deassert_delay: ns(d.deassert_delay_ns),
-                generator: match d.interrupts.as_str() {
-                    "periodic" => Generator::Periodic { interval },
-                    _ => Generator::Poisson { mean: interval },
+                generator: match d.interrupts {
+                    Interrupts::Periodic => Generator::Periodic { interval },
+                    Interrupts::Poisson | Interrupts::None => Generator::Poisson { mean: interval },
                 },
-                generates: d.interrupts != "none",
+                generates: d.interrupts != Interrupts::None,
                 // The write that answers an interrupt: the round-trip ISR's acknowledge, or seed
                 // 000's tasklet signature.
-                serviced_addr: match d.driver.as_str() {
-                    "round-trip" => Some(d.signature_bar + d.isr_signature_offset),
-                    "seed000" => Some(d.signature_bar + d.tasklet_signature_offset),
-                    _ => None, // a generic device raises interrupts whenever it has work
+                serviced_addr: match d.driver {
+                    DriverName::RoundTrip => Some(d.signature_bar + d.isr_signature_offset),
+                    DriverName::Seed000 => Some(d.signature_bar + d.tasklet_signature_offset),
+                    DriverName::Generic => None, // a generic device raises interrupts whenever it has work
                 },
-                interval_from_service: d.interval_from == "service",
+                interval_from_service: d.interval_from == IntervalFrom::Service,
                 core_tx: ns(d.core_tx_ns),
                 core_rx: ns(d.core_rx_ns),
                 round_trip: d.round_trip.as_ref().map(|r| RoundTripConfig {
@@ -226,7 +227,7 @@ impl Scenario {
         // One vector per IO-APIC pin: PIRQs wired to the same pin share it.
         let mut ioapic_vectors: [Option<u8>; 24] = [None; 24];
         for (j, f) in p.ich.functions.iter().enumerate() {
-            let pirq = pirq_index(&f.pirq).expect("checked");
+            let pirq = f.pirq;
             let line = self.legacy_line(
                 pirq,
                 &f.name,
@@ -277,15 +278,15 @@ impl Scenario {
                 .request_irq(irq, chip, flow, vector, action)
                 .map_err(|m| self.invalid(&key("msi_vector"), m))?;
             kernel.drivers.push(ExerciserDriver {
-                kind: match d.driver.as_str() {
-                    "round-trip" => DriverKind::RoundTrip {
+                kind: match d.driver {
+                    DriverName::RoundTrip => DriverKind::RoundTrip {
                         bin: d.isr_instructions,
                     },
-                    "generic" => DriverKind::Generic {
+                    DriverName::Generic => DriverKind::Generic {
                         instructions: d.isr_instructions,
                         status_reads: d.isr_status_reads,
                     },
-                    _ => DriverKind::Seed000,
+                    DriverName::Seed000 => DriverKind::Seed000,
                 },
                 msi_mode,
                 status_addr: d.reg_bar + d.status_offset,
@@ -302,7 +303,8 @@ impl Scenario {
         let d0 = &self.file.device[0];
         let mut probe = LatencyProbe::new(
             d0.signature_bar + d0.isr_signature_offset,
-            (d0.driver != "round-trip").then_some(d0.signature_bar + d0.tasklet_signature_offset),
+            (d0.driver != DriverName::RoundTrip)
+                .then_some(d0.signature_bar + d0.tasklet_signature_offset),
         );
         // Warm-up interrupts go first and are not recorded: the governor starts with no history
         // and the run with every timer phase at zero, neither of which the published run had.
@@ -317,7 +319,7 @@ impl Scenario {
                 d.series = Some(SampleSeries::new(SERIES_POINTS));
             }
         }
-        let root = Bdf::parse(&p.mch.requester_id).expect("checked");
+        let root = p.mch.requester_id;
         kernel.idle = self.kernel.idle.clone();
         let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
             mean_interval: ns(1e9 / s.rate_per_s),

@@ -3,9 +3,9 @@
 //! (or the flag) it came from and how to fix it.
 
 use super::error::ScenarioError;
+use super::files::{DriverName, Interrupts, IntervalFrom};
 use super::Scenario;
 use crate::hw::msi::MsiMessage;
-use crate::hw::pcie::{Bdf, IntxPin, LinkGen, LinkWidth};
 use crate::kernel::Delivery;
 
 impl Scenario {
@@ -128,28 +128,7 @@ impl Scenario {
         }
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
-            if !["seed000", "round-trip", "generic"].contains(&d.driver.as_str()) {
-                return Err(self.invalid(
-                    &key("driver"),
-                    format!(
-                        "driver = \"{}\" is not a modelled driver: use \"seed000\" (seed 000's \
-                         Figures 3-5), \"round-trip\" (seed 002's acknowledge-and-read ISR) or \
-                         \"generic\" (status reads and a clear write)",
-                        d.driver
-                    ),
-                ));
-            }
-            if !["trigger", "service"].contains(&d.interval_from.as_str()) {
-                return Err(self.invalid(
-                    &key("interval_from"),
-                    format!(
-                        "interval_from = \"{}\": use \"trigger\" (the interval runs from one \
-                         interrupt to the next) or \"service\" (from the host's answer)",
-                        d.interval_from
-                    ),
-                ));
-            }
-            if d.driver == "round-trip" {
+            if d.driver == DriverName::RoundTrip {
                 // Point at what makes it impossible: the delivery method, or the card.
                 let why = "the round-trip driver answers an MSI and never clears an INTx line: \
                            use it with msi_capable = true and delivery = \"msi\"";
@@ -163,7 +142,7 @@ impl Scenario {
                     return Err(self.invalid(&key("msi_capable"), why));
                 }
             }
-            if d.interval_from == "service" && d.driver != "round-trip" {
+            if d.interval_from == IntervalFrom::Service && d.driver != DriverName::RoundTrip {
                 return Err(self.invalid(
                     &key("interval_from"),
                     "interval_from = \"service\" needs a card whose interrupt is answered by the \
@@ -187,7 +166,7 @@ impl Scenario {
                     1e6,
                     "ns",
                 )?;
-                if d.driver != "round-trip" {
+                if d.driver != DriverName::RoundTrip {
                     return Err(self.invalid(
                         &key("round_trip"),
                         "the round-trip counter stops on the round-trip driver's write: set driver \
@@ -227,9 +206,10 @@ impl Scenario {
                 "ns",
             )?;
             // Data rate the link can carry one way: lanes x rate x encoding efficiency.
-            let gen = LinkGen::new(d.link_generation).expect("checked");
-            let link_mb_per_s =
-                f64::from(d.link_width) * gen.transfers_per_s() / gen.line_bits_per_byte() / 1e6;
+            let gen = d.link_generation;
+            let link_mb_per_s = f64::from(d.link_width.lanes()) * gen.transfers_per_s()
+                / gen.line_bits_per_byte()
+                / 1e6;
             for (field, rate, bytes) in [
                 (
                     "dma_write_mb_per_s",
@@ -274,7 +254,8 @@ impl Scenario {
                              more than the 90% of its {link_mb_per_s:.0} MB/s that leaves room \
                              for the interrupts: ask for less (a saturated link's queue would \
                              grow without end)",
-                            d.link_width, d.link_generation
+                            d.link_width.lanes(),
+                            d.link_generation.number()
                         ),
                     ));
                 }
@@ -304,10 +285,6 @@ impl Scenario {
     /// Refuse configurations the hardware or the kernel cannot have.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
         let p = &self.platform;
-        LinkGen::new(p.dmi.generation).map_err(|m| self.invalid("platform.dmi.generation", m))?;
-        LinkWidth::new(p.dmi.width).map_err(|m| self.invalid("platform.dmi.width", m))?;
-        Bdf::parse(&p.mch.requester_id)
-            .map_err(|m| self.invalid("platform.mch.requester_id", m))?;
         self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
         self.one_per_pirq("platform.ich.pirq_ioapic_pin", p.ich.pirq_ioapic_pin.len())?;
         for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
@@ -340,17 +317,6 @@ impl Scenario {
                         "PIRQ{} is wired to IO-APIC pin {pin}, but an IO-APIC has pins 0-23 \
                          (82093AA: 24 redirection entries); use 0-23",
                         pirq_letter(i)
-                    ),
-                ));
-            }
-        }
-        for (i, f) in p.ich.functions.iter().enumerate() {
-            if pirq_index(&f.pirq).is_none() {
-                return Err(self.invalid(
-                    &format!("platform.ich.functions.{i}.pirq"),
-                    format!(
-                        "'{}' is not a PIRQ line: the ICH has PIRQA..PIRQH (pirq = \"A\"..\"H\")",
-                        f.pirq
                     ),
                 ));
             }
@@ -502,7 +468,7 @@ impl Scenario {
                 1e9,
                 "ns",
             ));
-            if d.interrupts != "none" {
+            if d.interrupts != Interrupts::None {
                 ranges.push((
                     format!("device.{i}.interval_us"),
                     d.interval_us,
@@ -524,11 +490,6 @@ impl Scenario {
         let mut msi_vectors: Vec<(u32, &str)> = Vec::new();
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
-            LinkGen::new(d.link_generation)
-                .map_err(|m| self.invalid(&key("link_generation"), m))?;
-            LinkWidth::new(d.link_width).map_err(|m| self.invalid(&key("link_width"), m))?;
-            IntxPin::parse(&d.intx_pin).map_err(|m| self.invalid(&key("intx_pin"), m))?;
-            Bdf::parse(&d.bdf).map_err(|m| self.invalid(&key("bdf"), m))?;
             if d.msi_vector != 0 {
                 let v = d.msi_vector;
                 MsiMessage::new(0, v, false).map_err(|m| {
@@ -550,19 +511,12 @@ impl Scenario {
                 }
                 msi_vectors.push((v, &d.name));
             }
-            match d.interrupts.as_str() {
-                "poisson" | "periodic" => {} // interval range-checked below
-                "none" if i > 0 => {}
-                other => {
-                    return Err(self.invalid(
-                        &key("interrupts"),
-                        format!(
-                            "interrupts = \"{other}\" is not a generator: use \"poisson\" or \
-                             \"periodic\" (or \"none\" for a card after the first that only shares \
-                             the line)"
-                        ),
-                    ))
-                }
+            if d.interrupts == Interrupts::None && i == 0 {
+                return Err(self.invalid(
+                    &key("interrupts"),
+                    "interrupts = \"none\" is for a card after the first that only shares the \
+                     line; the first device is the measured one: use \"poisson\" or \"periodic\"",
+                ));
             }
         }
         self.check_bars()?;
@@ -581,14 +535,6 @@ impl Scenario {
             ));
         }
         Ok(())
-    }
-}
-
-pub(super) fn pirq_index(s: &str) -> Option<u8> {
-    match s.as_bytes() {
-        [c @ b'A'..=b'H'] => Some(c - b'A'),
-        [c @ b'a'..=b'h'] => Some(c - b'a'),
-        _ => None,
     }
 }
 

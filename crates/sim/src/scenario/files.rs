@@ -2,6 +2,7 @@
 //! scenario file. Every format is a struct with `deny_unknown_fields`, so an unknown key is an
 //! error and no parameter enters the model without a change to the code.
 
+use crate::hw::pcie::{Bdf, IntxPin, LinkGen, LinkWidth};
 use crate::kernel::costs::{IdleCosts, KernelInstructions, TickCosts};
 use crate::kernel::Delivery;
 use serde::{Deserialize, Serialize};
@@ -74,7 +75,8 @@ pub struct FsbSection {
 #[serde(deny_unknown_fields)]
 pub struct MchSection {
     /// Requester ID the root complex puts on CPU-initiated TLPs.
-    pub requester_id: String,
+    #[serde(with = "text::bdf")]
+    pub requester_id: Bdf,
     pub crossing_ns: f64,
     /// PHY + data-link pipeline of a root port link (both ends), per direction.
     pub root_port_pipeline_ns: f64,
@@ -87,8 +89,10 @@ pub struct MchSection {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSection {
-    pub generation: u8,
-    pub width: u32,
+    #[serde(with = "text::generation")]
+    pub generation: LinkGen,
+    #[serde(with = "text::width")]
+    pub width: LinkWidth,
     pub pipeline_ns: f64,
 }
 
@@ -117,7 +121,8 @@ pub struct IchSection {
 pub struct IchFunction {
     pub name: String,
     /// The PIRQ line its INTx is routed to, "A".."H".
-    pub pirq: String,
+    #[serde(with = "text::pirq")]
+    pub pirq: u8,
     /// The I/O port its driver reads to see whether an interrupt is its own.
     pub status_port: u16,
     /// Its ISR's instructions besides that read.
@@ -162,10 +167,14 @@ pub struct ScenarioFile {
 #[serde(deny_unknown_fields)]
 pub struct DeviceSection {
     pub name: String,
-    pub bdf: String,
-    pub link_generation: u8,
-    pub link_width: u32,
-    pub intx_pin: String,
+    #[serde(with = "text::bdf")]
+    pub bdf: Bdf,
+    #[serde(with = "text::generation")]
+    pub link_generation: LinkGen,
+    #[serde(with = "text::width")]
+    pub link_width: LinkWidth,
+    #[serde(with = "text::pin")]
+    pub intx_pin: IntxPin,
     pub msi_capable: bool,
     /// The MSI vector: 0 lets the kernel allocate one (`assign_irq_vector`); 32-255 forces it.
     #[serde(default)]
@@ -182,7 +191,7 @@ pub struct DeviceSection {
     pub read_turnaround_ns: f64,
     pub deassert_delay_ns: f64,
     /// "poisson" or "periodic", or "none" for a card that only shares the line.
-    pub interrupts: String,
+    pub interrupts: Interrupts,
     pub interval_us: f64,
     /// The card's oscillator against its nominal frequency, in parts per million: its interval
     /// and its counter run this much fast (+) or slow (-) against the host's clocks.
@@ -190,12 +199,12 @@ pub struct DeviceSection {
     pub clock_ppm: f64,
     /// Count the interval from the last interrupt ("trigger", the default) or from the host's
     /// answer to it ("service": the card raises the next one a gap after the answer arrived).
-    #[serde(default = "default_interval_from")]
-    pub interval_from: String,
+    #[serde(default)]
+    pub interval_from: IntervalFrom,
     /// The driver: "seed000" (Figures 3-5, the default), "round-trip" (seed 002: acknowledge
     /// write, counter read) or "generic" (status reads and a clear write).
-    #[serde(default = "default_driver")]
-    pub driver: String,
+    #[serde(default)]
+    pub driver: DriverName,
     /// The driver's ISR instructions besides its device accesses ("round-trip": filing the
     /// count; "generic": its work).
     #[serde(default)]
@@ -244,12 +253,111 @@ pub struct RoundTripSection {
     pub register_access_ns: f64,
 }
 
-fn default_interval_from() -> String {
-    "trigger".into()
-}
-fn default_driver() -> String {
-    "seed000".into()
-}
 fn default_dma_bytes() -> u32 {
     256
+}
+
+/// How a device spaces its interrupts (`interrupts`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Interrupts {
+    /// Exponentially distributed gaps with mean `interval_us`.
+    Poisson,
+    /// Every `interval_us` of the card's clock.
+    Periodic,
+    /// None: a card after the first that only shares the line.
+    None,
+}
+
+/// Where a device counts its interval from (`interval_from`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntervalFrom {
+    /// From one interrupt to the next.
+    #[default]
+    Trigger,
+    /// From the host's answer to the last one.
+    Service,
+}
+
+/// The driver that runs a device (`driver`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverName {
+    /// Seed 000's Figures 3-5: status check (legacy), ISR signature, tasklet.
+    #[default]
+    Seed000,
+    /// Seed 002's acknowledge write and counter read.
+    RoundTrip,
+    /// Status reads and a clear write.
+    Generic,
+}
+
+/// Values written as text in the files, parsed into the hardware's types once, as they are read:
+/// a bad one is refused at its line and column (or its `--set` flag) with how to write it.
+mod text {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub mod bdf {
+        use super::*;
+        use crate::hw::pcie::Bdf;
+        pub fn serialize<S: Serializer>(b: &Bdf, s: S) -> Result<S::Ok, S::Error> {
+            b.to_string().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bdf, D::Error> {
+            Bdf::parse(&String::deserialize(d)?).map_err(D::Error::custom)
+        }
+    }
+
+    pub mod pin {
+        use super::*;
+        use crate::hw::pcie::IntxPin;
+        pub fn serialize<S: Serializer>(p: &IntxPin, s: S) -> Result<S::Ok, S::Error> {
+            p.letter().to_string().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<IntxPin, D::Error> {
+            IntxPin::parse(&String::deserialize(d)?).map_err(D::Error::custom)
+        }
+    }
+
+    pub mod generation {
+        use super::*;
+        use crate::hw::pcie::LinkGen;
+        pub fn serialize<S: Serializer>(g: &LinkGen, s: S) -> Result<S::Ok, S::Error> {
+            g.number().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LinkGen, D::Error> {
+            LinkGen::new(u8::deserialize(d)?).map_err(D::Error::custom)
+        }
+    }
+
+    pub mod width {
+        use super::*;
+        use crate::hw::pcie::LinkWidth;
+        pub fn serialize<S: Serializer>(w: &LinkWidth, s: S) -> Result<S::Ok, S::Error> {
+            w.lanes().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LinkWidth, D::Error> {
+            LinkWidth::new(u32::deserialize(d)?).map_err(D::Error::custom)
+        }
+    }
+
+    /// A PIRQ line, "A".."H" in the file, its index 0-7 in the model.
+    pub mod pirq {
+        use super::*;
+        pub fn serialize<S: Serializer>(i: &u8, s: S) -> Result<S::Ok, S::Error> {
+            char::from(b'A' + i).to_string().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+            let t = String::deserialize(d)?;
+            match t.as_bytes() {
+                [c @ b'A'..=b'H'] => Ok(c - b'A'),
+                [c @ b'a'..=b'h'] => Ok(c - b'a'),
+                _ => Err(D::Error::custom(format!(
+                    "'{t}' is not a PIRQ line: the ICH has PIRQA..PIRQH (pirq = \"A\"..\"H\")"
+                ))),
+            }
+        }
+    }
 }
