@@ -11,9 +11,9 @@ use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::{self, LocalApic};
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
-use crate::kernel::context::PreemptCount;
 use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::frames::{Access, Frame, Op, StepCtx};
+use crate::kernel::sched::{Scheduler, TaskContext};
 use crate::kernel::Kernel;
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 
@@ -66,23 +66,18 @@ enum CpuState {
     Waking,
 }
 
-/// One CPU core with its Local APIC and its kernel stack.
+/// One CPU core with its Local APIC and the context of the task it runs.
 pub struct Cpu {
     pub timing: CpuCosts,
     halt_exit: SimDuration,
     pub lapic: LocalApic,
     state: CpuState,
-    pub irqs_enabled: bool,
     /// The 8259's INTR wire as the core sees it (used when the Local APIC is disabled).
     intr_line: bool,
-    stack: Vec<Frame>,
-    preempt: PreemptCount,
-    /// Last read value or callee return value.
-    value: u32,
-    /// Ops that must happen after the compute time accumulated before them, each with the stack
-    /// depth of the frame that produced it. An interrupt taken in between runs first; the op
-    /// waits until its frame is on top again (a stack, since interrupts nest).
-    parked: Vec<(usize, Op)>,
+    /// The running task's kernel stack, flags and preempt count, loaded in the core (a context
+    /// switch swaps it with the next task's, [`Scheduler::switch`]). Interrupts nest on this
+    /// stack. An op parked there waits until its frame is on top again.
+    ctx: TaskContext,
     /// Idle states and their governor (cpuidle); `None`: HLT with `halt_exit`.
     pub cpuidle: Option<Cpuidle>,
     /// In System Management Mode until then: the core runs no OS code.
@@ -96,12 +91,9 @@ impl Cpu {
             timing: timing.costs(),
             lapic,
             state: CpuState::Running,
-            irqs_enabled: false,
             intr_line: false,
-            stack: vec![Frame::Idle { pc: 0 }],
-            preempt: PreemptCount::default(),
-            value: 0,
-            parked: Vec::new(),
+            // The idle task, which the core runs from boot.
+            ctx: TaskContext::starting(Frame::Idle { pc: 0 }),
             cpuidle: None,
             smm_until: SimTime::ZERO,
         }
@@ -146,6 +138,9 @@ pub struct Machine {
     pub ich: Ich,
     pub cpu: Cpu,
     pub kernel: Kernel,
+    /// The tasks and the core's run queue. Seeds 000 and 002 run the idle task alone, whose
+    /// context is loaded in the core from the start.
+    pub sched: Scheduler,
     pub devices: Vec<Exerciser>,
     packets: Vec<Packet>,
     free: Vec<u32>,
@@ -248,6 +243,7 @@ impl Machine {
             ich,
             cpu,
             kernel,
+            sched: Scheduler::new(1),
             devices,
             packets: Vec::with_capacity(16),
             free: Vec::new(),
@@ -635,7 +631,7 @@ impl Machine {
                     TlpKind::MemWrite => self.interrupt_message(tlp, self.q.now()),
                     TlpKind::Cpl | TlpKind::CplD => {
                         debug_assert_eq!(self.cpu.state, CpuState::Stalled);
-                        self.cpu.value = tlp.data;
+                        self.cpu.ctx.value = tlp.data;
                         self.cpu.state = CpuState::Running;
                         self.cpu_run();
                     }
@@ -852,7 +848,7 @@ impl Machine {
 
     fn take_interrupt(&mut self) {
         // An interrupt gate clears IF as part of delivery.
-        self.cpu.irqs_enabled = false;
+        self.cpu.ctx.irqs_enabled = false;
         let frame = if self.cpu.lapic.enabled {
             let vector = self.cpu.lapic.acknowledge().expect("deliverable");
             Frame::Interrupt {
@@ -867,7 +863,7 @@ impl Machine {
                 from_pic: true,
             }
         };
-        self.cpu.stack.push(frame);
+        self.cpu.ctx.stack.push(frame);
     }
 
     fn resume_after(&mut self, d: SimDuration) {
@@ -904,7 +900,7 @@ impl Machine {
             if acc > SimDuration::ZERO && (strict || now + acc >= next_smi) {
                 return self.resume_after(acc);
             }
-            if self.cpu.irqs_enabled {
+            if self.cpu.ctx.irqs_enabled {
                 // An interrupt taken at this instruction boundary may have arrived while the core
                 // ran ahead with interrupts off: catch up with the clock before deciding.
                 if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
@@ -917,24 +913,25 @@ impl Machine {
                     self.take_interrupt();
                 }
             }
-            let depth = self.cpu.stack.len();
-            let op = match self.cpu.parked.last() {
-                Some((d, _)) if *d == depth => self.cpu.parked.pop().expect("present").1,
+            let depth = self.cpu.ctx.stack.len();
+            let op = match self.cpu.ctx.parked.last() {
+                Some((d, _)) if *d == depth => self.cpu.ctx.parked.pop().expect("present").1,
                 _ => {
                     let cpu = &mut self.cpu;
                     let frame = cpu
+                        .ctx
                         .stack
                         .last_mut()
-                        .expect("the idle frame is never popped");
+                        .expect("a task's first frame is never popped");
                     let mut cx = StepCtx {
                         kernel: &mut self.kernel,
                         costs: &cpu.timing,
                         fold: !strict,
                         horizon: next_smi.since_or_zero(now + acc),
                         charged: SimDuration::ZERO,
-                        value: cpu.value,
-                        irqs_enabled: &mut cpu.irqs_enabled,
-                        preempt: &mut cpu.preempt,
+                        value: cpu.ctx.value,
+                        irqs_enabled: &mut cpu.ctx.irqs_enabled,
+                        preempt: &mut cpu.ctx.preempt,
                     };
                     let op = frame.step(&mut cx);
                     acc += cx.charged;
@@ -948,14 +945,14 @@ impl Machine {
                     // With interrupts on, one may arrive while these instructions run; it is
                     // taken at the end of the step, so the step must end at an event unless
                     // nothing can arrive before then.
-                    if self.cpu.irqs_enabled && !self.may_run_ahead(acc) {
+                    if self.cpu.ctx.irqs_enabled && !self.may_run_ahead(acc) {
                         return self.resume_after(acc);
                     }
                 }
                 Op::Vectoring => acc += self.cpu.timing.vectoring(),
                 Op::Access(a) => {
                     if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
-                        self.cpu.parked.push((self.cpu.stack.len(), op));
+                        self.cpu.ctx.parked.push((self.cpu.ctx.stack.len(), op));
                         return self.resume_after(acc);
                     }
                     match self.issue(a, acc) {
@@ -966,21 +963,21 @@ impl Machine {
                         }
                     }
                 }
-                Op::Call(f) => self.cpu.stack.push(f),
+                Op::Call(f) => self.cpu.ctx.stack.push(f),
                 Op::Return(v) => {
-                    self.cpu.stack.pop();
-                    self.cpu.value = v;
+                    self.cpu.ctx.stack.pop();
+                    self.cpu.ctx.value = v;
                 }
                 Op::Iret => {
-                    self.cpu.stack.pop();
+                    self.cpu.ctx.stack.pop();
                     acc += self.cpu.timing.iret();
-                    self.cpu.irqs_enabled = true;
+                    self.cpu.ctx.irqs_enabled = true;
                 }
                 Op::Halt { sti } => {
                     // The core idles from `now + acc`, ahead of the clock, if nothing is
                     // scheduled before then: whatever wakes it comes later.
                     if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
-                        self.cpu.parked.push((self.cpu.stack.len(), op));
+                        self.cpu.ctx.parked.push((self.cpu.ctx.stack.len(), op));
                         return self.resume_after(acc);
                     }
                     let now = self.q.now() + acc;
@@ -995,7 +992,7 @@ impl Machine {
                     };
                     if sti || polls {
                         // sti; hlt, or poll_idle, which spins with interrupts on.
-                        self.cpu.irqs_enabled = true;
+                        self.cpu.ctx.irqs_enabled = true;
                     }
                     if !self.interrupt_pending() {
                         self.cpu.state = CpuState::Halted;
@@ -1040,7 +1037,7 @@ impl Machine {
         let lapic_cost = self.cpu.timing.lapic_access();
         let (tlp, dest, posted) = match a {
             Access::LapicRead { reg } => {
-                self.cpu.value = self.cpu.lapic.read(reg);
+                self.cpu.ctx.value = self.cpu.lapic.read(reg);
                 return Some(lapic_cost);
             }
             Access::LapicWrite { reg, .. } => {

@@ -3,8 +3,9 @@
 //! Each [`Frame`] is one activation of a kernel function. [`Frame::step`] advances it to its next
 //! observable action and returns it as an [`Op`]: run some instructions, access a register
 //! (which the CPU turns into a bus transaction, stalling for reads and non-posted writes), call
-//! another function, or return. The CPU keeps the frames on a stack, so interrupt nesting,
-//! softirqs on interrupt exit and (later) task switches are just stack operations.
+//! another function, or return. The frames are the running task's kernel stack, so interrupt
+//! nesting and softirqs on interrupt exit are stack operations; a task switch swaps the core's
+//! stack for the next task's (`kernel/sched.rs`).
 //!
 //! The paths follow Linux 2.6.18-2.6.24 on i386 (see `kernels/linux-2.6.18-i386-up.toml` for the
 //! source of each instruction count):

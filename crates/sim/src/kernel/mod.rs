@@ -10,6 +10,7 @@ pub mod context;
 pub mod costs;
 pub mod cpuidle;
 pub mod frames;
+pub mod sched;
 pub mod softirq;
 
 use costs::{IdleCosts, KernelInstructions};

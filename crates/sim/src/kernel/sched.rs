@@ -1,0 +1,291 @@
+//! Tasks and the scheduler's skeleton.
+//!
+//! A task owns a kernel stack: the frames of the kernel code it is running, with the interrupts
+//! that nest on top of them (an interrupt runs on the stack of whatever task it interrupted, as on
+//! i386 Linux with 8K stacks and, with 4K stacks, on a per-CPU IRQ stack switched to from it).
+//! The task running on a core has its context loaded in the core ([`TaskContext`]); a context
+//! switch swaps the core's context with the next task's saved one.
+//!
+//! Each core has a run queue. The scheduler picks by class, as Linux's `pick_next_task` walks its
+//! classes: real-time (SCHED_FIFO/RR, the highest priority first, first come first served within
+//! one), then fair (SCHED_OTHER), then the idle task. When a woken task may take the core from the
+//! running one is the kernel's preemption model ([`Preemption`]).
+//!
+//! Seeds 000 and 002 run the idle task alone; seed 003's kernels (threaded handlers, ksoftirqd,
+//! cyclictest) add the others.
+
+use super::context::{PreemptCount, SchedClass};
+use super::frames::{Frame, Op};
+
+/// Index of a task in [`Scheduler::tasks`].
+pub type TaskId = u16;
+
+/// The kernel's preemption model (Linux `CONFIG_PREEMPT_*`): where a woken task of a higher
+/// class or priority may take the core from the running one. A kernel file names its model
+/// when its kernel runs tasks besides the idle task (seed 003's kernels); until then no
+/// preemption point is reached.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preemption {
+    /// `PREEMPT_NONE`: only on the return to user mode, or when the running task blocks.
+    None,
+    /// `PREEMPT_VOLUNTARY`: also at the kernel's `might_sleep()` points.
+    Voluntary,
+    /// `PREEMPT`: also whenever the preempt count drops to zero (after a spinlock, on the exit
+    /// of an interrupt that did not interrupt a critical section).
+    Preempt,
+    /// `PREEMPT_RT`: as `Preempt`, with hard interrupt handlers and softirqs in threads and
+    /// spinlocks that sleep, so almost all kernel code is preemptible.
+    Rt,
+}
+
+/// A task's state.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// On a core.
+    Running,
+    /// On a run queue, waiting for a core.
+    Runnable,
+    /// Waiting for an event (a timer, a wake-up from an interrupt handler).
+    Sleeping,
+}
+
+/// What a core holds of the task it runs: its kernel stack, the flags and the preempt count. A
+/// context switch saves it into the task and loads the next task's.
+#[derive(Clone, Debug)]
+pub struct TaskContext {
+    /// Function activations, innermost last; interrupts nest on top.
+    pub stack: Vec<Frame>,
+    /// Ops that must happen after the compute time accumulated before them, each with the stack
+    /// depth of the frame that produced it (an interrupt taken in between runs first).
+    pub parked: Vec<(usize, Op)>,
+    /// The value of the last completed read, or the last callee's return value.
+    pub value: u32,
+    /// EFLAGS.IF.
+    pub irqs_enabled: bool,
+    pub preempt: PreemptCount,
+}
+
+impl TaskContext {
+    /// A task about to run `entry` (its first frame), with interrupts off as a new task starts
+    /// in `schedule_tail`.
+    pub fn starting(entry: Frame) -> TaskContext {
+        TaskContext {
+            stack: vec![entry],
+            parked: Vec::new(),
+            value: 0,
+            irqs_enabled: false,
+            preempt: PreemptCount::default(),
+        }
+    }
+
+    /// The context of a task that runs on a core: it lives in the core until it is switched out.
+    fn loaded() -> TaskContext {
+        TaskContext {
+            stack: Vec::new(),
+            parked: Vec::new(),
+            value: 0,
+            irqs_enabled: false,
+            preempt: PreemptCount::default(),
+        }
+    }
+}
+
+/// A task.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub name: String,
+    pub class: SchedClass,
+    pub state: TaskState,
+    /// The core whose run queue it is on (or last ran on).
+    pub core: u8,
+    /// Its saved context, while it is not running.
+    pub context: TaskContext,
+}
+
+/// One core's run queue: the runnable tasks besides the one running, in the order they became
+/// runnable.
+#[derive(Clone, Debug, Default)]
+pub struct RunQueue {
+    runnable: Vec<TaskId>,
+}
+
+/// Which class and priority goes first: real-time by priority, then fair, then idle.
+fn rank(class: SchedClass) -> (u8, u8) {
+    match class {
+        SchedClass::Fifo { priority } => (2, priority),
+        SchedClass::Normal { .. } => (1, 0),
+        SchedClass::Idle => (0, 0),
+    }
+}
+
+impl RunQueue {
+    pub fn enqueue(&mut self, t: TaskId) {
+        debug_assert!(!self.runnable.contains(&t));
+        self.runnable.push(t);
+    }
+
+    /// The task the scheduler picks: the best class and priority, the longest waiting among
+    /// equals. It stays queued until [`RunQueue::take`].
+    pub fn pick(&self, tasks: &[Task]) -> Option<TaskId> {
+        // `max_by_key` keeps the last of equal keys: walk in reverse so the first queued wins.
+        self.runnable
+            .iter()
+            .rev()
+            .copied()
+            .max_by_key(|&t| rank(tasks[usize::from(t)].class))
+    }
+
+    pub fn take(&mut self, t: TaskId) {
+        self.runnable.retain(|&x| x != t);
+    }
+
+    pub fn len(&self) -> usize {
+        self.runnable.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runnable.is_empty()
+    }
+}
+
+/// Every task, each core's run queue and the task each core runs.
+#[derive(Clone, Debug)]
+pub struct Scheduler {
+    pub tasks: Vec<Task>,
+    pub queues: Vec<RunQueue>,
+    /// The running task of each core.
+    pub current: Vec<TaskId>,
+    /// Context switches made.
+    pub switches: u64,
+}
+
+impl Scheduler {
+    /// One idle task per core, each running on its core (its context loaded there).
+    pub fn new(cores: u8) -> Scheduler {
+        let tasks = (0..cores)
+            .map(|c| Task {
+                name: format!("swapper/{c}"),
+                class: SchedClass::Idle,
+                state: TaskState::Running,
+                core: c,
+                context: TaskContext::loaded(),
+            })
+            .collect();
+        Scheduler {
+            tasks,
+            queues: vec![RunQueue::default(); usize::from(cores)],
+            current: (0..u16::from(cores)).collect(),
+            switches: 0,
+        }
+    }
+
+    /// A new task, runnable on `core`.
+    pub fn spawn(&mut self, name: &str, class: SchedClass, core: u8, entry: Frame) -> TaskId {
+        let id = self.tasks.len() as TaskId;
+        self.tasks.push(Task {
+            name: name.to_string(),
+            class,
+            state: TaskState::Runnable,
+            core,
+            context: TaskContext::starting(entry),
+        });
+        self.queues[usize::from(core)].enqueue(id);
+        id
+    }
+
+    /// Should `core` switch now: is a queued task of a better class or priority than the one
+    /// running? (Whether it may, at this point of the running code, is the preemption model's.)
+    pub fn need_resched(&self, core: u8) -> bool {
+        let running = self.tasks[usize::from(self.current[usize::from(core)])].class;
+        self.queues[usize::from(core)]
+            .pick(&self.tasks)
+            .is_some_and(|t| rank(self.tasks[usize::from(t)].class) > rank(running))
+    }
+
+    /// Switch `core` to the task its queue picks, saving `loaded` (the core's context) into the
+    /// task that ran and returning the next task's context to load. The task that ran goes back
+    /// on the queue if it is still runnable. `None`: nothing else to run.
+    pub fn switch(&mut self, core: u8, loaded: &mut TaskContext) -> Option<TaskId> {
+        let c = usize::from(core);
+        let next = self.queues[c].pick(&self.tasks)?;
+        self.queues[c].take(next);
+        let prev = self.current[c];
+        let p = &mut self.tasks[usize::from(prev)];
+        if p.state == TaskState::Running {
+            p.state = TaskState::Runnable;
+            self.queues[c].enqueue(prev);
+        }
+        std::mem::swap(&mut self.tasks[usize::from(prev)].context, loaded);
+        let n = &mut self.tasks[usize::from(next)];
+        n.state = TaskState::Running;
+        n.core = core;
+        std::mem::swap(&mut n.context, loaded);
+        self.current[c] = next;
+        self.switches += 1;
+        Some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Frame {
+        Frame::Idle { pc: 0 }
+    }
+
+    #[test]
+    fn the_idle_task_runs_alone_until_another_is_queued() {
+        let s = Scheduler::new(2);
+        assert_eq!(s.current, vec![0, 1]);
+        assert!(!s.need_resched(0) && !s.need_resched(1));
+        assert_eq!(s.tasks[0].class, SchedClass::Idle);
+    }
+
+    #[test]
+    fn classes_go_first_by_rank_and_equals_in_queue_order() {
+        let mut s = Scheduler::new(1);
+        let fair = s.spawn("make", SchedClass::Normal { nice: 0 }, 0, entry());
+        let irq = s.spawn("irq/16-eth0", SchedClass::Fifo { priority: 50 }, 0, entry());
+        let sirq = s.spawn("sirq-net-rx", SchedClass::Fifo { priority: 50 }, 0, entry());
+        let cyclic = s.spawn("cyclictest", SchedClass::Fifo { priority: 80 }, 0, entry());
+        let q = &s.queues[0];
+        assert_eq!(q.pick(&s.tasks), Some(cyclic));
+        let mut order = Vec::new();
+        let mut core = TaskContext::loaded();
+        while let Some(t) = s.switch(0, &mut core) {
+            order.push(t);
+            // The one that ran blocks, so it leaves the queue.
+            s.tasks[usize::from(t)].state = TaskState::Sleeping;
+            if order.len() == 5 {
+                break;
+            }
+        }
+        // The idle task, switched out first, went back on the queue and runs last.
+        assert_eq!(order, vec![cyclic, irq, sirq, fair, 0]);
+        assert_eq!(s.switches, 5);
+    }
+
+    #[test]
+    fn a_switch_swaps_the_kernel_stacks() {
+        let mut s = Scheduler::new(1);
+        let t = s.spawn(
+            "ksoftirqd/0",
+            SchedClass::Normal { nice: 19 },
+            0,
+            Frame::IrqExit { pc: 0 },
+        );
+        assert!(s.need_resched(0), "a fair task goes before the idle task");
+        let mut core = TaskContext::starting(entry()); // the idle task's stack, in the core
+        assert_eq!(s.switch(0, &mut core), Some(t));
+        assert_eq!(core.stack, vec![Frame::IrqExit { pc: 0 }]);
+        assert_eq!(
+            s.tasks[0].context.stack,
+            vec![entry()],
+            "idle's stack saved"
+        );
+        assert_eq!(s.tasks[0].state, TaskState::Runnable);
+        assert!(!s.need_resched(0), "the idle task does not preempt");
+    }
+}
