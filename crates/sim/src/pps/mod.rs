@@ -623,31 +623,12 @@ impl PpsScenario {
         replications: u32,
         progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     ) -> Result<PpsResult, ScenarioError> {
-        use rayon::prelude::*;
-        let r = u64::from(replications.max(1));
-        // Merged as they finish, in replication order, so memory is that of one run per thread.
-        let merged = (0..r)
-            .into_par_iter()
-            .map(|i| {
-                let s = if i == 0 {
-                    seed
-                } else {
-                    crate::scenario::replication_seed(seed, i)
-                };
-                machine::run(self, s, samples, progress.as_deref()).map(Some)
-            })
-            .try_reduce(
-                || None,
-                |a, b| {
-                    Ok(match (a, b) {
-                        (Some(mut a), Some(b)) => {
-                            a.absorb(b);
-                            Some(a)
-                        }
-                        (a, b) => a.or(b),
-                    })
-                },
-            )?;
+        let merged = crate::scenario::replicate(
+            seed,
+            replications,
+            |_, s| machine::run(self, s, samples, progress.as_deref()).map(Some),
+            PpsResult::absorb,
+        )?;
         Ok(merged.expect("at least one replication"))
     }
 

@@ -206,20 +206,15 @@ impl Scenario {
         replications: u32,
         progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     ) -> Result<Outcome, ScenarioError> {
-        use rayon::prelude::*;
         let r = u64::from(replications.max(1));
         let share = |i: u64| samples / r + u64::from(i < samples % r);
-        // Merged as they finish (histograms and counters add up in any order), so memory is
-        // that of one run per thread, whatever the replication count.
-        let merged = (0..r)
-            .into_par_iter()
-            .filter(|&i| share(i) > 0)
-            .map(|i| {
-                let s = if i == 0 {
-                    seed
-                } else {
-                    replication_seed(seed, i)
-                };
+        let merged = replicate(
+            seed,
+            replications,
+            |i, s| {
+                if share(i) == 0 {
+                    return Ok(None);
+                }
                 // The first replication keeps the trace and the series.
                 let mut m = if i == 0 {
                     self.build_keeping(s, share(i), trace, true)?
@@ -228,19 +223,9 @@ impl Scenario {
                 };
                 m.progress = progress.clone();
                 self.finish(m, share(i)).map(Some)
-            })
-            .try_reduce(
-                || None,
-                |a, b| {
-                    Ok(match (a, b) {
-                        (Some(mut a), Some(b)) => {
-                            a.absorb(b);
-                            Some(a)
-                        }
-                        (a, b) => a.or(b),
-                    })
-                },
-            )?;
+            },
+            Outcome::absorb,
+        )?;
         Ok(merged.expect("at least one sample"))
     }
 
@@ -293,4 +278,41 @@ pub fn replication_seed(seed: u64, replication: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Run `replications` independent replications on all cores and merge them as they finish, in
+/// replication order (`absorb(earlier, later)`), so memory is that of one run per thread. `run`
+/// gets the replication's index and seed: replication 0 the run's own seed (so one replication
+/// is the plain run), replication r > 0 [`replication_seed`]; it returns `None` for a
+/// replication with nothing to do. The result depends on the replication count, never on the
+/// number of cores or threads.
+pub(crate) fn replicate<R: Send>(
+    seed: u64,
+    replications: u32,
+    run: impl Fn(u64, u64) -> Result<Option<R>, ScenarioError> + Sync,
+    absorb: impl Fn(&mut R, R) + Sync,
+) -> Result<Option<R>, ScenarioError> {
+    use rayon::prelude::*;
+    (0..u64::from(replications.max(1)))
+        .into_par_iter()
+        .map(|i| {
+            let s = if i == 0 {
+                seed
+            } else {
+                replication_seed(seed, i)
+            };
+            run(i, s)
+        })
+        .try_reduce(
+            || None,
+            |a, b| {
+                Ok(match (a, b) {
+                    (Some(mut a), Some(b)) => {
+                        absorb(&mut a, b);
+                        Some(a)
+                    }
+                    (a, b) => a.or(b),
+                })
+            },
+        )
 }
