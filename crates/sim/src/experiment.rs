@@ -381,37 +381,36 @@ impl Experiment {
         // Independent runs: on all cores, each exactly as it would run alone.
         use rayon::prelude::*;
         let mut notes = Vec::new();
-        let results: BTreeMap<String, RunResult> = needed
+        // Each run's result and the samples it ran.
+        let ran: BTreeMap<String, (RunResult, u64)> = needed
             .par_iter()
-            .map(|spec| -> Result<(String, RunResult), ScenarioError> {
-                let path = crate::shipped::resolve(dir, &spec.scenario);
-                let samples = |default: u64| {
-                    opts.samples.unwrap_or(match spec.full_samples {
-                        Some(full) if opts.full => full,
-                        _ => default,
-                    })
-                };
-                let sim = Simulation::load(&path, &spec.set)?;
-                let result = sim.run(
-                    sim.seed(),
-                    samples(sim.samples()),
-                    TRACE_PACKETS,
-                    spec.replications,
-                    opts.progress.clone(),
-                )?;
-                Ok((spec.id.clone(), result))
-            })
+            .map(
+                |spec| -> Result<(String, (RunResult, u64)), ScenarioError> {
+                    let path = crate::shipped::resolve(dir, &spec.scenario);
+                    let samples = |default: u64| {
+                        opts.samples.unwrap_or(match spec.full_samples {
+                            Some(full) if opts.full => full,
+                            _ => default,
+                        })
+                    };
+                    let sim = Simulation::load(&path, &spec.set)?;
+                    let n = samples(sim.samples());
+                    let result = sim.run(
+                        sim.seed(),
+                        n,
+                        TRACE_PACKETS,
+                        spec.replications,
+                        opts.progress.clone(),
+                    )?;
+                    Ok((spec.id.clone(), (result, n)))
+                },
+            )
             .collect::<Result<_, _>>()?;
         for spec in &needed {
             let Some(full) = spec.full_samples else {
                 continue;
             };
-            let default =
-                Simulation::load(crate::shipped::resolve(dir, &spec.scenario), &spec.set)?
-                    .samples();
-            let ran = opts
-                .samples
-                .unwrap_or(if opts.full { full } else { default });
+            let ran = ran[&spec.id].1;
             notes.push(if ran == full {
                 format!(
                     "{} ran the published {} samples ({} replications)",
@@ -428,6 +427,8 @@ impl Experiment {
                 )
             });
         }
+        let results: BTreeMap<String, RunResult> =
+            ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
         let rows = checks.iter().map(|c| self.evaluate(c, &results)).collect();
         let mut histograms = Vec::new();
         for spec in &needed {

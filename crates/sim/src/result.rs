@@ -93,12 +93,4 @@ impl RunResult {
             .find(|m| m.name == name && m.phase.as_deref() == phase)
             .map(|m| &m.histogram)
     }
-
-    /// The value of counter `name`.
-    pub fn counter(&self, name: &str) -> Option<u64> {
-        self.counters
-            .iter()
-            .find(|c| c.name == name)
-            .map(|c| c.value)
-    }
 }

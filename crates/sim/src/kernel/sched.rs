@@ -52,7 +52,7 @@ pub enum TaskState {
 
 /// What a core holds of the task it runs: its kernel stack, the flags and the preempt count. A
 /// context switch saves it into the task and loads the next task's.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct TaskContext {
     /// Function activations, innermost last; interrupts nest on top.
     pub stack: Vec<Frame>,
@@ -72,21 +72,7 @@ impl TaskContext {
     pub fn starting(entry: Frame) -> TaskContext {
         TaskContext {
             stack: vec![entry],
-            parked: Vec::new(),
-            value: 0,
-            irqs_enabled: false,
-            preempt: PreemptCount::default(),
-        }
-    }
-
-    /// The context of a task that runs on a core: it lives in the core until it is switched out.
-    fn loaded() -> TaskContext {
-        TaskContext {
-            stack: Vec::new(),
-            parked: Vec::new(),
-            value: 0,
-            irqs_enabled: false,
-            preempt: PreemptCount::default(),
+            ..TaskContext::default()
         }
     }
 }
@@ -139,14 +125,6 @@ impl RunQueue {
     pub fn take(&mut self, t: TaskId) {
         self.runnable.retain(|&x| x != t);
     }
-
-    pub fn len(&self) -> usize {
-        self.runnable.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.runnable.is_empty()
-    }
 }
 
 /// Every task, each core's run queue and the task each core runs.
@@ -169,7 +147,8 @@ impl Scheduler {
                 class: SchedClass::Idle,
                 state: TaskState::Running,
                 core: c,
-                context: TaskContext::loaded(),
+                // Its context lives in the core until it is switched out.
+                context: TaskContext::default(),
             })
             .collect();
         Scheduler {
@@ -253,7 +232,7 @@ mod tests {
         let q = &s.queues[0];
         assert_eq!(q.pick(&s.tasks), Some(cyclic));
         let mut order = Vec::new();
-        let mut core = TaskContext::loaded();
+        let mut core = TaskContext::default();
         while let Some(t) = s.switch(0, &mut core) {
             order.push(t);
             // The one that ran blocks, so it leaves the queue.
