@@ -1,0 +1,123 @@
+//! The I/O hub's side of the machine: requests reaching the ICH (port I/O to the 8259 pair,
+//! interrupt acknowledge, IO-APIC registers, INTx and EOI messages), its replies, and the
+//! IO-APIC's interrupt writes.
+
+use super::{Ev, Machine};
+use crate::engine::SimDuration;
+use crate::hw::fabric::Endpoint;
+use crate::hw::ioapic::IOAPIC_BASE;
+use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
+
+impl Machine {
+    // ---- the I/O hub ---------------------------------------------------------------------
+
+    pub(super) fn ich_receive(&mut self, p: u32, tlp: Tlp) {
+        let now = self.q.now();
+        let t = &self.ich.timing;
+        let clocks = match tlp.kind {
+            TlpKind::Msg(MsgCode::AssertIntx(pin)) | TlpKind::Msg(MsgCode::DeassertIntx(pin)) => {
+                self.release(p);
+                let assert = matches!(tlp.kind, TlpKind::Msg(MsgCode::AssertIntx(_)));
+                // The device's pin as seen above its bridge (swizzled by device number); the
+                // ICH maps DMI INTA-D onto PIRQA-D.
+                let pirq = pin.swizzle(tlp.requester.dev).index();
+                let effect = self.ich.intx(pirq, assert);
+                self.update_intr();
+                if let Some(m) = effect.ioapic_message {
+                    let at = self.ich.ioapic_delivery_done(now);
+                    self.q.schedule_at(at, Ev::IoApicSend(m));
+                }
+                return;
+            }
+            TlpKind::Msg(MsgCode::Eoi(vector)) => {
+                self.release(p);
+                if let Some(m) = self.ich.ioapic.eoi(vector) {
+                    let at = self.ich.ioapic_delivery_done(now);
+                    self.q.schedule_at(at, Ev::IoApicSend(m));
+                }
+                return;
+            }
+            TlpKind::IoRead | TlpKind::IoWrite => t.legacy_io_clocks,
+            TlpKind::IntAck => t.intack_clocks,
+            TlpKind::MemRead | TlpKind::MemWrite => t.ioapic_access_clocks,
+            TlpKind::Cpl | TlpKind::CplD => {
+                self.release(p);
+                return;
+            }
+        };
+        let done = self.ich.service_done(now, clocks);
+        self.q.schedule_at(done, Ev::IchDone(p));
+    }
+
+    pub(super) fn on_ich_done(&mut self, p: u32) {
+        let req = self.packets[p as usize].tlp;
+        self.release(p);
+        let reply = |kind, data| Tlp {
+            kind,
+            requester: req.requester,
+            completer: Bdf::new(0, 31, 0), // the LPC bridge, D31:F0
+            tag: req.tag,
+            addr: req.addr,
+            len_dw: 1,
+            data,
+        };
+        let port = req.addr as u16;
+        let completion = match req.kind {
+            TlpKind::IoRead => {
+                let v = self.ich.pics.port_read(port).unwrap_or(0xFF);
+                Some(reply(TlpKind::CplD, u32::from(v)))
+            }
+            TlpKind::IoWrite => {
+                self.ich.pics.port_write(port, req.data as u8);
+                Some(reply(TlpKind::Cpl, 0))
+            }
+            TlpKind::IntAck => {
+                let (vector, _) = self.ich.pics.interrupt_acknowledge();
+                Some(reply(TlpKind::CplD, u32::from(vector)))
+            }
+            TlpKind::MemRead => {
+                let v = self.ich.ioapic.mmio_read(req.addr - IOAPIC_BASE);
+                Some(reply(TlpKind::CplD, v))
+            }
+            TlpKind::MemWrite => {
+                if let Some(m) = self.ich.ioapic.mmio_write(req.addr - IOAPIC_BASE, req.data) {
+                    let at = self.ich.ioapic_delivery_done(self.q.now());
+                    self.q.schedule_at(at, Ev::IoApicSend(m));
+                }
+                None
+            }
+            _ => None,
+        };
+        self.update_intr();
+        if let Some(c) = completion {
+            self.send(Endpoint::Ich, Endpoint::Cpu, c, SimDuration::ZERO);
+        }
+    }
+
+    /// The IO-APIC's interrupt: an upstream memory write to 0xFEEx_xxxx over DMI.
+    pub(super) fn send_interrupt_write(&mut self, m: MsiMessage) {
+        let tlp = Tlp {
+            kind: TlpKind::MemWrite,
+            requester: Bdf::new(0, 31, 0),
+            completer: Bdf::default(),
+            tag: 0,
+            addr: u64::from(m.address()),
+            len_dw: 1,
+            data: m.data(),
+        };
+        self.send(Endpoint::Ich, Endpoint::Cpu, tlp, SimDuration::ZERO);
+    }
+
+    /// The 8259's INTR wire drives the core directly (a sideband pin; its flight time is
+    /// negligible against the bus crossings).
+    pub(super) fn update_intr(&mut self) {
+        let level = self.ich.pics.intr();
+        if level != self.cpu.intr_line {
+            self.cpu.intr_line = level;
+            if level && !self.cpu.lapic.enabled {
+                self.poke_cpu();
+            }
+        }
+    }
+}

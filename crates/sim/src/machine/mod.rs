@@ -1,0 +1,408 @@
+//! The assembled system and its event loop: packets cross the fabric hop by hop, the ICH and the
+//! devices react to what reaches them, and the CPU runs kernel frames, stalling on every
+//! non-posted access until its completion comes back.
+//!
+//! One file per part of the machine: `core.rs` (a CPU core running kernel frames, its Local APIC
+//! bus unit), `packets.rs` (transactions crossing the fabric and reaching their endpoints),
+//! `hub.rs` (the I/O hub: port I/O, the 8259 pair, the IO-APIC). This file holds the machine,
+//! its events, the devices' generators and the run loop.
+
+use crate::devices::exerciser::Exerciser;
+use crate::engine::{EventQueue, SimDuration, SimTime};
+use crate::hw::fabric::{Endpoint, Fabric};
+use crate::hw::ich::Ich;
+use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::{Bdf, TlpKind};
+use crate::kernel::sched::Scheduler;
+use crate::kernel::Kernel;
+use crate::probes::analyzer::{Analyzer, LatencyProbe};
+
+mod core;
+mod hub;
+mod packets;
+
+pub use self::core::Cpu;
+use self::core::CpuState;
+use self::packets::Packet;
+
+/// Events. Small and `Copy`: packets live in a slab and are named by index.
+#[derive(Copy, Clone, Debug)]
+enum Ev {
+    /// Device k's interrupt generator fires.
+    Generate(u8),
+    /// Device k's DMA stream s (0 writes, 1 reads) issues its next request.
+    Dma(u8, u8),
+    /// Packet p reaches its next hop (or, past the last, its destination).
+    Hop(u32),
+    /// Device k re-checks its INTx line after a clear write.
+    CheckDeassert(u8),
+    /// Device k raises an interrupt it held back for its previous one's service (a reaction to
+    /// a delivery made while the core ran ahead: the run's sample count, which every device
+    /// reads, must change in time order).
+    Trigger(u8),
+    /// The ICH has finished servicing request packet p.
+    IchDone(u32),
+    /// The IO-APIC's interrupt write is ready to leave the hub.
+    IoApicSend(MsiMessage),
+    CpuResume,
+    /// The Local APIC timer fires: the kernel's periodic tick.
+    Tick,
+    /// A System Management Interrupt: the core leaves the OS for firmware.
+    Smi,
+}
+
+/// Counters a run reports besides the latencies.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Counters {
+    pub interrupts_generated: u64,
+    pub spurious_interrupts: u64,
+    pub unhandled_interrupts: u64,
+    pub overlapped_samples: u64,
+    /// Triggers of the measured device that waited for the previous interrupt's service.
+    pub held_triggers: u64,
+    /// Port I/O reads and writes the CPU made (each a non-posted round trip to the ICH).
+    pub port_ios: u64,
+    /// 8259 interrupt-acknowledge cycles.
+    pub interrupt_acknowledges: u64,
+    /// Memory reads the CPU made of device registers (non-posted round trips).
+    pub mmio_reads: u64,
+    /// Local timer ticks the kernel handled.
+    pub ticks: u64,
+    /// System Management Interrupts taken.
+    pub smis: u64,
+    /// Idle periods per idle state (cpuidle), in the platform's state order.
+    pub idle_entries: Vec<(String, u64)>,
+    /// TLPs replayed after a bit error, on every device link.
+    pub link_replays: u64,
+    /// DMA requests the devices sent.
+    pub dma_requests: u64,
+    pub events: u64,
+    /// The run hit its event limit before settling.
+    pub truncated: bool,
+    pub packets_on_link: u64,
+    pub simulated_ps: u64,
+}
+
+pub struct Machine {
+    q: EventQueue<Ev>,
+    pub fabric: Fabric,
+    pub ich: Ich,
+    pub cpu: Cpu,
+    pub kernel: Kernel,
+    /// The tasks and the core's run queue. Seeds 000 and 002 run the idle task alone, whose
+    /// context is loaded in the core from the start.
+    pub sched: Scheduler,
+    pub devices: Vec<Exerciser>,
+    packets: Vec<Packet>,
+    free: Vec<u32>,
+    pub analyzer: Analyzer,
+    pub probe: LatencyProbe,
+    /// The link the analyzer sits on (root port index).
+    pub analyzed_link: u8,
+    /// The device whose latencies the probe measures.
+    pub probed_device: u8,
+    /// Requester ID of the root complex (CPU-initiated requests).
+    pub root_requester: Bdf,
+    root_tag: u8,
+    /// The interrupts the probed device raises before the run ends.
+    pub target_samples: u64,
+    events: u64,
+    port_ios: u64,
+    interrupt_acknowledges: u64,
+    mmio_reads: u64,
+    /// Stop after this many events even if not drained (an interrupt storm, for instance).
+    pub event_limit: u64,
+    /// Reference mode: no run-ahead and no early hop crossing; every step that takes time ends
+    /// at an event. Slower, and by construction ordered; tests check the fast paths against it.
+    pub strict: bool,
+    /// Interrupts raised so far, shared with a progress display (every [`PROGRESS_EVERY`]).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// When the next tick fires (the governor's next timer event).
+    next_tick: Option<SimTime>,
+    /// The latest delivery or idle entry made ahead of the clock (the run's end is the later of
+    /// this and the last event).
+    last_inline: SimTime,
+    /// When the next SMI comes: an SMI is not masked by the interrupt flag, so the core may run
+    /// ahead with interrupts off only up to it.
+    next_smi: SimTime,
+    /// System Management Interrupts, if the platform has them.
+    pub smi: Option<Smi>,
+}
+
+/// The platform's System Management Interrupts: firmware that takes every core away from the OS
+/// for a while, invisible to it (Intel SDM vol. 3, ch. 32). Poisson arrivals.
+pub struct Smi {
+    pub mean_interval: SimDuration,
+    pub duration: SimDuration,
+    pub rng: crate::engine::Stream,
+    pub count: u64,
+}
+
+impl Smi {
+    pub(super) fn next_gap(&mut self) -> SimDuration {
+        crate::engine::exponential(&mut self.rng, self.mean_interval)
+    }
+}
+
+impl Counters {
+    /// Add another run's counters (replications of one scenario).
+    pub fn merge(&mut self, o: &Counters) {
+        self.interrupts_generated += o.interrupts_generated;
+        self.spurious_interrupts += o.spurious_interrupts;
+        self.unhandled_interrupts += o.unhandled_interrupts;
+        self.overlapped_samples += o.overlapped_samples;
+        self.held_triggers += o.held_triggers;
+        self.port_ios += o.port_ios;
+        self.interrupt_acknowledges += o.interrupt_acknowledges;
+        self.mmio_reads += o.mmio_reads;
+        self.ticks += o.ticks;
+        self.smis += o.smis;
+        self.link_replays += o.link_replays;
+        self.dma_requests += o.dma_requests;
+        for (i, (_, n)) in o.idle_entries.iter().enumerate() {
+            match self.idle_entries.get_mut(i) {
+                Some(e) => e.1 += n,
+                None => self.idle_entries.push(o.idle_entries[i].clone()),
+            }
+        }
+        self.events += o.events;
+        self.truncated |= o.truncated;
+        self.packets_on_link += o.packets_on_link;
+        self.simulated_ps += o.simulated_ps;
+    }
+}
+
+/// How often a run reports its progress, in interrupts of the measured device.
+pub const PROGRESS_EVERY: u64 = 1 << 14;
+
+impl Machine {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        fabric: Fabric,
+        ich: Ich,
+        cpu: Cpu,
+        kernel: Kernel,
+        devices: Vec<Exerciser>,
+        analyzer: Analyzer,
+        probe: LatencyProbe,
+        root_requester: Bdf,
+        target_samples: u64,
+    ) -> Self {
+        Machine {
+            q: EventQueue::new(),
+            fabric,
+            ich,
+            cpu,
+            kernel,
+            sched: Scheduler::new(1),
+            devices,
+            packets: Vec::with_capacity(16),
+            free: Vec::new(),
+            analyzer,
+            probe,
+            analyzed_link: 0,
+            probed_device: 0,
+            root_requester,
+            root_tag: 0,
+            target_samples,
+            events: 0,
+            port_ios: 0,
+            interrupt_acknowledges: 0,
+            mmio_reads: 0,
+            event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
+            strict: false,
+            progress: None,
+            next_tick: None,
+            last_inline: SimTime::ZERO,
+            next_smi: SimTime::from_ps(u64::MAX),
+            smi: None,
+        }
+    }
+
+    /// Run until the probed device has raised its interrupts and everything has settled.
+    pub fn run(&mut self) -> Counters {
+        self.q.schedule_at(SimTime::ZERO, Ev::CpuResume);
+        if let Some(t) = &self.kernel.tick {
+            self.next_tick = Some(SimTime::ZERO + t.period);
+            self.q.schedule_in(t.period, Ev::Tick);
+        }
+        if let Some(smi) = &mut self.smi {
+            let gap = smi.next_gap();
+            self.next_smi = SimTime::ZERO + gap;
+            self.q.schedule_in(gap, Ev::Smi);
+        }
+        for k in 0..self.devices.len() {
+            if self.devices[k].cfg.generates {
+                let gap = self.devices[k].first_gap();
+                self.q.schedule_in(gap, Ev::Generate(k as u8));
+            }
+            for stream in 0..2u8 {
+                let d = &self.devices[k].cfg;
+                if [&d.dma_writes, &d.dma_reads][usize::from(stream)].is_some() {
+                    let gap = self.devices[k].next_dma_gap(stream);
+                    self.q.schedule_in(gap, Ev::Dma(k as u8, stream));
+                }
+            }
+        }
+        let mut truncated = false;
+        while let Some((_, ev)) = self.q.pop() {
+            self.events += 1;
+            if self.events > self.event_limit {
+                truncated = true;
+                break;
+            }
+            match ev {
+                Ev::Generate(k) => self.on_generate(k),
+                Ev::Dma(k, stream) => self.on_dma(k, stream),
+                Ev::Hop(p) => self.on_hop(p),
+                Ev::CheckDeassert(k) => {
+                    if let Some(tlp) = self.devices[usize::from(k)].check_deassert() {
+                        self.send(Endpoint::Device(k), Endpoint::Ich, tlp, SimDuration::ZERO);
+                    }
+                }
+                Ev::IchDone(p) => self.on_ich_done(p),
+                Ev::IoApicSend(m) => self.send_interrupt_write(m),
+                Ev::CpuResume => {
+                    self.cpu.state = CpuState::Running;
+                    self.cpu_run();
+                }
+                Ev::Tick => self.on_tick(),
+                Ev::Trigger(k) => {
+                    if self.wants_more() {
+                        self.raise(k);
+                    }
+                }
+                Ev::Smi => self.on_smi(),
+            }
+        }
+        Counters {
+            interrupts_generated: self.devices[usize::from(self.probed_device)].generated,
+            spurious_interrupts: self.kernel.spurious_8259,
+            unhandled_interrupts: self.kernel.irqs.iter().map(|d| d.unhandled).sum(),
+            overlapped_samples: self.probe.overlapped,
+            held_triggers: self.devices[usize::from(self.probed_device)].held_triggers,
+            port_ios: self.port_ios,
+            interrupt_acknowledges: self.interrupt_acknowledges,
+            mmio_reads: self.mmio_reads,
+            ticks: self.kernel.ticks,
+            smis: self.smi.as_ref().map_or(0, |s| s.count),
+            link_replays: self.fabric.links.iter().map(|l| l.path.replays).sum(),
+            dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),
+            idle_entries: self.cpu.cpuidle.as_ref().map_or(Vec::new(), |c| {
+                c.states
+                    .iter()
+                    .zip(&c.entered)
+                    .map(|(s, n)| (s.name.clone(), *n))
+                    .collect()
+            }),
+            events: self.events,
+            truncated,
+            packets_on_link: self.analyzer.packets,
+            simulated_ps: self.q.now().max(self.last_inline).as_ps(),
+        }
+    }
+
+    /// Every generator runs until the measured device has raised the run's sample count.
+    pub(super) fn wants_more(&self) -> bool {
+        self.devices[usize::from(self.probed_device)].generated < self.target_samples
+    }
+
+    pub(super) fn on_generate(&mut self, k: u8) {
+        if self.wants_more() {
+            self.raise(k);
+            // A card that counts its interval from the service write schedules its next
+            // interrupt when that write arrives.
+            if !self.devices[usize::from(k)].cfg.interval_from_service {
+                let gap = self.devices[usize::from(k)].next_gap();
+                self.q.schedule_in(gap, Ev::Generate(k));
+            }
+        }
+    }
+
+    /// A DMA request leaves the card (after its PCIe core's pipeline), and the next is planned.
+    pub(super) fn on_dma(&mut self, k: u8, stream: u8) {
+        if !self.wants_more() {
+            return;
+        }
+        let dev = &mut self.devices[usize::from(k)];
+        let tlp = dev.dma_request(stream);
+        let delay = dev.cfg.core_tx;
+        let gap = dev.next_dma_gap(stream);
+        self.send(Endpoint::Device(k), Endpoint::Memory, tlp, delay);
+        self.q.schedule_in(gap, Ev::Dma(k, stream));
+    }
+
+    /// The Local APIC timer's periodic interrupt. It stops with the generators, so the run can
+    /// drain. A tick still pending in the IRR when the next one fires merges with it (one IRR
+    /// bit per vector), as on the real APIC.
+    pub(super) fn on_tick(&mut self) {
+        if !self.wants_more() {
+            // No more ticks: the governor must not wait for this one.
+            self.next_tick = None;
+            return;
+        }
+        let t = self.kernel.tick.as_ref().expect("ticks only with a tick");
+        let (vector, period) = (t.vector, t.period);
+        self.cpu.lapic.accept(vector, false);
+        self.poke_cpu();
+        self.next_tick = Some(self.q.now() + period);
+        self.q.schedule_in(period, Ev::Tick);
+    }
+
+    /// An SMI: the core is in System Management Mode for its duration, whatever it was doing.
+    /// Interrupts that arrive meanwhile stay pending in the Local APIC; a read in flight
+    /// completes, but the core only goes on afterwards.
+    pub(super) fn on_smi(&mut self) {
+        if !self.wants_more() {
+            return;
+        }
+        let smi = self.smi.as_mut().expect("SMI events only with SMIs");
+        smi.count += 1;
+        let end = self.q.now() + smi.duration;
+        let gap = smi.duration + smi.next_gap();
+        self.cpu.smm_until = self.cpu.smm_until.max(end);
+        // An SMI takes a core out of MWAIT, and RSM returns past it (MWAIT does not restart):
+        // the core is awake after SMM, with no idle state left to leave. (HLT restarts after RSM,
+        // Intel SDM vol. 3, 32.10: a kernel without cpuidle stays halted.)
+        if self.cpu.state == CpuState::Halted {
+            if let Some(ci) = &mut self.cpu.cpuidle {
+                ci.left(end);
+                self.cpu.state = CpuState::Waking;
+                self.q.schedule_at(end, Ev::CpuResume);
+            }
+        }
+        self.next_smi = self.q.now() + gap;
+        self.q.schedule_in(gap, Ev::Smi);
+    }
+
+    pub(super) fn raise(&mut self, k: u8) {
+        self.raise_at(k, self.q.now(), true);
+    }
+
+    /// Device k raises an interrupt at `at` (now, or later while the core runs ahead of the
+    /// clock); `early` as for [`Self::send_at`].
+    pub(super) fn raise_at(&mut self, k: u8, at: SimTime, early: bool) {
+        if let Some((tlp, delay)) = self.devices[usize::from(k)].trigger_at(at) {
+            if k == self.probed_device {
+                if let Some(p) = &self.progress {
+                    if self.devices[usize::from(k)]
+                        .generated
+                        .is_multiple_of(PROGRESS_EVERY)
+                    {
+                        p.fetch_add(PROGRESS_EVERY, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
+            let dest = if tlp.kind == TlpKind::MemWrite {
+                Endpoint::Cpu
+            } else {
+                Endpoint::Ich
+            };
+            self.send_at(Endpoint::Device(k), dest, tlp, at + delay, early);
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.q.now()
+    }
+}

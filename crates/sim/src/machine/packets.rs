@@ -1,0 +1,276 @@
+//! Transactions on the fabric: a packet crosses its route hop by hop (ahead of the clock where
+//! that is exact) and reaches its endpoint: a device, host memory, the core or the hub.
+
+use super::{CpuState, Ev, Machine};
+use crate::devices::exerciser::Reaction;
+use crate::engine::{SimDuration, SimTime};
+use crate::hw::fabric::{Endpoint, Hop, Route};
+use crate::hw::pcie::{Tlp, TlpKind};
+
+pub(super) struct Packet {
+    pub(super) tlp: Tlp,
+    /// `tlp.wire_bytes()`, computed once: every stateful hop needs it.
+    pub(super) wire_bytes: u32,
+    pub(super) route: Route,
+    pub(super) hop: u8,
+    pub(super) dest: Endpoint,
+    /// A CPU store: the core may go on once the FSB has taken it.
+    pub(super) releases_cpu: bool,
+    pub(super) live: bool,
+}
+
+impl Machine {
+    // ---- packets -------------------------------------------------------------------------
+
+    pub(super) fn alloc(&mut self, pkt: Packet) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.packets[i as usize] = pkt;
+                i
+            }
+            None => {
+                self.packets.push(pkt);
+                (self.packets.len() - 1) as u32
+            }
+        }
+    }
+
+    pub(super) fn release(&mut self, p: u32) {
+        self.packets[p as usize].live = false;
+        self.free.push(p);
+    }
+
+    /// Start `tlp` on its way from `from` to `to` after `delay`.
+    pub(super) fn send(
+        &mut self,
+        from: Endpoint,
+        to: Endpoint,
+        tlp: Tlp,
+        delay: SimDuration,
+    ) -> u32 {
+        self.send_packet(from, to, tlp, self.q.now() + delay, false, true)
+            .0
+    }
+
+    /// Start `tlp` on its way at `at`. `early`: it may cross hops ahead of the clock right away.
+    /// That is exact only while every future action of the core is in the queue (it is not
+    /// while the core runs ahead of the clock and goes on after this send), because a hop
+    /// crossed early is taken before anything the core would put on it in the meantime.
+    pub(super) fn send_at(
+        &mut self,
+        from: Endpoint,
+        to: Endpoint,
+        tlp: Tlp,
+        at: SimTime,
+        early: bool,
+    ) {
+        self.send_packet(from, to, tlp, at, false, early);
+    }
+
+    /// Start a packet at `t`; `releases_cpu` marks a CPU store, which lets the core go on once
+    /// the FSB has taken it; `early` as for [`Self::send_at`]. Returns the packet and, if it
+    /// already crossed the FSB, when that was.
+    pub(super) fn send_packet(
+        &mut self,
+        from: Endpoint,
+        to: Endpoint,
+        tlp: Tlp,
+        t: SimTime,
+        releases_cpu: bool,
+        early: bool,
+    ) -> (u32, Option<SimTime>) {
+        let p = self.alloc(Packet {
+            tlp,
+            wire_bytes: tlp.wire_bytes(),
+            route: Route::between(from, to),
+            hop: 0,
+            dest: to,
+            releases_cpu,
+            live: true,
+        });
+        // Cross right away only if nothing is scheduled up to the entry time (see `advance`).
+        if early && !self.strict && self.q.peek_time().is_none_or(|next| next > t) {
+            // A store (the core goes on after it) runs ahead of the clock; a read stalls it.
+            let ahead = releases_cpu;
+            let released = self.advance(p, t, true, ahead);
+            (p, released)
+        } else {
+            self.q.schedule_at(t, Ev::Hop(p));
+            (p, None)
+        }
+    }
+
+    pub(super) fn on_hop(&mut self, p: u32) {
+        let pkt = &self.packets[p as usize];
+        debug_assert!(pkt.live);
+        if pkt.route.hop(pkt.hop).is_none() {
+            self.deliver(p);
+            return;
+        }
+        self.advance(p, self.q.now(), false, false);
+    }
+
+    /// Cross hops from time `t` until the packet must wait for the clock: a stateful hop (bus,
+    /// link) may be crossed ahead of time only if nothing else is scheduled before the packet
+    /// reaches it, so nothing else can take that bus first (exact, like the CPU's run-ahead).
+    /// With `inline_release`, a CPU store's release time is returned instead of scheduled.
+    ///
+    /// A packet that reaches a device with nothing scheduled before it is delivered there and
+    /// then (nothing else can reach the device first, and a later packet on the same link
+    /// arrives after this one). `ahead`: the core that sent it runs on ahead of the clock, so
+    /// what the device does that others can see (a reply, a new interrupt, which changes the
+    /// run's sample count) waits for its own event (see `send_at`, `device_receives`).
+    pub(super) fn advance(
+        &mut self,
+        p: u32,
+        mut t: SimTime,
+        inline_release: bool,
+        ahead: bool,
+    ) -> Option<SimTime> {
+        let mut released = None;
+        let pkt = &self.packets[p as usize];
+        let (route, wire_bytes, releases, mut i) =
+            (pkt.route, pkt.wire_bytes, pkt.releases_cpu, pkt.hop);
+        let len = route.len();
+        loop {
+            let hop = route.at(i);
+            i += 1;
+            let crossing = self.fabric.cross(hop, t, wire_bytes);
+            if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
+                if k == self.analyzed_link {
+                    let tlp = &self.packets[p as usize].tlp;
+                    self.analyzer.observe(start, dir, tlp);
+                    self.probe.observe(start, dir, tlp);
+                }
+            }
+            if releases && hop == Hop::Fsb {
+                if inline_release {
+                    released = Some(crossing.arrival);
+                } else {
+                    self.q.schedule_at(crossing.arrival, Ev::CpuResume);
+                }
+            }
+            // Hub crossings are pure delays: fold them in.
+            t = crossing.arrival;
+            while i < len {
+                match self.fabric.pure_delay(route.at(i)) {
+                    Some(d) => {
+                        t += d;
+                        i += 1;
+                    }
+                    None => break,
+                }
+            }
+            if self.strict || i >= len || self.q.peek_time().is_some_and(|next| next <= t) {
+                break;
+            }
+        }
+        if !self.strict && i >= len && self.q.peek_time().is_none_or(|next| next > t) {
+            let pkt = &self.packets[p as usize];
+            let (tlp, dest) = (pkt.tlp, pkt.dest);
+            match dest {
+                Endpoint::Device(k) => {
+                    self.release(p);
+                    self.last_inline = self.last_inline.max(t);
+                    self.device_receives(k, tlp, t, !ahead);
+                    return released;
+                }
+                // An interrupt message for a halted core: nothing of the core runs before its
+                // wake-up, which is an event.
+                Endpoint::Cpu
+                    if tlp.kind == TlpKind::MemWrite && self.cpu.state == CpuState::Halted =>
+                {
+                    self.release(p);
+                    self.last_inline = self.last_inline.max(t);
+                    self.interrupt_message(tlp, t);
+                    return released;
+                }
+                _ => {}
+            }
+        }
+        self.packets[p as usize].hop = i;
+        self.q.schedule_at(t, Ev::Hop(p));
+        released
+    }
+
+    pub(super) fn deliver(&mut self, p: u32) {
+        let pkt = &self.packets[p as usize];
+        let (tlp, dest) = (pkt.tlp, pkt.dest);
+        match dest {
+            Endpoint::Device(k) => {
+                self.release(p);
+                self.device_receives(k, tlp, self.q.now(), true);
+            }
+            Endpoint::Memory => {
+                self.release(p);
+                if tlp.kind == TlpKind::MemRead {
+                    self.memory_read(tlp);
+                }
+            }
+            Endpoint::Cpu => {
+                self.release(p);
+                match tlp.kind {
+                    TlpKind::MemWrite => self.interrupt_message(tlp, self.q.now()),
+                    TlpKind::Cpl | TlpKind::CplD => {
+                        debug_assert_eq!(self.cpu.state, CpuState::Stalled);
+                        self.cpu.ctx.value = tlp.data;
+                        self.cpu.state = CpuState::Running;
+                        self.cpu_run();
+                    }
+                    _ => {}
+                }
+            }
+            Endpoint::Ich => self.ich_receive(p, tlp),
+        }
+    }
+
+    /// Device k takes `tlp` at `at` and reacts; `early` as for [`Self::send_at`].
+    pub(super) fn device_receives(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
+        match self.devices[usize::from(k)].receive(at, &tlp) {
+            Reaction::None => {}
+            Reaction::Send(delay, reply) => {
+                self.send_at(Endpoint::Device(k), Endpoint::Cpu, reply, at + delay, early);
+            }
+            Reaction::CheckDeassert(delay) => {
+                self.q.schedule_at(at + delay, Ev::CheckDeassert(k));
+            }
+            // While the core runs ahead, another device's delivery may still come before `at`
+            // and read the sample count that this raise would change: raise at an event.
+            Reaction::Trigger if !early => self.q.schedule_at(at, Ev::Trigger(k)),
+            Reaction::Trigger => {
+                if self.wants_more() {
+                    self.raise_at(k, at, early);
+                }
+            }
+            Reaction::TriggerAfter(gap) => {
+                self.q.schedule_at(at + gap, Ev::Generate(k));
+            }
+        }
+    }
+
+    /// A device's DMA read reaches host memory: after the memory's latency the root complex
+    /// returns the data in completions of at most the read completion boundary each (64 B: what
+    /// Intel root complexes use; base spec 2.3.1.1).
+    pub(super) fn memory_read(&mut self, req: Tlp) {
+        const RCB_BYTES: u32 = 64;
+        let Some(k) = self.devices.iter().position(|d| d.cfg.bdf == req.requester) else {
+            return;
+        };
+        let mut left = u32::from(req.len_dw) * 4;
+        while left > 0 {
+            let chunk = left.min(RCB_BYTES);
+            left -= chunk;
+            let cpl = Tlp {
+                kind: TlpKind::CplD,
+                requester: req.requester,
+                completer: self.root_requester,
+                tag: req.tag,
+                addr: req.addr,
+                len_dw: (chunk / 4) as u16,
+                data: 0,
+            };
+            let latency = self.fabric.memory_read;
+            self.send(Endpoint::Memory, Endpoint::Device(k as u8), cpl, latency);
+        }
+    }
+}
