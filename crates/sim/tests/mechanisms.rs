@@ -453,3 +453,94 @@ fn the_tick_makes_a_tail_and_a_head_and_nothing_else() {
         quiet.isr.quantile_ns(0.5).unwrap()
     );
 }
+
+#[test]
+fn several_cores_match_the_reference_and_each_takes_its_interrupts() {
+    // Two cores (the workstation's Core 2 Duo with an SMP kernel), the measured card aimed at
+    // CPU 0 and the two busy cards at CPU 1, each core with its own tick: the run-ahead of one
+    // core must stay exact while the other has events of its own, and each interrupt must reach
+    // the core its destination names.
+    let dir = tempfile::tempdir().unwrap();
+    let path = busy_scenario(dir.path());
+    for d in ["msi", "ioapic"] {
+        let set: Vec<String> = [
+            &format!("delivery={d}"),
+            "kernel.smp=true",
+            "device.1.irq_cpu=1",
+            "device.2.irq_cpu=1",
+            "kernel.tick.hz=10000",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let s = Scenario::load(&path, &set).unwrap();
+        assert_eq!(s.cores(), 2);
+        let fast = s.run_with(11, 300, 64, false).unwrap();
+        let strict = s.run_with(11, 300, 64, true).unwrap();
+        assert_eq!(fast.isr, strict.isr, "{d}");
+        assert_eq!(fast.tasklet, strict.tasklet, "{d}");
+        assert_eq!(
+            format!("{:?}", fast.trace),
+            format!("{:?}", strict.trace),
+            "{d}"
+        );
+        let (mut f, mut r) = (fast.counters.clone(), strict.counters.clone());
+        assert!(f.events < r.events, "{d}: the fast paths save events");
+        (f.events, r.events) = (0, 0);
+        assert_eq!(format!("{f:?}"), format!("{r:?}"), "{d}");
+        assert_eq!(fast.tasklet.count(), 300, "{d}");
+        // CPU 1 takes the busy cards' interrupts and its ticks; CPU 0 the measured card's 300
+        // and its ticks.
+        let per_cpu = &f.interrupts_per_cpu;
+        assert_eq!(per_cpu.len(), 2, "{d}");
+        let ticks_each = f.ticks / 2;
+        assert!(ticks_each > 10, "{d}: {} ticks", f.ticks);
+        assert!(per_cpu[0] >= 300, "{d}: {per_cpu:?}");
+        assert!(
+            per_cpu[1] > 300,
+            "{d}: the busy cards raise faster: {per_cpu:?}"
+        );
+    }
+    // The same run with one core: every interrupt on CPU 0.
+    let one = Scenario::load(&path, &["delivery=msi".to_string()]).unwrap();
+    assert_eq!(one.cores(), 1, "a UP kernel runs one core of two");
+    assert_eq!(
+        one.run(11, 50, 0)
+            .unwrap()
+            .counters
+            .interrupts_per_cpu
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn core_counts_and_destinations_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = busy_scenario(dir.path());
+    let err = |set: &[&str]| {
+        let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        Scenario::load(&path, &set).unwrap_err().to_string()
+    };
+    let e = err(&["cpus=2"]);
+    assert!(e.contains("uniprocessor") && e.contains("cpus"), "{e}");
+    let e = err(&["kernel.smp=true", "cpus=3"]);
+    assert!(e.contains("2 cores") && e.contains("1 to 2"), "{e}");
+    let e = err(&["device.1.irq_cpu=1"]);
+    assert!(e.contains("device.1.irq_cpu") && e.contains("CPU 1"), "{e}");
+    let e = err(&["kernel.smp=true", "delivery=xtpic", "device.1.irq_cpu=1"]);
+    assert!(e.contains("XT-PIC") && e.contains("boot CPU"), "{e}");
+    // A device sharing an IO-APIC pin with an on-board function aimed at CPU 0.
+    let sharer = "platform.ich.functions=[{name=\"uhci_hcd\", pirq=\"A\", status_port=0xE000, \
+                  isr_instructions=40}]";
+    let e = err(&[
+        "kernel.smp=true",
+        "delivery=ioapic",
+        sharer,
+        "device.0.irq_cpu=1",
+    ]);
+    assert!(
+        e.contains("uhci_hcd") && e.contains("one destination"),
+        "{e}"
+    );
+}

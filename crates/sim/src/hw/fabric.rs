@@ -121,6 +121,9 @@ impl Route {
             (Ich, Cpu) => Route::of(&[Hop::Ich, Hop::Dmi(Up), Hop::Mch, Hop::Fsb]),
             (Ich, Device(k)) => Route::of(&[Hop::Ich, Hop::Dmi(Up), Hop::Mch, Hop::Link(k, Down)]),
             (Device(k), Memory) => Route::of(&[Hop::Link(k, Up), Hop::Mch]),
+            // An IPI: an interrupt message on the host bus, from one core's Local APIC to the
+            // others' (SDM vol. 3, 10.6).
+            (Cpu, Cpu) => Route::of(&[Hop::Fsb]),
             (Memory, Device(k)) => Route::of(&[Hop::Mch, Hop::Link(k, Down)]),
             (a, b) => panic!("no route from {a:?} to {b:?} in this topology"),
         }

@@ -57,6 +57,14 @@ impl RedirectionEntry {
     pub fn destination(self) -> u8 {
         (self.0 >> 56) as u8
     }
+    /// Destination mode (bit 11): logical.
+    pub fn logical(self) -> bool {
+        self.0 & (1 << 11) != 0
+    }
+    /// Delivery mode (10:8) 001: lowest priority.
+    pub fn lowest_priority(self) -> bool {
+        (self.0 >> 8) & 7 == 1
+    }
 }
 
 /// The I/O APIC.
@@ -109,6 +117,8 @@ impl IoApic {
             dest_apic_id: e.destination(),
             vector: e.vector(),
             level_triggered: e.level_triggered(),
+            logical: e.logical(),
+            lowest_priority: e.lowest_priority(),
         }
     }
 

@@ -13,6 +13,12 @@ pub const REG_ID: u32 = 0x20;
 pub const REG_TPR: u32 = 0x80;
 pub const REG_EOI: u32 = 0xB0;
 pub const REG_TMR_BASE: u32 = 0x180;
+/// The interrupt command register: a write to the low half sends the IPI it describes, to the
+/// destination in bits 31:24 of the high half (SDM vol. 3, 10.6.1).
+pub const REG_ICR_LOW: u32 = 0x300;
+pub const REG_ICR_HIGH: u32 = 0x310;
+/// The physical destination that every Local APIC accepts (xAPIC broadcast).
+pub const BROADCAST_ID: u8 = 0xFF;
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 struct Bits256([u64; 4]);
@@ -48,6 +54,11 @@ pub struct LocalApic {
     isr: Bits256,
     tmr: Bits256,
     pub tpr: u8,
+    /// The logical destination register's ID (flat model: one bit per CPU, as Linux's
+    /// `flat_init_apic_ldr` sets `1 << cpu`).
+    pub ldr: u8,
+    /// The high half of the interrupt command register (the next IPI's destination).
+    pub icr_high: u32,
 }
 
 impl LocalApic {
@@ -56,6 +67,17 @@ impl LocalApic {
             id,
             enabled,
             ..Default::default()
+        }
+    }
+
+    /// Does an interrupt message with this destination address this Local APIC? Physical: its
+    /// APIC ID, or the broadcast ID; logical (flat model): any bit it shares with the LDR
+    /// (SDM vol. 3, 10.6.2.1 and 10.6.2.2).
+    pub fn addressed_by(&self, dest: u8, logical: bool) -> bool {
+        if logical {
+            dest & self.ldr != 0
+        } else {
+            dest == self.id || dest == BROADCAST_ID
         }
     }
 
@@ -136,6 +158,17 @@ mod tests {
         assert_eq!(l.deliverable(), Some(0x51));
         l.tpr = 0x60;
         assert_eq!(l.deliverable(), None, "TPR blocks lower classes");
+    }
+
+    #[test]
+    fn destinations_address_by_id_or_logical_bits() {
+        let mut l = LocalApic::new(2, true);
+        l.ldr = 1 << 2;
+        assert!(l.addressed_by(2, false));
+        assert!(!l.addressed_by(1, false));
+        assert!(l.addressed_by(BROADCAST_ID, false));
+        assert!(l.addressed_by(0b0110, true));
+        assert!(!l.addressed_by(0b0011, true));
     }
 
     #[test]

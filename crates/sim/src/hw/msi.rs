@@ -26,6 +26,10 @@ pub struct MsiMessage {
     pub vector: u8,
     /// Level-triggered (trigger mode bit 15); device MSIs are always edge.
     pub level_triggered: bool,
+    /// Logical destination mode (address bit 2): `dest_apic_id` is a set of logical IDs.
+    pub logical: bool,
+    /// Lowest-priority delivery (data bits 10:8 = 001): one of the addressed cores takes it.
+    pub lowest_priority: bool,
 }
 
 impl MsiMessage {
@@ -41,17 +45,38 @@ impl MsiMessage {
             dest_apic_id,
             vector: vector as u8,
             level_triggered,
+            logical: false,
+            lowest_priority: false,
         })
     }
-    /// Message address register value (physical destination mode, no redirection hint).
+
+    /// The message an IPI sends: the interrupt command register's vector (7:0), delivery mode
+    /// (10:8), destination mode (11), trigger mode (15) and shorthand (19:18); the destination
+    /// in bits 31:24 of the high half (SDM vol. 3, 10.6.1). The shorthands "self" and "all"
+    /// become the sender's ID and the broadcast ID.
+    pub fn from_icr(low: u32, high: u32, self_id: u8) -> MsiMessage {
+        let dest = match (low >> 18) & 3 {
+            1 => self_id,
+            2 | 3 => super::lapic::BROADCAST_ID,
+            _ => (high >> 24) as u8,
+        };
+        MsiMessage {
+            dest_apic_id: dest,
+            vector: (low & 0xFF) as u8,
+            level_triggered: low & (1 << 15) != 0,
+            logical: low & (1 << 11) != 0,
+            lowest_priority: (low >> 8) & 7 == 1,
+        }
+    }
+    /// Message address register value (destination mode in bit 2, no redirection hint).
     pub fn address(&self) -> u32 {
-        MSI_ADDRESS_BASE | (u32::from(self.dest_apic_id) << 12)
+        MSI_ADDRESS_BASE | (u32::from(self.dest_apic_id) << 12) | (u32::from(self.logical) << 2)
     }
     /// Message data register value (fixed delivery mode). Bit 14 (level: assert) is set as
     /// Linux's `msi_compose_msg` always sets it (MSI_DATA_LEVEL_ASSERT); bit 15 marks
     /// level-triggered messages (the IO-APIC's).
     pub fn data(&self) -> u32 {
-        let mut d = u32::from(self.vector) | (1 << 14);
+        let mut d = u32::from(self.vector) | (1 << 14) | (u32::from(self.lowest_priority) << 8);
         if self.level_triggered {
             d |= 1 << 15;
         }
@@ -66,6 +91,8 @@ impl MsiMessage {
             dest_apic_id: ((address >> 12) & 0xFF) as u8,
             vector: (data & 0xFF) as u8,
             level_triggered: data & (1 << 15) != 0,
+            logical: address & (1 << 2) != 0,
+            lowest_priority: (data >> 8) & 7 == 1,
         })
     }
 }
@@ -104,6 +131,24 @@ mod tests {
         let l = MsiMessage::new(0, 0x59, true).unwrap();
         assert_eq!(l.data(), 0xC059);
         assert!(MsiMessage::decode(0xF900_0040, 0).is_none());
+        let mut lp = MsiMessage::new(0b11, 0x31, false).unwrap();
+        (lp.logical, lp.lowest_priority) = (true, true);
+        assert_eq!(lp.address(), 0xFEE0_3004);
+        assert_eq!(lp.data(), 0x4131);
+        assert_eq!(MsiMessage::decode(0xFEE0_3004, 0x4131), Some(lp));
+    }
+
+    #[test]
+    fn an_icr_write_becomes_an_interrupt_message() {
+        let m = MsiMessage::from_icr(0x0000_00FD, 3 << 24, 0);
+        assert_eq!((m.dest_apic_id, m.vector, m.logical), (3, 0xFD, false));
+        // Shorthand "self" (01) addresses the sender whatever the high half says.
+        assert_eq!(
+            MsiMessage::from_icr(0x0004_00FD, 3 << 24, 5).dest_apic_id,
+            5
+        );
+        // "All including self" is the broadcast ID.
+        assert_eq!(MsiMessage::from_icr(0x0008_00FD, 0, 5).dest_apic_id, 0xFF);
     }
 
     #[test]

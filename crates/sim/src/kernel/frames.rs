@@ -18,7 +18,7 @@
 //! - MSI and IO-APIC edge `handle_edge_irq` (Local APIC EOI before the handler).
 
 use super::context::PreemptCount;
-use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
+use super::softirq::{SoftirqState, MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
 use super::{DriverKind, Flow, Isr, Kernel};
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
@@ -80,6 +80,8 @@ pub struct StepCtx<'a> {
     pub value: u32,
     pub irqs_enabled: &'a mut bool,
     pub preempt: &'a mut PreemptCount,
+    /// This CPU's softirq state.
+    pub softirq: &'a mut SoftirqState,
 }
 
 /// One function activation. `pc` is the resume point within the function.
@@ -519,7 +521,7 @@ impl Frame {
                     }
                     (false, 5) | (true, 3) => {
                         let t = drv.tasklet;
-                        super::tasklet_schedule(&mut k.tasklets, &mut k.softirq, t);
+                        super::tasklet_schedule(&mut k.tasklets, cx.softirq, t);
                         run!(cx, c.tasklet_schedule)
                     }
                     _ => return Op::Return(IRQ_HANDLED),
@@ -604,7 +606,7 @@ impl Frame {
                         cx.preempt.hardirq -= 1;
                         run!(cx, c.irq_exit)
                     }
-                    2 if !cx.preempt.in_interrupt() && k.softirq.pending != 0 => {
+                    2 if !cx.preempt.in_interrupt() && cx.softirq.pending != 0 => {
                         return Op::Call(Frame::DoSoftirq {
                             pc: 0,
                             restarts: 0,
@@ -631,7 +633,7 @@ impl Frame {
                         cx.preempt.hardirq += 1; // irq_enter
                         k.ticks += 1;
                         // run_local_timers -> raise_softirq(TIMER_SOFTIRQ)
-                        k.softirq.raise(super::softirq::TIMER_SOFTIRQ);
+                        cx.softirq.raise(super::softirq::TIMER_SOFTIRQ);
                         run!(cx, tick.handler)
                     }
                     4 => return Op::Call(Frame::IrqExit { pc: 0 }),
@@ -653,7 +655,7 @@ impl Frame {
                     if *pc == 1 {
                         // Take the pending mask and run the handlers with interrupts on, lowest
                         // vector first (TIMER before TASKLET), as `__do_softirq` does.
-                        *pending = std::mem::take(&mut k.softirq.pending) as u16;
+                        *pending = std::mem::take(&mut cx.softirq.pending) as u16;
                         *cx.irqs_enabled = true;
                         *pc = 2;
                     }
@@ -671,7 +673,7 @@ impl Frame {
                     }
                     *cx.irqs_enabled = false;
                     // `if (pending && --max_restart) goto restart;`: 10 rounds in all.
-                    if k.softirq.pending != 0 && *restarts + 1 < MAX_SOFTIRQ_RESTART {
+                    if cx.softirq.pending != 0 && *restarts + 1 < MAX_SOFTIRQ_RESTART {
                         *restarts += 1;
                         *pc = 1;
                         continue;
@@ -688,12 +690,12 @@ impl Frame {
                     // scheduled from now on, by a nested interrupt say, go on the emptied list,
                     // raise TASKLET_SOFTIRQ again and run in the next round.
                     // Swapping the two lists keeps both buffers: no allocation per run.
-                    debug_assert!(k.softirq.tasklet_running.is_empty());
-                    std::mem::swap(&mut k.softirq.tasklet_vec, &mut k.softirq.tasklet_running);
+                    debug_assert!(cx.softirq.tasklet_running.is_empty());
+                    std::mem::swap(&mut cx.softirq.tasklet_vec, &mut cx.softirq.tasklet_running);
                     *pc = 1;
                 }
                 match *pc {
-                    1 => match k.softirq.tasklet_running.pop_front() {
+                    1 => match cx.softirq.tasklet_running.pop_front() {
                         Some(t) => {
                             *current = t;
                             *pc = 2;

@@ -125,7 +125,8 @@ pub struct Tick {
     pub timer_softirq: u32,
 }
 
-/// Kernel state shared by its CPUs (uniprocessor in seed 000).
+/// Kernel state shared by its CPUs; what is per CPU (softirqs, the running task) lives in the
+/// core (`machine::Core`).
 #[derive(Clone, Debug)]
 pub struct Kernel {
     pub cost: KernelInstructions,
@@ -134,7 +135,6 @@ pub struct Kernel {
     pub vector_irq: [Option<u16>; 256],
     pub drivers: Vec<ExerciserDriver>,
     pub tasklets: Vec<Tasklet>,
-    pub softirq: SoftirqState,
     /// `cached_irq_mask` of i8259.c: the IMR bits Linux believes are set.
     pub cached_irq_mask: u16,
     pub spurious_8259: u64,
@@ -154,7 +154,6 @@ impl Kernel {
             vector_irq: [None; 256],
             drivers: Vec::new(),
             tasklets: Vec::new(),
-            softirq: SoftirqState::default(),
             cached_irq_mask: !(1 << 2), // everything masked but the cascade (init_8259A)
             spurious_8259: 0,
             tick: None,
@@ -212,15 +211,9 @@ impl Kernel {
         });
         (self.tasklets.len() - 1) as TaskletId
     }
-
-    /// `tasklet_schedule`: queue once, raise TASKLET_SOFTIRQ.
-    pub fn tasklet_schedule(&mut self, t: TaskletId) {
-        tasklet_schedule(&mut self.tasklets, &mut self.softirq, t);
-    }
 }
 
-/// `tasklet_schedule` on the two fields it touches, so a frame can call it while it holds the
-/// kernel's instruction costs.
+/// `tasklet_schedule`: queue once on this CPU, raise TASKLET_SOFTIRQ.
 pub(crate) fn tasklet_schedule(tasklets: &mut [Tasklet], softirq: &mut SoftirqState, t: TaskletId) {
     let tl = &mut tasklets[usize::from(t)];
     if !tl.scheduled {

@@ -3,7 +3,7 @@
 //! is exact. Its Local APIC bus unit takes interrupt messages.
 
 use super::{Ev, Machine};
-use crate::engine::{SimDuration, SimTime};
+use crate::engine::{EventQueue, SimDuration, SimTime};
 use crate::hw::cpu::{CpuCosts, CpuTiming};
 use crate::hw::fabric::Endpoint;
 use crate::hw::ioapic::IOAPIC_BASE;
@@ -13,6 +13,7 @@ use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::frames::{Access, Frame, Op, StepCtx};
 use crate::kernel::sched::TaskContext;
+use crate::kernel::softirq::SoftirqState;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum CpuState {
@@ -25,8 +26,9 @@ pub(super) enum CpuState {
     Waking,
 }
 
-/// One CPU core with its Local APIC and the context of the task it runs.
-pub struct Cpu {
+/// One CPU core with its Local APIC, its idle states, its per-CPU kernel state and the context
+/// of the task it runs.
+pub struct Core {
     pub timing: CpuCosts,
     pub(super) halt_exit: SimDuration,
     pub lapic: LocalApic,
@@ -41,11 +43,17 @@ pub struct Cpu {
     pub cpuidle: Option<Cpuidle>,
     /// In System Management Mode until then: the core runs no OS code.
     pub(super) smm_until: SimTime,
+    /// This CPU's pending softirqs and tasklet list (per-CPU in Linux, `kernel/softirq.c`).
+    pub(super) softirq: SoftirqState,
+    /// When this core's next local timer tick fires (its governor's next timer event).
+    pub(super) next_tick: Option<SimTime>,
+    /// Hardware interrupts this core took (its column of `/proc/interrupts`, summed).
+    pub(super) interrupts: u64,
 }
 
-impl Cpu {
+impl Core {
     pub fn new(timing: CpuTiming, lapic: LocalApic) -> Self {
-        Cpu {
+        Core {
             halt_exit: timing.halt_exit,
             timing: timing.costs(),
             lapic,
@@ -55,48 +63,30 @@ impl Cpu {
             ctx: TaskContext::starting(Frame::Idle { pc: 0 }),
             cpuidle: None,
             smm_until: SimTime::ZERO,
-        }
-    }
-}
-
-impl Machine {
-    // ---- the CPU -------------------------------------------------------------------------
-
-    pub(super) fn poke_cpu(&mut self) {
-        self.poke_cpu_at(self.q.now());
-    }
-
-    /// An interrupt reaches the core at `at`: a halted core starts to wake.
-    pub(super) fn poke_cpu_at(&mut self, at: SimTime) {
-        if self.cpu.state == CpuState::Halted {
-            self.cpu.state = CpuState::Waking;
-            // In SMM the core leaves its idle state only after the firmware resumes it.
-            let from = at.max(self.cpu.smm_until);
-            let wake = match &mut self.cpu.cpuidle {
-                Some(ci) => {
-                    let wake = ci.wake_time();
-                    ci.left(from + wake);
-                    wake
-                }
-                None => self.cpu.halt_exit,
-            };
-            self.q.schedule_at(from + wake, Ev::CpuResume);
+            softirq: SoftirqState::default(),
+            next_tick: None,
+            interrupts: 0,
         }
     }
 
-    pub(super) fn interrupt_pending(&self) -> bool {
-        if self.cpu.lapic.enabled {
-            self.cpu.lapic.deliverable().is_some()
+    /// Is an interrupt waiting for this core: a deliverable vector in its Local APIC, or the
+    /// 8259's INTR when the Local APIC is off?
+    fn interrupt_pending(&self) -> bool {
+        if self.lapic.enabled {
+            self.lapic.deliverable().is_some()
         } else {
-            self.cpu.intr_line
+            self.intr_line
         }
     }
 
-    pub(super) fn take_interrupt(&mut self) {
+    /// Take the pending interrupt at this instruction boundary: its frame goes on the running
+    /// task's stack.
+    fn take_interrupt(&mut self) {
+        self.interrupts += 1;
         // An interrupt gate clears IF as part of delivery.
-        self.cpu.ctx.irqs_enabled = false;
-        let frame = if self.cpu.lapic.enabled {
-            let vector = self.cpu.lapic.acknowledge().expect("deliverable");
+        self.ctx.irqs_enabled = false;
+        let frame = if self.lapic.enabled {
+            let vector = self.lapic.acknowledge().expect("deliverable");
             Frame::Interrupt {
                 pc: 0,
                 vector,
@@ -109,151 +99,201 @@ impl Machine {
                 from_pic: true,
             }
         };
-        self.cpu.ctx.stack.push(frame);
+        self.ctx.stack.push(frame);
+    }
+}
+
+impl Machine {
+    // ---- the CPU -------------------------------------------------------------------------
+
+    pub(super) fn poke_cpu(&mut self, c: usize) {
+        self.poke_cpu_at(c, self.q.now());
     }
 
-    pub(super) fn resume_after(&mut self, d: SimDuration) {
-        self.cpu.state = CpuState::Running;
-        self.q.schedule_in(d, Ev::CpuResume);
+    /// An interrupt reaches the core at `at`: a halted core starts to wake.
+    pub(super) fn poke_cpu_at(&mut self, c: usize, at: SimTime) {
+        let core = &mut self.cores[c];
+        if core.state == CpuState::Halted {
+            core.state = CpuState::Waking;
+            // In SMM the core leaves its idle state only after the firmware resumes it.
+            let from = at.max(core.smm_until);
+            let wake = match &mut core.cpuidle {
+                Some(ci) => {
+                    let wake = ci.wake_time();
+                    ci.left(from + wake);
+                    wake
+                }
+                None => core.halt_exit,
+            };
+            self.q.schedule_at(from + wake, Ev::CpuResume(c as u8));
+        }
     }
 
-    /// May the core run on to `now + acc` without an event? Only if nothing else is scheduled
+    pub(super) fn resume_after(&mut self, c: usize, d: SimDuration) {
+        self.cores[c].state = CpuState::Running;
+        self.q.schedule_in(d, Ev::CpuResume(c as u8));
+    }
+
+    /// May a core run on to `now + acc` without an event? Only if nothing else is scheduled
     /// before then: no interrupt, completion or device action can happen in between, so
-    /// continuing is exact, not an approximation.
-    pub(super) fn may_run_ahead(&self, acc: SimDuration) -> bool {
-        !self.strict && self.q.peek_time().is_none_or(|t| t > self.q.now() + acc)
+    /// continuing is exact, not an approximation. (A function of the queue alone, so that the
+    /// core's loop can ask while it holds its core.)
+    fn may_run_ahead(q: &EventQueue<Ev>, strict: bool, acc: SimDuration) -> bool {
+        !strict && q.peek_time().is_none_or(|t| t > q.now() + acc)
     }
 
     /// Run the core from now until it stalls, halts or must let time pass. `acc` is compute time
     /// already spent ahead of the queue's clock; the core runs ahead only while nothing else is
     /// scheduled in that window (`may_run_ahead`), and otherwise parks the pending op in
     /// `parked` and resumes at the right moment.
-    pub(super) fn cpu_run(&mut self) {
+    pub(super) fn cpu_run(&mut self, c: usize) {
         let now = self.q.now();
-        if now < self.cpu.smm_until {
+        if now < self.cores[c].smm_until {
             // In SMM: the OS goes on when the firmware resumes (RSM).
-            self.cpu.state = CpuState::Running;
-            self.q.schedule_at(self.cpu.smm_until, Ev::CpuResume);
+            self.cores[c].state = CpuState::Running;
+            self.q
+                .schedule_at(self.cores[c].smm_until, Ev::CpuResume(c as u8));
             return;
         }
         let mut acc = SimDuration::ZERO;
         // Neither changes while the core runs: read them once.
         let (strict, next_smi) = (self.strict, self.next_smi);
+        let ahead = Self::may_run_ahead;
+        /// Why the inner loop, which holds the core, stopped.
+        enum Next {
+            /// Let time pass: resume at `now + acc`.
+            Resume,
+            /// Issue an access on the bus (which needs the whole machine).
+            Issue(Access),
+            /// Stalled or halted: an event will wake it.
+            Wait,
+        }
         loop {
-            // In the reference mode every step ends at an event. An SMI takes the core at the
-            // first step boundary at or after its time, as in the reference mode, whatever the
-            // interrupt flag.
-            if acc > SimDuration::ZERO && (strict || now + acc >= next_smi) {
-                return self.resume_after(acc);
-            }
-            if self.cpu.ctx.irqs_enabled {
-                // An interrupt taken at this instruction boundary may have arrived while the core
-                // ran ahead with interrupts off: catch up with the clock before deciding.
-                if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
-                    return self.resume_after(acc);
+            let core = &mut self.cores[c];
+            let next = loop {
+                // In the reference mode every step ends at an event. An SMI takes the core at the
+                // first step boundary at or after its time, as in the reference mode, whatever
+                // the interrupt flag.
+                if acc > SimDuration::ZERO && (strict || now + acc >= next_smi) {
+                    break Next::Resume;
                 }
-                // Nothing is scheduled before `now + acc` (checked above), so the interrupt is
-                // taken there, ahead of the clock: accepting it changes only the Local APIC and
-                // the stack, which nothing else reads in between.
-                if self.interrupt_pending() {
-                    self.take_interrupt();
+                if core.ctx.irqs_enabled {
+                    // An interrupt taken at this instruction boundary may have arrived while the
+                    // core ran ahead with interrupts off: catch up with the clock before
+                    // deciding.
+                    if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
+                        break Next::Resume;
+                    }
+                    // Nothing is scheduled before `now + acc` (checked above), so the interrupt
+                    // is taken there, ahead of the clock: accepting it changes only the Local
+                    // APIC and the stack, which nothing else reads in between.
+                    if core.interrupt_pending() {
+                        core.take_interrupt();
+                    }
                 }
-            }
-            let depth = self.cpu.ctx.stack.len();
-            let op = match self.cpu.ctx.parked.last() {
-                Some((d, _)) if *d == depth => self.cpu.ctx.parked.pop().expect("present").1,
-                _ => {
-                    let cpu = &mut self.cpu;
-                    let frame = cpu
-                        .ctx
-                        .stack
-                        .last_mut()
-                        .expect("a task's first frame is never popped");
-                    let mut cx = StepCtx {
-                        kernel: &mut self.kernel,
-                        costs: &cpu.timing,
-                        fold: !strict,
-                        horizon: next_smi.since_or_zero(now + acc),
-                        charged: SimDuration::ZERO,
-                        value: cpu.ctx.value,
-                        irqs_enabled: &mut cpu.ctx.irqs_enabled,
-                        preempt: &mut cpu.ctx.preempt,
-                    };
-                    let op = frame.step(&mut cx);
-                    acc += cx.charged;
-                    op
+                let depth = core.ctx.stack.len();
+                let op = match core.ctx.parked.last() {
+                    Some((d, _)) if *d == depth => core.ctx.parked.pop().expect("present").1,
+                    _ => {
+                        let frame = core
+                            .ctx
+                            .stack
+                            .last_mut()
+                            .expect("a task's first frame is never popped");
+                        let mut cx = StepCtx {
+                            kernel: &mut self.kernel,
+                            costs: &core.timing,
+                            fold: !strict,
+                            horizon: next_smi.since_or_zero(now + acc),
+                            charged: SimDuration::ZERO,
+                            value: core.ctx.value,
+                            irqs_enabled: &mut core.ctx.irqs_enabled,
+                            preempt: &mut core.ctx.preempt,
+                            softirq: &mut core.softirq,
+                        };
+                        let op = frame.step(&mut cx);
+                        acc += cx.charged;
+                        op
+                    }
+                };
+                match op {
+                    Op::Run(0) => {}
+                    Op::Run(n) => {
+                        acc += core.timing.instructions(n);
+                        // With interrupts on, one may arrive while these instructions run; it is
+                        // taken at the end of the step, so the step must end at an event unless
+                        // nothing can arrive before then.
+                        if core.ctx.irqs_enabled && !ahead(&self.q, strict, acc) {
+                            break Next::Resume;
+                        }
+                    }
+                    Op::Vectoring => acc += core.timing.vectoring(),
+                    Op::Access(a) => {
+                        if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            break Next::Resume;
+                        }
+                        break Next::Issue(a);
+                    }
+                    Op::Call(f) => core.ctx.stack.push(f),
+                    Op::Return(v) => {
+                        core.ctx.stack.pop();
+                        core.ctx.value = v;
+                    }
+                    Op::Iret => {
+                        core.ctx.stack.pop();
+                        acc += core.timing.iret();
+                        core.ctx.irqs_enabled = true;
+                    }
+                    Op::Halt { sti } => {
+                        // The core idles from `now + acc`, ahead of the clock, if nothing is
+                        // scheduled before then: whatever wakes it comes later.
+                        if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            break Next::Resume;
+                        }
+                        let now = self.q.now() + acc;
+                        self.last_inline = self.last_inline.max(now);
+                        let next_timer = core.next_tick.map(|t| t.since(now));
+                        let polls = match &mut core.cpuidle {
+                            Some(ci) => {
+                                let i = ci.select(now, next_timer);
+                                ci.states[i].polls
+                            }
+                            None => false,
+                        };
+                        if sti || polls {
+                            // sti; hlt, or poll_idle, which spins with interrupts on.
+                            core.ctx.irqs_enabled = true;
+                        }
+                        if !core.interrupt_pending() {
+                            core.state = CpuState::Halted;
+                            break Next::Wait;
+                        }
+                        if let Some(ci) = &mut core.cpuidle {
+                            ci.left(now); // MWAIT returns at once: a pending interrupt
+                        }
+                    }
                 }
             };
-            match op {
-                Op::Run(0) => {}
-                Op::Run(n) => {
-                    acc += self.cpu.timing.instructions(n);
-                    // With interrupts on, one may arrive while these instructions run; it is
-                    // taken at the end of the step, so the step must end at an event unless
-                    // nothing can arrive before then.
-                    if self.cpu.ctx.irqs_enabled && !self.may_run_ahead(acc) {
-                        return self.resume_after(acc);
-                    }
-                }
-                Op::Vectoring => acc += self.cpu.timing.vectoring(),
-                Op::Access(a) => {
-                    if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
-                        self.cpu.ctx.parked.push((self.cpu.ctx.stack.len(), op));
-                        return self.resume_after(acc);
-                    }
-                    match self.issue(a, acc) {
-                        Some(local) => acc += local,
-                        None => {
-                            self.cpu.state = CpuState::Stalled;
-                            return;
-                        }
-                    }
-                }
-                Op::Call(f) => self.cpu.ctx.stack.push(f),
-                Op::Return(v) => {
-                    self.cpu.ctx.stack.pop();
-                    self.cpu.ctx.value = v;
-                }
-                Op::Iret => {
-                    self.cpu.ctx.stack.pop();
-                    acc += self.cpu.timing.iret();
-                    self.cpu.ctx.irqs_enabled = true;
-                }
-                Op::Halt { sti } => {
-                    // The core idles from `now + acc`, ahead of the clock, if nothing is
-                    // scheduled before then: whatever wakes it comes later.
-                    if acc > SimDuration::ZERO && !self.may_run_ahead(acc) {
-                        self.cpu.ctx.parked.push((self.cpu.ctx.stack.len(), op));
-                        return self.resume_after(acc);
-                    }
-                    let now = self.q.now() + acc;
-                    self.last_inline = self.last_inline.max(now);
-                    let next_timer = self.next_tick.map(|t| t.since(now));
-                    let polls = match &mut self.cpu.cpuidle {
-                        Some(ci) => {
-                            let i = ci.select(now, next_timer);
-                            ci.states[i].polls
-                        }
-                        None => false,
-                    };
-                    if sti || polls {
-                        // sti; hlt, or poll_idle, which spins with interrupts on.
-                        self.cpu.ctx.irqs_enabled = true;
-                    }
-                    if !self.interrupt_pending() {
-                        self.cpu.state = CpuState::Halted;
+            match next {
+                Next::Resume => return self.resume_after(c, acc),
+                Next::Wait => return,
+                Next::Issue(a) => match self.issue(c, a, acc) {
+                    Some(local) => acc += local,
+                    None => {
+                        self.cores[c].state = CpuState::Stalled;
                         return;
                     }
-                    if let Some(ci) = &mut self.cpu.cpuidle {
-                        ci.left(now); // MWAIT returns at once: a pending interrupt
-                    }
-                }
+                },
             }
         }
     }
 
-    pub(super) fn root_request(&mut self, kind: TlpKind, addr: u64, data: u32) -> Tlp {
+    pub(super) fn root_request(&mut self, c: usize, kind: TlpKind, addr: u64, data: u32) -> Tlp {
         let tag = self.root_tag;
+        // The completion (or the FSB's release of a store) finds its core by the tag.
+        self.tag_core[usize::from(tag)] = c as u8;
         self.root_tag = (self.root_tag + 1) & 31;
         Tlp {
             kind,
@@ -279,18 +319,32 @@ impl Machine {
 
     /// Issue an access `at` after now (the core's compute time ahead of the clock). `Some(cost)`
     /// for accesses the core completes by itself (Local APIC); `None` when it waits for the bus.
-    pub(super) fn issue(&mut self, a: Access, at: SimDuration) -> Option<SimDuration> {
-        let lapic_cost = self.cpu.timing.lapic_access();
+    pub(super) fn issue(&mut self, c: usize, a: Access, at: SimDuration) -> Option<SimDuration> {
+        let lapic_cost = self.cores[c].timing.lapic_access();
         let (tlp, dest, posted) = match a {
             Access::LapicRead { reg } => {
-                self.cpu.ctx.value = self.cpu.lapic.read(reg);
+                self.cores[c].ctx.value = self.cores[c].lapic.read(reg);
+                return Some(lapic_cost);
+            }
+            Access::LapicWrite {
+                reg: lapic::REG_ICR_HIGH,
+                data,
+            } => {
+                self.cores[c].lapic.icr_high = data;
+                return Some(lapic_cost);
+            }
+            Access::LapicWrite {
+                reg: lapic::REG_ICR_LOW,
+                data,
+            } => {
+                self.send_ipi(c, data, at + lapic_cost);
                 return Some(lapic_cost);
             }
             Access::LapicWrite { reg, .. } => {
                 if reg == lapic::REG_EOI {
-                    if let Some(v) = self.cpu.lapic.eoi() {
+                    if let Some(v) = self.cores[c].lapic.eoi() {
                         // Level-triggered: the EOI goes out to the IO-APIC (posted).
-                        let msg = self.root_request(TlpKind::Msg(MsgCode::Eoi(v)), 0, 0);
+                        let msg = self.root_request(c, TlpKind::Msg(MsgCode::Eoi(v)), 0, 0);
                         self.send(Endpoint::Cpu, Endpoint::Ich, msg, at);
                     }
                 }
@@ -299,20 +353,20 @@ impl Machine {
             Access::MmioRead { addr } => (
                 {
                     self.mmio_reads += 1;
-                    self.root_request(TlpKind::MemRead, addr, 0)
+                    self.root_request(c, TlpKind::MemRead, addr, 0)
                 },
                 self.decode(addr),
                 false,
             ),
             Access::MmioWrite { addr, data } => (
-                self.root_request(TlpKind::MemWrite, addr, data),
+                self.root_request(c, TlpKind::MemWrite, addr, data),
                 self.decode(addr),
                 true,
             ),
             Access::PortIn { port } => (
                 {
                     self.port_ios += 1;
-                    self.root_request(TlpKind::IoRead, u64::from(port), 0)
+                    self.root_request(c, TlpKind::IoRead, u64::from(port), 0)
                 },
                 Endpoint::Ich,
                 false,
@@ -320,7 +374,7 @@ impl Machine {
             Access::PortOut { port, data } => (
                 {
                     self.port_ios += 1;
-                    self.root_request(TlpKind::IoWrite, u64::from(port), u32::from(data))
+                    self.root_request(c, TlpKind::IoWrite, u64::from(port), u32::from(data))
                 },
                 Endpoint::Ich,
                 false,
@@ -328,7 +382,7 @@ impl Machine {
             Access::IntAck => (
                 {
                     self.interrupt_acknowledges += 1;
-                    self.root_request(TlpKind::IntAck, 0, 0)
+                    self.root_request(c, TlpKind::IntAck, 0, 0)
                 },
                 Endpoint::Ich,
                 false,
@@ -342,14 +396,108 @@ impl Machine {
         }
     }
 
-    /// An interrupt write reaches the core's Local APIC at `at`: the MCH turns a write to
-    /// 0xFEEx_xxxx into an FSB interrupt message.
+    /// An interrupt write reaches the Local APICs at `at`: the MCH turns a write to 0xFEEx_xxxx
+    /// into an interrupt message on the host bus, which every Local APIC sees and the addressed
+    /// ones accept (Intel SDM vol. 3, 10.6.2: physical or logical destination; 10.6.2.4: lowest
+    /// priority).
     pub(super) fn interrupt_message(&mut self, tlp: Tlp, at: SimTime) {
         if let Some(m) = MsiMessage::decode(tlp.addr, tlp.data) {
-            if self.cpu.lapic.enabled && m.dest_apic_id == self.cpu.lapic.id {
-                self.cpu.lapic.accept(m.vector, m.level_triggered);
-                self.poke_cpu_at(at);
+            let addressed = self.addressed(&m);
+            self.accept_message(&m, addressed, at);
+        }
+    }
+
+    /// The addressed cores (a set from [`Self::addressed`]) take message `m` at `at`.
+    pub(super) fn accept_message(&mut self, m: &MsiMessage, addressed: u64, at: SimTime) {
+        let mut targets = self.chosen(m, addressed);
+        while targets != 0 {
+            let c = targets.trailing_zeros() as usize;
+            targets &= targets - 1;
+            self.cores[c].lapic.accept(m.vector, m.level_triggered);
+            self.poke_cpu_at(c, at);
+        }
+    }
+
+    /// The cores whose (enabled) Local APIC an interrupt message addresses, as a bit set of
+    /// core indices. A physical destination is one APIC ID, found in the machine's table.
+    pub(super) fn addressed(&self, m: &MsiMessage) -> u64 {
+        if !m.logical && m.dest_apic_id != lapic::BROADCAST_ID {
+            let c = self.apic_core[usize::from(m.dest_apic_id)];
+            return match self.cores.get(usize::from(c)) {
+                Some(core) if core.lapic.enabled => 1 << c,
+                _ => 0,
+            };
+        }
+        let mut set = 0u64;
+        for (c, core) in self.cores.iter().enumerate() {
+            let l = &core.lapic;
+            if l.enabled && l.addressed_by(m.dest_apic_id, m.logical) {
+                set |= 1 << c;
             }
         }
+        set
+    }
+
+    /// Of the addressed cores, those that take the message: all of them, or with lowest-priority
+    /// delivery the one at the lowest task priority (ties: the lowest APIC ID; SDM 10.6.2.4
+    /// leaves the tie to the platform).
+    fn chosen(&self, m: &MsiMessage, addressed: u64) -> u64 {
+        if !m.lowest_priority || addressed.count_ones() < 2 {
+            return addressed;
+        }
+        let best = (0..self.cores.len())
+            .filter(|&c| addressed & (1 << c) != 0)
+            .min_by_key(|&c| (self.cores[c].lapic.tpr, self.cores[c].lapic.id))
+            .expect("two addressed cores");
+        1 << best
+    }
+
+    /// Are the cores in `addressed` all halted (every core, if the set is empty)? Then their
+    /// message may be taken ahead of the clock: none of them runs before its wake-up, which is
+    /// an event, and the choice among them reads only what halted cores hold.
+    pub(super) fn all_halted(&self, addressed: u64) -> bool {
+        self.cores
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| addressed == 0 || addressed & (1 << c) != 0)
+            .all(|(_, core)| core.state == CpuState::Halted)
+    }
+
+    /// A write to the interrupt command register's low half sends an IPI: an interrupt message
+    /// on the host bus, like any other (Intel SDM vol. 3, 10.6.1; since the Pentium 4 the
+    /// messages travel on the system bus, not a separate APIC bus).
+    fn send_ipi(&mut self, c: usize, icr_low: u32, at: SimDuration) {
+        let l = &self.cores[c].lapic;
+        let m = MsiMessage::from_icr(icr_low, l.icr_high, l.id);
+        let tlp = self.root_request(c, TlpKind::MemWrite, u64::from(m.address()), m.data());
+        self.send(Endpoint::Cpu, Endpoint::Cpu, tlp, at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::SimDuration;
+    use crate::hw::lapic::{REG_ICR_HIGH, REG_ICR_LOW};
+    use crate::kernel::frames::Access;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn an_ipi_is_a_message_on_the_host_bus_that_the_addressed_core_takes() {
+        // The workstation with an SMP kernel on its two cores and a 1 Hz tick, whose first tick
+        // comes long after this short run: core 0 writes the ICR with the tick's vector for APIC
+        // ID 1, and core 1 alone handles it, once.
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let set = ["delivery=msi", "kernel.smp=true", "kernel.tick.hz=1"].map(String::from);
+        let s = Scenario::load(repo.join("experiments/seed000/ws.toml"), &set).unwrap();
+        let mut m = s.build(1, 5, 0).unwrap();
+        let vector = m.kernel.tick.as_ref().unwrap().vector;
+        let dest = u32::from(m.cores[1].lapic.id) << 24;
+        let write = |reg, data| Access::LapicWrite { reg, data };
+        m.issue(0, write(REG_ICR_HIGH, dest), SimDuration::ZERO);
+        m.issue(0, write(REG_ICR_LOW, u32::from(vector)), SimDuration::ZERO);
+        let c = m.run();
+        assert_eq!(c.ticks, 1, "one tick handler ran: the IPI's");
+        assert_eq!(c.interrupts_per_cpu[1], 1, "{:?}", c.interrupts_per_cpu);
+        assert_eq!(c.interrupts_per_cpu[0], 5, "core 0 took the card's five");
     }
 }

@@ -113,10 +113,13 @@ impl Machine {
     /// negligible against the bus crossings).
     pub(super) fn update_intr(&mut self) {
         let level = self.ich.pics.intr();
-        if level != self.cpu.intr_line {
-            self.cpu.intr_line = level;
-            if level && !self.cpu.lapic.enabled {
-                self.poke_cpu();
+        // The boot CPU's INTR (LINT0) pin: the other cores mask theirs (Linux programs LINT0 as
+        // ExtINT on the boot CPU only, `setup_local_APIC`).
+        let bsp = &mut self.cores[0];
+        if level != bsp.intr_line {
+            bsp.intr_line = level;
+            if level && !bsp.lapic.enabled {
+                self.poke_cpu(0);
             }
         }
     }

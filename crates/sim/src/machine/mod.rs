@@ -21,7 +21,7 @@ mod core;
 mod hub;
 mod packets;
 
-pub use self::core::Cpu;
+pub use self::core::Core;
 use self::core::CpuState;
 use self::packets::Packet;
 
@@ -44,10 +44,11 @@ enum Ev {
     IchDone(u32),
     /// The IO-APIC's interrupt write is ready to leave the hub.
     IoApicSend(MsiMessage),
-    CpuResume,
-    /// The Local APIC timer fires: the kernel's periodic tick.
-    Tick,
-    /// A System Management Interrupt: the core leaves the OS for firmware.
+    /// Core c goes on (after compute time, a store's release, or leaving an idle state).
+    CpuResume(u8),
+    /// Core c's Local APIC timer fires: the kernel's periodic tick on that CPU.
+    Tick(u8),
+    /// A System Management Interrupt: every core leaves the OS for firmware.
     Smi,
 }
 
@@ -72,6 +73,8 @@ pub struct Counters {
     pub smis: u64,
     /// Idle periods per idle state (cpuidle), in the platform's state order.
     pub idle_entries: Vec<(String, u64)>,
+    /// Hardware interrupts each core took, by CPU number.
+    pub interrupts_per_cpu: Vec<u64>,
     /// TLPs replayed after a bit error, on every device link.
     pub link_replays: u64,
     /// DMA requests the devices sent.
@@ -87,7 +90,12 @@ pub struct Machine {
     q: EventQueue<Ev>,
     pub fabric: Fabric,
     pub ich: Ich,
-    pub cpu: Cpu,
+    /// The cores the kernel runs on, in CPU number order (core 0 boots).
+    pub cores: Vec<Core>,
+    /// The core that issued the CPU request with each tag (its completion returns there).
+    tag_core: [u8; 32],
+    /// The core of each physical APIC ID (`u8::MAX`: none).
+    apic_core: [u8; 256],
     pub kernel: Kernel,
     /// The tasks and the core's run queue. Seeds 000 and 002 run the idle task alone, whose
     /// context is loaded in the core from the start.
@@ -117,8 +125,6 @@ pub struct Machine {
     pub strict: bool,
     /// Interrupts raised so far, shared with a progress display (every [`PROGRESS_EVERY`]).
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    /// When the next tick fires (the governor's next timer event).
-    next_tick: Option<SimTime>,
     /// The latest delivery or idle entry made ahead of the clock (the run's end is the later of
     /// this and the last event).
     last_inline: SimTime,
@@ -165,6 +171,12 @@ impl Counters {
                 None => self.idle_entries.push(o.idle_entries[i].clone()),
             }
         }
+        for (i, n) in o.interrupts_per_cpu.iter().enumerate() {
+            match self.interrupts_per_cpu.get_mut(i) {
+                Some(e) => *e += n,
+                None => self.interrupts_per_cpu.push(*n),
+            }
+        }
         self.events += o.events;
         self.truncated |= o.truncated;
         self.packets_on_link += o.packets_on_link;
@@ -180,7 +192,7 @@ impl Machine {
     pub fn new(
         fabric: Fabric,
         ich: Ich,
-        cpu: Cpu,
+        cores: Vec<Core>,
         kernel: Kernel,
         devices: Vec<Exerciser>,
         analyzer: Analyzer,
@@ -188,13 +200,19 @@ impl Machine {
         root_requester: Bdf,
         target_samples: u64,
     ) -> Self {
+        let mut apic_core = [u8::MAX; 256];
+        for (c, core) in cores.iter().enumerate() {
+            apic_core[usize::from(core.lapic.id)] = c as u8;
+        }
         Machine {
             q: EventQueue::new(),
             fabric,
             ich,
-            cpu,
+            sched: Scheduler::new(cores.len() as u8),
+            cores,
+            tag_core: [0; 32],
+            apic_core,
             kernel,
-            sched: Scheduler::new(1),
             devices,
             packets: Vec::with_capacity(16),
             free: Vec::new(),
@@ -212,7 +230,6 @@ impl Machine {
             event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
             strict: false,
             progress: None,
-            next_tick: None,
             last_inline: SimTime::ZERO,
             next_smi: SimTime::from_ps(u64::MAX),
             smi: None,
@@ -221,10 +238,18 @@ impl Machine {
 
     /// Run until the probed device has raised its interrupts and everything has settled.
     pub fn run(&mut self) -> Counters {
-        self.q.schedule_at(SimTime::ZERO, Ev::CpuResume);
+        for c in 0..self.cores.len() {
+            self.q.schedule_at(SimTime::ZERO, Ev::CpuResume(c as u8));
+        }
+        // Every CPU's tick on the same jiffy boundary (Linux aligns them unless booted with
+        // `skew_tick=1`, kernel/time/tick-sched.c).
         if let Some(t) = &self.kernel.tick {
-            self.next_tick = Some(SimTime::ZERO + t.period);
-            self.q.schedule_in(t.period, Ev::Tick);
+            for (c, core) in self.cores.iter_mut().enumerate() {
+                if core.lapic.enabled {
+                    core.next_tick = Some(SimTime::ZERO + t.period);
+                    self.q.schedule_in(t.period, Ev::Tick(c as u8));
+                }
+            }
         }
         if let Some(smi) = &mut self.smi {
             let gap = smi.next_gap();
@@ -262,11 +287,12 @@ impl Machine {
                 }
                 Ev::IchDone(p) => self.on_ich_done(p),
                 Ev::IoApicSend(m) => self.send_interrupt_write(m),
-                Ev::CpuResume => {
-                    self.cpu.state = CpuState::Running;
-                    self.cpu_run();
+                Ev::CpuResume(c) => {
+                    let c = usize::from(c);
+                    self.cores[c].state = CpuState::Running;
+                    self.cpu_run(c);
                 }
-                Ev::Tick => self.on_tick(),
+                Ev::Tick(c) => self.on_tick(usize::from(c)),
                 Ev::Trigger(k) => {
                     if self.wants_more() {
                         self.raise(k);
@@ -288,13 +314,8 @@ impl Machine {
             smis: self.smi.as_ref().map_or(0, |s| s.count),
             link_replays: self.fabric.links.iter().map(|l| l.path.replays).sum(),
             dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),
-            idle_entries: self.cpu.cpuidle.as_ref().map_or(Vec::new(), |c| {
-                c.states
-                    .iter()
-                    .zip(&c.entered)
-                    .map(|(s, n)| (s.name.clone(), *n))
-                    .collect()
-            }),
+            idle_entries: self.idle_entries(),
+            interrupts_per_cpu: self.cores.iter().map(|c| c.interrupts).collect(),
             events: self.events,
             truncated,
             packets_on_link: self.analyzer.packets,
@@ -335,23 +356,24 @@ impl Machine {
     /// The Local APIC timer's periodic interrupt. It stops with the generators, so the run can
     /// drain. A tick still pending in the IRR when the next one fires merges with it (one IRR
     /// bit per vector), as on the real APIC.
-    pub(super) fn on_tick(&mut self) {
+    pub(super) fn on_tick(&mut self, c: usize) {
         if !self.wants_more() {
             // No more ticks: the governor must not wait for this one.
-            self.next_tick = None;
+            self.cores[c].next_tick = None;
             return;
         }
         let t = self.kernel.tick.as_ref().expect("ticks only with a tick");
         let (vector, period) = (t.vector, t.period);
-        self.cpu.lapic.accept(vector, false);
-        self.poke_cpu();
-        self.next_tick = Some(self.q.now() + period);
-        self.q.schedule_in(period, Ev::Tick);
+        self.cores[c].lapic.accept(vector, false);
+        self.poke_cpu(c);
+        self.cores[c].next_tick = Some(self.q.now() + period);
+        self.q.schedule_in(period, Ev::Tick(c as u8));
     }
 
-    /// An SMI: the core is in System Management Mode for its duration, whatever it was doing.
-    /// Interrupts that arrive meanwhile stay pending in the Local APIC; a read in flight
-    /// completes, but the core only goes on afterwards.
+    /// An SMI: every core is in System Management Mode for its duration, whatever it was doing
+    /// (the chipset broadcasts it, Intel SDM vol. 3, 32.1). Interrupts that arrive meanwhile stay
+    /// pending in the Local APICs; a read in flight completes, but a core only goes on
+    /// afterwards.
     pub(super) fn on_smi(&mut self) {
         if !self.wants_more() {
             return;
@@ -360,19 +382,36 @@ impl Machine {
         smi.count += 1;
         let end = self.q.now() + smi.duration;
         let gap = smi.duration + smi.next_gap();
-        self.cpu.smm_until = self.cpu.smm_until.max(end);
-        // An SMI takes a core out of MWAIT, and RSM returns past it (MWAIT does not restart):
-        // the core is awake after SMM, with no idle state left to leave. (HLT restarts after RSM,
-        // Intel SDM vol. 3, 32.10: a kernel without cpuidle stays halted.)
-        if self.cpu.state == CpuState::Halted {
-            if let Some(ci) = &mut self.cpu.cpuidle {
-                ci.left(end);
-                self.cpu.state = CpuState::Waking;
-                self.q.schedule_at(end, Ev::CpuResume);
+        for (c, core) in self.cores.iter_mut().enumerate() {
+            core.smm_until = core.smm_until.max(end);
+            // An SMI takes a core out of MWAIT, and RSM returns past it (MWAIT does not
+            // restart): the core is awake after SMM, with no idle state left to leave. (HLT
+            // restarts after RSM, Intel SDM vol. 3, 32.10: a kernel without cpuidle stays
+            // halted.)
+            if core.state == CpuState::Halted {
+                if let Some(ci) = &mut core.cpuidle {
+                    ci.left(end);
+                    core.state = CpuState::Waking;
+                    self.q.schedule_at(end, Ev::CpuResume(c as u8));
+                }
             }
         }
         self.next_smi = self.q.now() + gap;
         self.q.schedule_in(gap, Ev::Smi);
+    }
+
+    /// Idle periods per idle state over all cores, in the platform's state order.
+    fn idle_entries(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for ci in self.cores.iter().filter_map(|c| c.cpuidle.as_ref()) {
+            for (i, (s, n)) in ci.states.iter().zip(&ci.entered).enumerate() {
+                match out.get_mut(i) {
+                    Some(e) => e.1 += n,
+                    None => out.push((s.name.clone(), *n)),
+                }
+            }
+        }
+        out
     }
 
     pub(super) fn raise(&mut self, k: u8) {

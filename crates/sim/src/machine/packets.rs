@@ -5,6 +5,7 @@ use super::{CpuState, Ev, Machine};
 use crate::devices::exerciser::Reaction;
 use crate::engine::{SimDuration, SimTime};
 use crate::hw::fabric::{Endpoint, Hop, Route};
+use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Tlp, TlpKind};
 
 pub(super) struct Packet {
@@ -147,7 +148,8 @@ impl Machine {
                 if inline_release {
                     released = Some(crossing.arrival);
                 } else {
-                    self.q.schedule_at(crossing.arrival, Ev::CpuResume);
+                    let c = self.tag_core[usize::from(self.packets[p as usize].tlp.tag)];
+                    self.q.schedule_at(crossing.arrival, Ev::CpuResume(c));
                 }
             }
             // Hub crossings are pure delays: fold them in.
@@ -175,15 +177,18 @@ impl Machine {
                     self.device_receives(k, tlp, t, !ahead);
                     return released;
                 }
-                // An interrupt message for a halted core: nothing of the core runs before its
+                // An interrupt message for halted cores: nothing of them runs before their
                 // wake-up, which is an event.
-                Endpoint::Cpu
-                    if tlp.kind == TlpKind::MemWrite && self.cpu.state == CpuState::Halted =>
-                {
-                    self.release(p);
-                    self.last_inline = self.last_inline.max(t);
-                    self.interrupt_message(tlp, t);
-                    return released;
+                Endpoint::Cpu if tlp.kind == TlpKind::MemWrite => {
+                    if let Some(m) = MsiMessage::decode(tlp.addr, tlp.data) {
+                        let addressed = self.addressed(&m);
+                        if self.all_halted(addressed) {
+                            self.release(p);
+                            self.last_inline = self.last_inline.max(t);
+                            self.accept_message(&m, addressed, t);
+                            return released;
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -212,10 +217,12 @@ impl Machine {
                 match tlp.kind {
                     TlpKind::MemWrite => self.interrupt_message(tlp, self.q.now()),
                     TlpKind::Cpl | TlpKind::CplD => {
-                        debug_assert_eq!(self.cpu.state, CpuState::Stalled);
-                        self.cpu.ctx.value = tlp.data;
-                        self.cpu.state = CpuState::Running;
-                        self.cpu_run();
+                        let c = usize::from(self.tag_core[usize::from(tlp.tag)]);
+                        let core = &mut self.cores[c];
+                        debug_assert_eq!(core.state, CpuState::Stalled);
+                        core.ctx.value = tlp.data;
+                        core.state = CpuState::Running;
+                        self.cpu_run(c);
                     }
                     _ => {}
                 }

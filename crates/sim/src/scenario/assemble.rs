@@ -20,7 +20,7 @@ use crate::hw::pcie::{Link, LinkConfig, LinkGen, LinkWidth};
 use crate::kernel::cpuidle::{Cpuidle, IdleState};
 use crate::kernel::Tick;
 use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
-use crate::machine::{Cpu, Machine, Smi};
+use crate::machine::{Core, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use irqlab_stats::series::SampleSeries;
 
@@ -169,32 +169,41 @@ impl Scenario {
         );
         ich.pics.linux_init(elcr);
         let lapic_on = delivery != Delivery::Xtpic;
-        let mut cpu = Cpu::new(
-            CpuTiming {
-                clock_hz: p.cpu.clock_hz,
-                cycles_per_instruction: p.cpu.cycles_per_instruction,
-                interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
-                iret_cycles: p.cpu.iret_cycles,
-                lapic_access_cycles: p.cpu.lapic_access_cycles,
-                halt_exit: ns(p.cpu.halt_exit_ns),
-            },
-            LocalApic::new(p.cpu.apic_id, lapic_on),
-        );
-        if let Some(idle) = &self.kernel.idle {
-            let states = p
-                .cpu
-                .idle_states
-                .iter()
-                .map(|s| IdleState {
-                    name: s.name.clone(),
-                    exit_latency: ns(s.exit_latency_us * 1e3),
-                    target_residency: ns(s.target_residency_us * 1e3),
-                    wake: ns(s.wake_ns),
-                    polls: s.polls,
-                })
-                .collect();
-            cpu.cpuidle = Some(Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3))));
-        }
+        let cores: Vec<Core> = (0..self.cores())
+            .map(|i| {
+                let mut lapic = LocalApic::new(self.apic_id(i), lapic_on);
+                // Flat logical mode: one bit per CPU (`flat_init_apic_ldr`), for the first 8.
+                lapic.ldr = 1u8.checked_shl(u32::from(i)).unwrap_or(0);
+                let mut core = Core::new(
+                    CpuTiming {
+                        clock_hz: p.cpu.clock_hz,
+                        cycles_per_instruction: p.cpu.cycles_per_instruction,
+                        interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
+                        iret_cycles: p.cpu.iret_cycles,
+                        lapic_access_cycles: p.cpu.lapic_access_cycles,
+                        halt_exit: ns(p.cpu.halt_exit_ns),
+                    },
+                    lapic,
+                );
+                if let Some(idle) = &self.kernel.idle {
+                    let states = p
+                        .cpu
+                        .idle_states
+                        .iter()
+                        .map(|s| IdleState {
+                            name: s.name.clone(),
+                            exit_latency: ns(s.exit_latency_us * 1e3),
+                            target_residency: ns(s.target_residency_us * 1e3),
+                            wake: ns(s.wake_ns),
+                            polls: s.polls,
+                        })
+                        .collect();
+                    core.cpuidle =
+                        Some(Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3))));
+                }
+                core
+            })
+            .collect();
 
         // The kernel boots: on-board drivers register first; then seed 000's module probes and
         // requests its interrupt (Figure 3).
@@ -225,11 +234,12 @@ impl Scenario {
             step: self.kernel.vector_step,
         };
         // One vector per IO-APIC pin: PIRQs wired to the same pin share it.
-        let mut ioapic_vectors: [Option<u8>; 24] = [None; 24];
+        let mut ioapic_vectors: [Option<(u8, u8)>; 24] = [None; 24];
         for (j, f) in p.ich.functions.iter().enumerate() {
             let pirq = f.pirq;
             let line = self.legacy_line(
                 pirq,
+                0,
                 &f.name,
                 &mut ich,
                 &mut kernel,
@@ -260,13 +270,14 @@ impl Scenario {
             };
             let (irq, chip, flow, vector) = if msi_mode {
                 let v = vectors.alloc((d.msi_vector != 0).then_some(d.msi_vector));
-                let m = MsiMessage::new(p.cpu.apic_id, v, false)
+                let m = MsiMessage::new(self.apic_id(d.irq_cpu), v, false)
                     .map_err(|m| self.invalid(&key("msi_vector"), m))?;
                 dev.msi.program(m);
                 (1000 + i as u16, Chip::Msi, Flow::Edge, m.vector)
             } else {
                 self.legacy_line(
                     pirq,
+                    d.irq_cpu,
                     &d.name,
                     &mut ich,
                     &mut kernel,
@@ -330,7 +341,7 @@ impl Scenario {
         let mut machine = Machine::new(
             fabric,
             ich,
-            cpu,
+            cores,
             kernel,
             devices,
             Analyzer::new(trace),
@@ -342,17 +353,25 @@ impl Scenario {
         Ok(machine)
     }
 
+    /// The Local APIC ID of core `i`.
+    fn apic_id(&self, i: u8) -> u8 {
+        self.platform.cpu.apic_id + i
+    }
+
     /// Set up the INTx line of `pirq` as this kernel does and say how it registers it: with
     /// XT-PIC, the 8259 line the BIOS routed it to, unmasked; otherwise the IO-APIC pin it
-    /// drives, programmed once (level-triggered, active low: PCI) with a vector of its own.
+    /// drives, programmed once (level-triggered, active low: PCI) with a vector of its own and
+    /// `cpu` as its destination.
+    #[allow(clippy::too_many_arguments)]
     fn legacy_line(
         &self,
         pirq: u8,
+        cpu: u8,
         who: &str,
         ich: &mut Ich,
         kernel: &mut Kernel,
         vectors: &mut VectorAllocator,
-        ioapic_vectors: &mut [Option<u8>; 24],
+        ioapic_vectors: &mut [Option<(u8, u8)>; 24],
     ) -> Result<(u16, Chip, Flow, u8), ScenarioError> {
         let p = &self.platform;
         if self.file.delivery == Delivery::Xtpic {
@@ -377,13 +396,18 @@ impl Scenario {
         }
         let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
         let vector = match ioapic_vectors[usize::from(io_pin)] {
-            Some(v) => v,
+            // One pin is one IRQ, with one destination (`check_cores` refuses two).
+            Some((v, first)) => {
+                debug_assert_eq!(first, cpu, "two destinations for pin {io_pin}");
+                v
+            }
             None => {
-                let m = MsiMessage::new(p.cpu.apic_id, vectors.alloc(None), true)
+                let dest = self.apic_id(cpu);
+                let m = MsiMessage::new(dest, vectors.alloc(None), true)
                     .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
                 ich.ioapic.entries[usize::from(io_pin)] =
-                    RedirectionEntry::new(m.vector, p.cpu.apic_id, true, true, false);
-                ioapic_vectors[usize::from(io_pin)] = Some(m.vector);
+                    RedirectionEntry::new(m.vector, dest, true, true, false);
+                ioapic_vectors[usize::from(io_pin)] = Some((m.vector, cpu));
                 m.vector
             }
         };

@@ -282,8 +282,122 @@ impl Scenario {
         ))
     }
 
+    /// The cores the run simulates: those the kernel brings up (all with an SMP kernel, the
+    /// boot CPU alone with a UP one), or fewer with `cpus`.
+    pub fn cores(&self) -> u8 {
+        let booted = if self.kernel.smp {
+            self.platform.cpu.cores
+        } else {
+            1
+        };
+        match self.file.cpus {
+            0 => booted,
+            n => n.min(booted),
+        }
+    }
+
+    /// The cores: how many the package has, how many the kernel brings up and the run
+    /// simulates, and where each device's interrupt is aimed.
+    fn check_cores(&self) -> Result<(), ScenarioError> {
+        let c = &self.platform.cpu;
+        // Core sets are 64-bit masks; APIC ID 0xFF is the broadcast ID.
+        if !(1..=64).contains(&c.cores) {
+            return Err(self.invalid(
+                "platform.cpu.cores",
+                format!("{} cores: the model holds 1 to 64", c.cores),
+            ));
+        }
+        if u32::from(c.apic_id) + u32::from(c.cores) > 0xFF {
+            return Err(self.invalid(
+                "platform.cpu.apic_id",
+                format!(
+                    "cores {}..{} would have APIC IDs up to {}, but 0xFF is the broadcast ID:                      lower apic_id",
+                    0,
+                    c.cores - 1,
+                    u32::from(c.apic_id) + u32::from(c.cores) - 1
+                ),
+            ));
+        }
+        let booted = if self.kernel.smp { c.cores } else { 1 };
+        if let n @ 1.. = self.file.cpus {
+            if n > booted {
+                let why = if self.kernel.smp {
+                    format!("the platform has {} cores", c.cores)
+                } else {
+                    format!(
+                        "the kernel '{}' is uniprocessor (no smp = true) and runs on one core",
+                        self.kernel.name
+                    )
+                };
+                return Err(
+                    self.invalid("cpus", format!("cpus = {n}, but {why}: use 1 to {booted}"))
+                );
+            }
+        }
+        let cores = self.cores();
+        for (i, d) in self.file.device.iter().enumerate() {
+            if d.irq_cpu >= cores {
+                return Err(self.invalid(
+                    &format!("device.{i}.irq_cpu"),
+                    format!(
+                        "device '{}' aims its interrupt at CPU {}, but the run has {cores}                          (CPUs 0 to {}): pick one of those, or raise `cpus`",
+                        d.name,
+                        d.irq_cpu,
+                        cores - 1
+                    ),
+                ));
+            }
+            // One IO-APIC pin is one IRQ with one destination: the on-board functions' (CPU 0)
+            // and every device's on it.
+            let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
+            if d.irq_cpu != 0 && self.file.delivery != Delivery::Xtpic && !msi {
+                let pirq = d.intx_pin.swizzle(d.bdf.dev).index();
+                let pin = self.platform.ich.pirq_ioapic_pin.get(usize::from(pirq));
+                let pin_of = |pirq: u8| self.platform.ich.pirq_ioapic_pin.get(usize::from(pirq));
+                let onboard = self
+                    .platform
+                    .ich
+                    .functions
+                    .iter()
+                    .map(|f| (f.pirq, 0u8, &f.name));
+                let others = self.file.device[..i]
+                    .iter()
+                    .filter(|o| !(self.file.delivery == Delivery::Msi && o.msi_capable));
+                let others =
+                    others.map(|o| (o.intx_pin.swizzle(o.bdf.dev).index(), o.irq_cpu, &o.name));
+                if let Some((_, cpu, name)) = onboard
+                    .chain(others)
+                    .find(|(q, cpu, _)| pin_of(*q) == pin && *cpu != d.irq_cpu)
+                {
+                    return Err(self.invalid(
+                        &format!("device.{i}.irq_cpu"),
+                        format!(
+                            "device '{}' aims its interrupt at CPU {}, but it shares IO-APIC pin \
+                             {} with '{name}', aimed at CPU {cpu}; a pin is one IRQ with one \
+                             destination: give both the same CPU",
+                            d.name,
+                            d.irq_cpu,
+                            pin.copied().unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            if d.irq_cpu != 0 && self.file.delivery == Delivery::Xtpic {
+                return Err(self.invalid(
+                    &format!("device.{i}.irq_cpu"),
+                    format!(
+                        "device '{}' aims its interrupt at CPU {}, but XT-PIC delivery reaches                          the boot CPU only (the 8259's INTR pin): use 0, or delivery = \"ioapic\"                          or \"msi\"",
+                        d.name, d.irq_cpu
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Refuse configurations the hardware or the kernel cannot have.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
+        self.check_cores()?;
         let p = &self.platform;
         self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
         self.one_per_pirq("platform.ich.pirq_ioapic_pin", p.ich.pirq_ioapic_pin.len())?;

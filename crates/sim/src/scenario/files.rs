@@ -56,7 +56,11 @@ pub struct CpuSection {
     pub iret_cycles: f64,
     pub lapic_access_cycles: f64,
     pub halt_exit_ns: f64,
+    /// The first core's Local APIC ID; core i has `apic_id + i`.
     pub apic_id: u8,
+    /// Cores in the package (absent: 1). A UP kernel runs on the first alone.
+    #[serde(default = "one_core")]
+    pub cores: u8,
     /// Idle states, shallowest first, for a kernel with cpuidle (`[idle]` in its file). Empty:
     /// HLT with `halt_exit_ns`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -138,6 +142,10 @@ pub struct KernelFile {
     /// First vector `assign_irq_vector` hands out, and its step (spreads priority classes).
     pub first_device_vector: u32,
     pub vector_step: u32,
+    /// CONFIG_SMP: the kernel brings up every core; otherwise only the boot CPU runs and the
+    /// others stay parked in wait-for-SIPI, taking no interrupts.
+    #[serde(default)]
+    pub smp: bool,
     pub instructions: KernelInstructions,
     /// The local timer tick; absent or `hz = 0`: not modelled.
     #[serde(default)]
@@ -160,6 +168,10 @@ pub struct ScenarioFile {
     /// Interrupts run before the recorded samples, in every replication, and not recorded.
     #[serde(default)]
     pub warmup_samples: u64,
+    /// The cores the run simulates, like booting with `maxcpus=N` (0 or absent: every core the
+    /// kernel brings up).
+    #[serde(default)]
+    pub cpus: u8,
     pub device: Vec<DeviceSection>,
 }
 
@@ -179,6 +191,10 @@ pub struct DeviceSection {
     /// The MSI vector: 0 lets the kernel allocate one (`assign_irq_vector`); 32-255 forces it.
     #[serde(default)]
     pub msi_vector: u32,
+    /// The CPU its interrupt is aimed at (its `smp_affinity` set to that one CPU): the MSI's
+    /// or the IO-APIC pin's destination.
+    #[serde(default)]
+    pub irq_cpu: u8,
     pub reg_bar: u64,
     pub reg_bar_size: u64,
     pub status_offset: u64,
@@ -360,4 +376,8 @@ mod text {
             }
         }
     }
+}
+
+fn one_core() -> u8 {
+    1
 }

@@ -117,6 +117,15 @@ impl Outcome {
         counters.extend(c.idle_entries.iter().map(|(name, n)| {
             Count::if_nonzero(format!("idle_entries_{}", name.to_lowercase()), *n)
         }));
+        // Per CPU, as /proc/interrupts lists them, when the run has more than one.
+        if c.interrupts_per_cpu.len() > 1 {
+            counters.extend(
+                c.interrupts_per_cpu
+                    .iter()
+                    .enumerate()
+                    .map(|(cpu, n)| Count::always(format!("interrupts_taken_cpu{cpu}"), *n)),
+            );
+        }
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
         counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
         let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
