@@ -28,3 +28,4 @@ pub mod result;
 pub mod scenario;
 pub mod shipped;
 pub mod simulation;
+pub mod topology;
