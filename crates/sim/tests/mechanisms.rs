@@ -299,6 +299,26 @@ fn busy_scenario(dir: &Path) -> PathBuf {
     path
 }
 
+/// Run 300 samples (seed 11, 64 TLPs traced) with the fast paths and in the reference mode:
+/// latencies, trace and counters must be equal, and the fast paths must save events. Returns
+/// the fast run and its counters (with the event count zeroed).
+fn fast_equals_reference(s: &Scenario, what: &str) -> (Outcome, irqlab_sim::machine::Counters) {
+    let fast = s.run_with(11, 300, 64, false).unwrap();
+    let strict = s.run_with(11, 300, 64, true).unwrap();
+    assert_eq!(fast.isr, strict.isr, "{what}");
+    assert_eq!(fast.tasklet, strict.tasklet, "{what}");
+    assert_eq!(
+        format!("{:?}", fast.trace),
+        format!("{:?}", strict.trace),
+        "{what}"
+    );
+    let (mut f, mut r) = (fast.counters.clone(), strict.counters.clone());
+    assert!(f.events < r.events, "{what}: the fast paths save events");
+    (f.events, r.events) = (0, 0);
+    assert_eq!(format!("{f:?}"), format!("{r:?}"), "{what}");
+    (fast, f)
+}
+
 #[test]
 fn fast_paths_match_the_step_by_step_reference_on_a_busy_machine() {
     // The CPU's run-ahead and the early hop crossings claim to be exact: with other interrupt
@@ -316,20 +336,8 @@ fn fast_paths_match_the_step_by_step_reference_on_a_busy_machine() {
             let mut set = vec![format!("delivery={d}")];
             set.extend(extra.map(String::from));
             let s = Scenario::load(&path, &set).unwrap();
-            let fast = s.run_with(11, 300, 64, false).unwrap();
-            let strict = s.run_with(11, 300, 64, true).unwrap();
             let what = format!("{d} {set:?}");
-            assert_eq!(fast.isr, strict.isr, "{what}");
-            assert_eq!(fast.tasklet, strict.tasklet, "{what}");
-            assert_eq!(
-                format!("{:?}", fast.trace),
-                format!("{:?}", strict.trace),
-                "{what}"
-            );
-            let (mut f, mut r) = (fast.counters.clone(), strict.counters.clone());
-            assert!(f.events < r.events, "{what}: the fast paths save events");
-            (f.events, r.events) = (0, 0);
-            assert_eq!(format!("{f:?}"), format!("{r:?}"), "{what}");
+            let (fast, f) = fast_equals_reference(&s, &what);
             assert_eq!(fast.tasklet.count(), 300, "{what}");
             if extra == Some(tick) && d != "xtpic" {
                 assert!(f.ticks > 10, "{what}: only {} ticks", f.ticks);
@@ -475,19 +483,7 @@ fn several_cores_match_the_reference_and_each_takes_its_interrupts() {
         .collect();
         let s = Scenario::load(&path, &set).unwrap();
         assert_eq!(s.cores(), 2);
-        let fast = s.run_with(11, 300, 64, false).unwrap();
-        let strict = s.run_with(11, 300, 64, true).unwrap();
-        assert_eq!(fast.isr, strict.isr, "{d}");
-        assert_eq!(fast.tasklet, strict.tasklet, "{d}");
-        assert_eq!(
-            format!("{:?}", fast.trace),
-            format!("{:?}", strict.trace),
-            "{d}"
-        );
-        let (mut f, mut r) = (fast.counters.clone(), strict.counters.clone());
-        assert!(f.events < r.events, "{d}: the fast paths save events");
-        (f.events, r.events) = (0, 0);
-        assert_eq!(format!("{f:?}"), format!("{r:?}"), "{d}");
+        let (fast, f) = fast_equals_reference(&s, d);
         assert_eq!(fast.tasklet.count(), 300, "{d}");
         // CPU 1 takes the busy cards' interrupts and its ticks; CPU 0 the measured card's 300
         // and its ticks.
