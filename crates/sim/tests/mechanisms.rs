@@ -524,8 +524,10 @@ fn core_counts_and_destinations_are_checked() {
     assert!(e.contains("2 cores") && e.contains("1 to 2"), "{e}");
     let e = err(&["device.1.irq_cpu=1"]);
     assert!(e.contains("device.1.irq_cpu") && e.contains("CPU 1"), "{e}");
+    assert!(e.contains("the run has 1 (CPUs 0 to 0): pick"), "{e}");
     let e = err(&["kernel.smp=true", "delivery=xtpic", "device.1.irq_cpu=1"]);
     assert!(e.contains("XT-PIC") && e.contains("boot CPU"), "{e}");
+    assert!(e.contains("reaches the boot CPU only"), "{e}");
     // A device sharing an IO-APIC pin with an on-board function aimed at CPU 0.
     let sharer = "platform.ich.functions=[{name=\"uhci_hcd\", pirq=\"A\", status_port=0xE000, \
                   isr_instructions=40}]";

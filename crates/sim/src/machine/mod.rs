@@ -150,6 +150,17 @@ impl Smi {
     }
 }
 
+/// Add `from` to `into` element by element with `add`, taking `from`'s elements where `into` is
+/// shorter (per-state and per-CPU counts of runs, replications or cores).
+fn add_by_index<T: Clone>(into: &mut Vec<T>, from: &[T], add: impl Fn(&mut T, &T)) {
+    for (i, n) in from.iter().enumerate() {
+        match into.get_mut(i) {
+            Some(e) => add(e, n),
+            None => into.push(n.clone()),
+        }
+    }
+}
+
 impl Counters {
     /// Add another run's counters (replications of one scenario).
     pub fn merge(&mut self, o: &Counters) {
@@ -165,18 +176,12 @@ impl Counters {
         self.smis += o.smis;
         self.link_replays += o.link_replays;
         self.dma_requests += o.dma_requests;
-        for (i, (_, n)) in o.idle_entries.iter().enumerate() {
-            match self.idle_entries.get_mut(i) {
-                Some(e) => e.1 += n,
-                None => self.idle_entries.push(o.idle_entries[i].clone()),
-            }
-        }
-        for (i, n) in o.interrupts_per_cpu.iter().enumerate() {
-            match self.interrupts_per_cpu.get_mut(i) {
-                Some(e) => *e += n,
-                None => self.interrupts_per_cpu.push(*n),
-            }
-        }
+        add_by_index(&mut self.idle_entries, &o.idle_entries, |e, n| e.1 += n.1);
+        add_by_index(
+            &mut self.interrupts_per_cpu,
+            &o.interrupts_per_cpu,
+            |e, n| *e += n,
+        );
         self.events += o.events;
         self.truncated |= o.truncated;
         self.packets_on_link += o.packets_on_link;
@@ -404,12 +409,10 @@ impl Machine {
     fn idle_entries(&self) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = Vec::new();
         for ci in self.cores.iter().filter_map(|c| c.cpuidle.as_ref()) {
-            for (i, (s, n)) in ci.states.iter().zip(&ci.entered).enumerate() {
-                match out.get_mut(i) {
-                    Some(e) => e.1 += n,
-                    None => out.push((s.name.clone(), *n)),
-                }
-            }
+            let core: Vec<(String, u64)> = (ci.states.iter().map(|s| s.name.clone()))
+                .zip(ci.entered.iter().copied())
+                .collect();
+            add_by_index(&mut out, &core, |e, n| e.1 += n.1);
         }
         out
     }

@@ -311,8 +311,8 @@ impl Scenario {
             return Err(self.invalid(
                 "platform.cpu.apic_id",
                 format!(
-                    "cores {}..{} would have APIC IDs up to {}, but 0xFF is the broadcast ID:                      lower apic_id",
-                    0,
+                    "cores 0..{} would have APIC IDs up to {}, but 0xFF is the broadcast ID: \
+                     lower apic_id",
                     c.cores - 1,
                     u32::from(c.apic_id) + u32::from(c.cores) - 1
                 ),
@@ -340,7 +340,8 @@ impl Scenario {
                 return Err(self.invalid(
                     &format!("device.{i}.irq_cpu"),
                     format!(
-                        "device '{}' aims its interrupt at CPU {}, but the run has {cores}                          (CPUs 0 to {}): pick one of those, or raise `cpus`",
+                        "device '{}' aims its interrupt at CPU {}, but the run has {cores} \
+                         (CPUs 0 to {}): pick one of those, or raise `cpus`",
                         d.name,
                         d.irq_cpu,
                         cores - 1
@@ -351,9 +352,8 @@ impl Scenario {
             // and every device's on it.
             let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
             if d.irq_cpu != 0 && self.file.delivery != Delivery::Xtpic && !msi {
-                let pirq = d.intx_pin.swizzle(d.bdf.dev).index();
-                let pin = self.platform.ich.pirq_ioapic_pin.get(usize::from(pirq));
                 let pin_of = |pirq: u8| self.platform.ich.pirq_ioapic_pin.get(usize::from(pirq));
+                let pin = pin_of(d.intx_pin.swizzle(d.bdf.dev).index());
                 let onboard = self
                     .platform
                     .ich
@@ -362,9 +362,8 @@ impl Scenario {
                     .map(|f| (f.pirq, 0u8, &f.name));
                 let others = self.file.device[..i]
                     .iter()
-                    .filter(|o| !(self.file.delivery == Delivery::Msi && o.msi_capable));
-                let others =
-                    others.map(|o| (o.intx_pin.swizzle(o.bdf.dev).index(), o.irq_cpu, &o.name));
+                    .filter(|o| !(self.file.delivery == Delivery::Msi && o.msi_capable))
+                    .map(|o| (o.intx_pin.swizzle(o.bdf.dev).index(), o.irq_cpu, &o.name));
                 if let Some((_, cpu, name)) = onboard
                     .chain(others)
                     .find(|(q, cpu, _)| pin_of(*q) == pin && *cpu != d.irq_cpu)
@@ -386,7 +385,9 @@ impl Scenario {
                 return Err(self.invalid(
                     &format!("device.{i}.irq_cpu"),
                     format!(
-                        "device '{}' aims its interrupt at CPU {}, but XT-PIC delivery reaches                          the boot CPU only (the 8259's INTR pin): use 0, or delivery = \"ioapic\"                          or \"msi\"",
+                        "device '{}' aims its interrupt at CPU {}, but XT-PIC delivery reaches \
+                         the boot CPU only (the 8259's INTR pin): use 0, or delivery = \"ioapic\" \
+                         or \"msi\"",
                         d.name, d.irq_cpu
                     ),
                 ));
