@@ -28,4 +28,5 @@ pub mod result;
 pub mod scenario;
 pub mod shipped;
 pub mod simulation;
+pub(crate) mod text;
 pub mod topology;

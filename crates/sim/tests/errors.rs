@@ -235,7 +235,7 @@ fn unknown_key_in_scenario_file() {
 #[test]
 fn wrong_type_in_platform_file() {
     let f = Fixture::new();
-    let text = f.write(PLATFORM, |t| set(t, "clock_hz", "\"fast\""));
+    let text = f.write(PLATFORM, |t| set(t, "halt_exit_ns", "\"fast\""));
     let message = syntax(f.fail(&[]), &f.path(PLATFORM), pos(&text, "\"fast\""));
     assert_contains(&message, &["fast", "a number such as 3.0e9"]);
 }
@@ -472,6 +472,7 @@ fn two_devices_on_one_msi_vector() {
         let second = t[start..]
             .replace("name = \"exerciser\"", "name = \"second\"")
             .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
+            .replace("port = \"peg\"", "port = \"ich-pcie1\"")
             .replace("reg_bar = 0xFAFF0000", "reg_bar = 0xFAFE0000")
             .replace("signature_bar = 0xF9000000", "signature_bar = 0xF9100000")
             .replace("interrupts = \"poisson\"", "interrupts = \"none\"");
@@ -492,9 +493,71 @@ fn two_devices_on_one_msi_vector() {
 #[test]
 fn dmi_width_not_in_pcie_from_flag() {
     let f = Fixture::new();
-    let flag = "platform.dmi.width=5";
-    let message = typed_from_flag(f.fail(&[flag]), flag);
-    assert_contains(&message, &["x5", "x1", "x4", "x16"]);
+    let flag = "platform.link.dmi.width=5";
+    let message = invalid_from_flag(f.fail(&[flag]), "platform.link.dmi.width", flag);
+    assert_contains(&message, &["link 'dmi'", "x5", "x1", "x4", "x16"]);
+}
+
+/// The topology is checked as the platform is read: a bad part or link is named with its line,
+/// and a device must sit in a root port of the platform, one per port.
+#[test]
+fn topology_refusals_name_the_part_or_link() {
+    let f = Fixture::new();
+    let text = f.write(PLATFORM, |t| set(t, "request_phase_clocks", "20000000"));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "platform.link.fsb.request_phase_clocks",
+        &f.path(PLATFORM),
+        pos(&text, "request_phase_clocks ="),
+    );
+    assert_contains(&message, &["link 'fsb'", "20000000 clocks", "0 to 1000000"]);
+
+    let f = Fixture::new();
+    let text = f.write(PLATFORM, |t| {
+        t.replace("[part.peg]\n", "[part.peg]\napic_id = 3\n")
+    });
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "platform.part.peg.apic_id",
+        &f.path(PLATFORM),
+        pos(&text, "apic_id = 3"),
+    );
+    assert_contains(
+        &message,
+        &["part 'peg'", "a bridge has no `apic_id`", "`dev`"],
+    );
+
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| set(t, "port", "\"dmi-port\""));
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.0.port",
+        &f.path(SCENARIO),
+        pos(&text, "port ="),
+    );
+    assert_contains(
+        &message,
+        &["'dmi-port'", "not a root port", "ich-pcie1", "peg"],
+    );
+
+    // Two cards in one root port.
+    let f = Fixture::new();
+    let text = f.write(SCENARIO, |t| {
+        let start = t.find("[[device]]").expect("a device table");
+        let second = t[start..]
+            .replace("name = \"exerciser\"", "name = \"second\"")
+            .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
+            .replace("reg_bar = 0xFAFF0000", "reg_bar = 0xFAFE0000")
+            .replace("signature_bar = 0xF9000000", "signature_bar = 0xF9100000");
+        format!("{t}\n{second}")
+    });
+    let message = invalid_in_file(
+        f.fail(&[]),
+        "device.1.port",
+        &f.path(SCENARIO),
+        nth_pos(&text, "port =", 1),
+    );
+    assert_contains(&message, &["bridge 'peg'", "exerciser-link", "one link"]);
 }
 
 // ---- files --------------------------------------------------------------------------------

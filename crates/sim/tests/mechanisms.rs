@@ -167,6 +167,7 @@ fn a_shared_line_runs_every_handler_and_each_reads_its_own_device() {
     let second = text[text.find("[[device]]").unwrap()..]
         .replace("name = \"exerciser\"", "name = \"sharer\"")
         .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
+        .replace("port = \"peg\"", "port = \"ich-pcie1\"")
         .replace("0xFAFF0000", "0xFAEF0000")
         .replace("0xF9000000", "0xF8000000")
         .replace("interrupts = \"poisson\"", "interrupts = \"none\"");
@@ -288,6 +289,7 @@ fn busy_scenario(dir: &Path) -> PathBuf {
             &first
                 .replace("name = \"exerciser\"", &format!("name = \"busy{k}\""))
                 .replace("bdf = \"003:00:0\"", &format!("bdf = \"00{k}:00:0\""))
+                .replace("port = \"peg\"", &format!("port = \"ich-pcie{}\"", n + 1))
                 .replace("intx_pin = \"A\"", &format!("intx_pin = \"{pin}\""))
                 .replace("0xFAFF0000", &format!("0xFA{k}F0000"))
                 .replace("0xF9000000", &format!("0xF{k}000000"))

@@ -11,134 +11,117 @@ use irqlab_sim::topology::{Topology, TopologyError};
 /// and 1 on INTA and INTB) below root port D4, whose INTXSWZCTRL is 2; an on-board NIC below
 /// the south bridge's own root port; PIRQA-D on IO-APIC pins 16-19 (coreboot's X7DB8 table).
 const BENSLEY: &str = r#"
-[[part]]
-name = "cpu0"
+[part.cpu0]
 kind = "core"
 apic_id = 0
-[[part]]
-name = "cpu1"
+[part.cpu1]
 kind = "core"
 apic_id = 1
-[[part]]
-name = "cpu2"
+[part.cpu2]
 kind = "core"
 apic_id = 2
-[[part]]
-name = "cpu3"
+[part.cpu3]
 kind = "core"
 apic_id = 3
-[[part]]
-name = "mch"
+[part.mch]
 kind = "host-bridge"
-[[part]]
-name = "dram"
+requester_id = "000:00:0"
+[part.dram]
 kind = "memory"
 base = 0
 size = 0x80000000
-[[part]]
-name = "port2"
+[part.port2]
 kind = "bridge"
 dev = 2
-[[part]]
-name = "port4"
+[part.port4]
 kind = "bridge"
 dev = 4
 intx_swizzle = 2
-[[part]]
-name = "nic0"
+[part.nic0]
 kind = "endpoint"
 bdf = "007:00:0"
 intx_pin = "A"
 mem = [[0xD8000000, 0x20000]]
 io = [[0x3000, 0x301F]]
-[[part]]
-name = "nic1"
+[part.nic1]
 kind = "endpoint"
 bdf = "007:00:1"
 intx_pin = "B"
 mem = [[0xD8020000, 0x20000]]
-[[part]]
-name = "esb"
+[part.esb]
 kind = "hub"
-[[part]]
-name = "router"
+[part.router]
 kind = "pirq-router"
-[[part]]
-name = "pics"
+[part.pics]
 kind = "function"
 io = [[0x20, 0x21], [0xA0, 0xA1]]
-[[part]]
-name = "ioapic"
+[part.ioapic]
 kind = "function"
 mem = [[0xFEC00000, 0x1000]]
-[[part]]
-name = "esb-port0"
+[part.esb-port0]
 kind = "bridge"
 dev = 0
-[[part]]
-name = "onboard"
+[part.onboard]
 kind = "endpoint"
 bdf = "005:00:0"
 intx_pin = "A"
 mem = [[0xD0000000, 0x20000]]
 
-[[link]]
-name = "fsb0"
+[link.fsb0]
 kind = "shared-bus"
 up = "mch"
 down = ["cpu0", "cpu1"]
 clock_hz = 266.666e6
-[[link]]
-name = "fsb1"
+request_phase_clocks = 2
+transaction_clocks = 6
+[link.fsb1]
 kind = "shared-bus"
 up = "mch"
 down = ["cpu2", "cpu3"]
 clock_hz = 266.666e6
-[[link]]
-name = "mem"
+request_phase_clocks = 2
+transaction_clocks = 6
+[link.mem]
 kind = "delay"
 up = "mch"
 down = ["dram"]
 ns = 60.0
-[[link]]
-name = "mch-ports"
+[link.mch-ports]
 kind = "delay"
 up = "mch"
 down = ["port2", "port4"]
 ns = 0.0
-[[link]]
-name = "pcie4"
+[link.pcie4]
 kind = "serial"
 up = "port4"
 down = ["nic0"]
 generation = 1
 width = 4
-[[link]]
-name = "pcie4-fn1"
+pipeline_ns = 60.0
+[link.pcie4-fn1]
 kind = "delay"
 up = "nic0"
 down = ["nic1"]
 ns = 0.0
-[[link]]
-name = "esi"
+[link.esi]
 kind = "serial"
 up = "mch"
 down = ["esb"]
 generation = 1
 width = 4
-[[link]]
-name = "esb-fabric"
+pipeline_ns = 60.0
+[link.esb-fabric]
 kind = "delay"
 up = "esb"
 down = ["router", "pics", "ioapic", "esb-port0"]
 ns = 20.0
-[[link]]
-name = "esb-pcie0"
+[link.esb-pcie0]
 kind = "serial"
 up = "esb-port0"
 down = ["onboard"]
 generation = 1
 width = 1
+pipeline_ns = 100.0
 
 [[wire]]
 from = "router"
@@ -262,8 +245,8 @@ fn a_topology_that_cannot_be_is_refused_by_name() {
     let err = |text: &str| Topology::from_toml(text).unwrap_err();
     let e = err(&BENSLEY.replace("down = [\"cpu2\", \"cpu3\"]", "down = [\"cpu2\", \"cpu9\"]"));
     assert!(
-        matches!(&e, TopologyError::Invalid { what, message }
-        if what == "link 'fsb1'" && message.contains("cpu9")),
+        matches!(&e, TopologyError::Invalid { key, what, message }
+        if key == "link.fsb1.down" && what == "link 'fsb1'" && message.contains("cpu9")),
         "{e}"
     );
     let e = err(&BENSLEY.replace(
@@ -276,9 +259,7 @@ fn a_topology_that_cannot_be_is_refused_by_name() {
     let e = err(&BENSLEY.replace("down = [\"onboard\"]", "down = [\"onboard\", \"nic0\"]"));
     assert!(e.to_string().contains("nic0"), "{e}");
     // A part hanging from nothing.
-    let e = err(&format!(
-        "{BENSLEY}\n[[part]]\nname = \"stray\"\nkind = \"hub\"\n"
-    ));
+    let e = err(&format!("{BENSLEY}\n[part.stray]\nkind = \"hub\"\n"));
     assert!(e.to_string().contains("stray"), "{e}");
 }
 
@@ -288,17 +269,17 @@ fn a_conventional_pci_device_signals_on_a_wire_the_board_routes() {
     // (the $PIR table says which), not a message.
     let text = format!(
         "{BENSLEY}
-[[part]]
-name = \"scsi\"
+[part.scsi]
 kind = \"endpoint\"
 bdf = \"004:02:0\"
 intx_pin = \"A\"
-[[link]]
-name = \"pci\"
+[link.pci]
 kind = \"shared-bus\"
 up = \"esb\"
 down = [\"scsi\"]
 clock_hz = 33.333e6
+request_phase_clocks = 1
+transaction_clocks = 4
 [[wire]]
 from = \"scsi\"
 from_line = 0
@@ -319,4 +300,97 @@ to_line = 2
         e.to_string().contains("scsi") && e.to_string().contains("[[wire]]"),
         "{e}"
     );
+}
+
+#[test]
+fn parts_with_keys_of_another_kind_or_one_apic_id_twice_are_refused() {
+    let err = |text: &str| Topology::from_toml(text).unwrap_err().to_string();
+    let e = err(&BENSLEY.replace("[part.dram]\n", "[part.dram]\ndev = 3\n"));
+    assert!(
+        e.contains("a memory has no `dev`") && e.contains("`read_ns`"),
+        "{e}"
+    );
+    let e = err(&BENSLEY.replace("apic_id = 3", "apic_id = 2"));
+    assert!(e.contains("APIC ID 2 is another core's"), "{e}");
+    let e = err(&BENSLEY.replace("apic_id = 3", "apic_id = 255"));
+    assert!(e.contains("broadcast ID"), "{e}");
+    let e = err(&BENSLEY.replace("[part.esb]\nkind = \"hub\"\n", "[part.esb]\n"));
+    assert!(e.contains("part 'esb'") && e.contains("no `kind`"), "{e}");
+    let e = err(&BENSLEY.replace("kind = \"hub\"", "kind = \"south-bridge\""));
+    assert!(
+        e.contains("south-bridge") && e.contains("pirq-router"),
+        "{e}"
+    );
+}
+
+/// The shipped platforms, assembled with their scenario's devices, route every transaction the
+/// machine sends along the hops the machine had before the topology was data (seed 000's
+/// Figure 1: FSB, MCH, a root port's link; DMI and the ICH's backbone to the interrupt block).
+#[test]
+fn the_shipped_platforms_route_as_the_fixed_table_did() {
+    use irqlab_sim::machine::fabric::{Endpoint, Fabric};
+    use irqlab_sim::scenario::Scenario;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (scenario, bus, core, dmi, hub) in [
+        (
+            "experiments/seed000/ws.toml",
+            "fsb",
+            "mch-core",
+            "dmi",
+            "ich-backbone",
+        ),
+        (
+            "experiments/seed000/soc.toml",
+            "fsb",
+            "imch-core",
+            "dmi",
+            "iich-backbone",
+        ),
+        (
+            "experiments/seed002/fpga.toml",
+            "ring",
+            "sa-core",
+            "dmi",
+            "pch-fabric",
+        ),
+    ] {
+        let s = Scenario::load(root.join(scenario), &[]).unwrap();
+        let (t, ends) = s.topology().unwrap();
+        let fabric = Fabric::new(&t, &ends).unwrap();
+        let link = format!("{}-link", s.file.device[0].name);
+        let hops = |from, to| -> Vec<String> {
+            let r = fabric.route(from, to);
+            (0..r.len())
+                .map(|i| t.links[usize::from(r.at(i).link)].name.clone())
+                .collect()
+        };
+        let (cpu, dev) = (Endpoint::Core(0), Endpoint::Device(0));
+        assert_eq!(hops(cpu, dev), [bus, core, &link], "{scenario}");
+        assert_eq!(hops(dev, cpu), [&link, core, bus], "{scenario}");
+        assert_eq!(
+            hops(dev, Endpoint::Ich),
+            [&link, core, dmi, hub],
+            "{scenario}"
+        );
+        assert_eq!(
+            hops(cpu, Endpoint::Ich),
+            [bus, core, dmi, hub],
+            "{scenario}"
+        );
+        assert_eq!(
+            hops(Endpoint::Ich, cpu),
+            [hub, dmi, core, bus],
+            "{scenario}"
+        );
+        assert_eq!(hops(dev, Endpoint::Memory), [&link, core], "{scenario}");
+        assert_eq!(hops(Endpoint::Memory, dev), [core, &link], "{scenario}");
+        assert_eq!(
+            hops(cpu, cpu),
+            [bus],
+            "{scenario}: an IPI is one bus transaction"
+        );
+        let r = fabric.route(dev, cpu);
+        assert_eq!(r.at(0).dir, Dir::Up);
+        assert_eq!(fabric.route(cpu, dev).at(2).dir, Dir::Down);
+    }
 }

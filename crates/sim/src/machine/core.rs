@@ -2,10 +2,10 @@
 //! boundaries, stalls on non-posted accesses, idles, and runs ahead of the clock only where that
 //! is exact. Its Local APIC bus unit takes interrupt messages.
 
+use super::fabric::Endpoint;
 use super::{Ev, Machine};
 use crate::engine::{EventQueue, SimDuration, SimTime};
 use crate::hw::cpu::{CpuCosts, CpuTiming};
-use crate::hw::fabric::Endpoint;
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::{self, LocalApic};
 use crate::hw::msi::MsiMessage;
@@ -345,7 +345,7 @@ impl Machine {
                     if let Some(v) = self.cores[c].lapic.eoi() {
                         // Level-triggered: the EOI goes out to the IO-APIC (posted).
                         let msg = self.root_request(c, TlpKind::Msg(MsgCode::Eoi(v)), 0, 0);
-                        self.send(Endpoint::Cpu, Endpoint::Ich, msg, at);
+                        self.send(Endpoint::Core(c as u8), Endpoint::Ich, msg, at);
                     }
                 }
                 return Some(lapic_cost);
@@ -389,7 +389,7 @@ impl Machine {
             ),
         };
         let t = self.q.now() + at;
-        match self.send_packet(Endpoint::Cpu, dest, tlp, t, posted, true) {
+        match self.send_packet(Endpoint::Core(c as u8), dest, tlp, t, posted, true) {
             // A store the FSB took at once: the core goes on from then, no event needed.
             (_, Some(released)) => Some(released.since(self.q.now() + at)),
             _ => None,
@@ -452,6 +452,25 @@ impl Machine {
         1 << best
     }
 
+    /// The core a CPU-bound transaction goes to: a completion to the core that sent the request
+    /// (by its tag); an interrupt message to the first core it addresses (or core 0 when it
+    /// addresses none). Where every core has the same routes (one host bus, as on every shipped
+    /// platform) the choice changes nothing and is skipped; on a platform with two front-side buses the MCH would send a
+    /// message for cores on both buses to both, which is not modelled yet (seed 001).
+    pub(super) fn core_of(&self, tlp: &Tlp) -> Endpoint {
+        if self.fabric.cores_share_routes {
+            return Endpoint::Core(0);
+        }
+        let c = match tlp.kind {
+            TlpKind::MemWrite => MsiMessage::decode(tlp.addr, tlp.data)
+                .map(|m| self.addressed(&m).trailing_zeros())
+                .filter(|&c| c < 64)
+                .unwrap_or(0) as u8,
+            _ => self.tag_core[usize::from(tlp.tag)],
+        };
+        Endpoint::Core(c)
+    }
+
     /// Are the cores in `addressed` all halted (every core, if the set is empty)? Then their
     /// message may be taken ahead of the clock: none of them runs before its wake-up, which is
     /// an event, and the choice among them reads only what halted cores hold.
@@ -470,7 +489,8 @@ impl Machine {
         let l = &self.cores[c].lapic;
         let m = MsiMessage::from_icr(icr_low, l.icr_high, l.id);
         let tlp = self.root_request(c, TlpKind::MemWrite, u64::from(m.address()), m.data());
-        self.send(Endpoint::Cpu, Endpoint::Cpu, tlp, at);
+        let to = self.core_of(&tlp);
+        self.send(Endpoint::Core(c as u8), to, tlp, at);
     }
 }
 

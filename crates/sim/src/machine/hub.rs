@@ -2,9 +2,9 @@
 //! interrupt acknowledge, IO-APIC registers, INTx and EOI messages), its replies, and the
 //! IO-APIC's interrupt writes.
 
+use super::fabric::Endpoint;
 use super::{Ev, Machine};
 use crate::engine::SimDuration;
-use crate::hw::fabric::Endpoint;
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
@@ -16,12 +16,12 @@ impl Machine {
         let now = self.q.now();
         let t = &self.ich.timing;
         let clocks = match tlp.kind {
-            TlpKind::Msg(MsgCode::AssertIntx(pin)) | TlpKind::Msg(MsgCode::DeassertIntx(pin)) => {
+            TlpKind::Msg(MsgCode::AssertIntx(_)) | TlpKind::Msg(MsgCode::DeassertIntx(_)) => {
                 self.release(p);
                 let assert = matches!(tlp.kind, TlpKind::Msg(MsgCode::AssertIntx(_)));
-                // The device's pin as seen above its bridge (swizzled by device number); the
-                // ICH maps DMI INTA-D onto PIRQA-D.
-                let pirq = pin.swizzle(tlp.requester.dev).index();
+                // The router input the device's pin arrives on, swizzled by every bridge on
+                // the way (computed from the topology); the ICH maps INTA-D onto PIRQA-D.
+                let pirq = self.intx_line(tlp.requester);
                 let effect = self.ich.intx(pirq, assert);
                 self.update_intr();
                 if let Some(m) = effect.ioapic_message {
@@ -91,7 +91,7 @@ impl Machine {
         };
         self.update_intr();
         if let Some(c) = completion {
-            self.send(Endpoint::Ich, Endpoint::Cpu, c, SimDuration::ZERO);
+            self.send(Endpoint::Ich, self.core_of(&c), c, SimDuration::ZERO);
         }
     }
 
@@ -106,11 +106,20 @@ impl Machine {
             len_dw: 1,
             data: m.data(),
         };
-        self.send(Endpoint::Ich, Endpoint::Cpu, tlp, SimDuration::ZERO);
+        self.send(Endpoint::Ich, self.core_of(&tlp), tlp, SimDuration::ZERO);
     }
 
     /// The 8259's INTR wire drives the core directly (a sideband pin; its flight time is
     /// negligible against the bus crossings).
+    /// The router input a device's INTx arrives on.
+    fn intx_line(&self, requester: Bdf) -> u8 {
+        self.intx_lines
+            .iter()
+            .find(|(b, _)| *b == requester)
+            .map(|&(_, line)| line)
+            .expect("every device's INTx line is known from the topology")
+    }
+
     pub(super) fn update_intr(&mut self) {
         let level = self.ich.pics.intr();
         // The boot CPU's INTR (LINT0) pin: the other cores mask theirs (Linux programs LINT0 as

@@ -4,20 +4,23 @@
 //!
 //! One file per part of the machine: `core.rs` (a CPU core running kernel frames, its Local APIC
 //! bus unit), `packets.rs` (transactions crossing the fabric and reaching their endpoints),
-//! `hub.rs` (the I/O hub: port I/O, the 8259 pair, the IO-APIC). This file holds the machine,
+//! `hub.rs` (the I/O hub: port I/O, the 8259 pair, the IO-APIC), `fabric.rs` (the platform's
+//! links with their state and the routes between the machine's ends, from the topology). This
+//! file holds the machine,
 //! its events, the devices' generators and the run loop.
 
 use crate::devices::exerciser::Exerciser;
 use crate::engine::{EventQueue, SimDuration, SimTime};
-use crate::hw::fabric::{Endpoint, Fabric};
 use crate::hw::ich::Ich;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, TlpKind};
 use crate::kernel::sched::Scheduler;
 use crate::kernel::Kernel;
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
+use fabric::{Endpoint, Fabric};
 
 mod core;
+pub mod fabric;
 mod hub;
 mod packets;
 
@@ -105,8 +108,11 @@ pub struct Machine {
     free: Vec<u32>,
     pub analyzer: Analyzer,
     pub probe: LatencyProbe,
-    /// The link the analyzer sits on (root port index).
+    /// The link the analyzer sits on (the probed device's; `u8::MAX`: none).
     pub analyzed_link: u8,
+    /// The router input each device's INTx arrives on (its pin swizzled by the bridges on its
+    /// way, from the topology), by requester ID.
+    pub intx_lines: Vec<(Bdf, u8)>,
     /// The device whose latencies the probe measures.
     pub probed_device: u8,
     /// Requester ID of the root complex (CPU-initiated requests).
@@ -205,6 +211,7 @@ impl Machine {
         root_requester: Bdf,
         target_samples: u64,
     ) -> Self {
+        let analyzed_link = fabric.device_links.first().copied().unwrap_or(u8::MAX);
         let mut apic_core = [u8::MAX; 256];
         for (c, core) in cores.iter().enumerate() {
             apic_core[usize::from(core.lapic.id)] = c as u8;
@@ -223,7 +230,8 @@ impl Machine {
             free: Vec::new(),
             analyzer,
             probe,
-            analyzed_link: 0,
+            analyzed_link,
+            intx_lines: Vec::new(),
             probed_device: 0,
             root_requester,
             root_tag: 0,
@@ -317,7 +325,7 @@ impl Machine {
             mmio_reads: self.mmio_reads,
             ticks: self.kernel.ticks,
             smis: self.smi.as_ref().map_or(0, |s| s.count),
-            link_replays: self.fabric.links.iter().map(|l| l.path.replays).sum(),
+            link_replays: self.fabric.replays(),
             dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),
             idle_entries: self.idle_entries(),
             interrupts_per_cpu: self.cores.iter().map(|c| c.interrupts).collect(),
@@ -436,7 +444,7 @@ impl Machine {
                 }
             }
             let dest = if tlp.kind == TlpKind::MemWrite {
-                Endpoint::Cpu
+                self.core_of(&tlp)
             } else {
                 Endpoint::Ich
             };

@@ -1,10 +1,10 @@
 //! Transactions on the fabric: a packet crosses its route hop by hop (ahead of the clock where
 //! that is exact) and reaches its endpoint: a device, host memory, the core or the hub.
 
+use super::fabric::{Endpoint, Route};
 use super::{CpuState, Ev, Machine};
 use crate::devices::exerciser::Reaction;
 use crate::engine::{SimDuration, SimTime};
-use crate::hw::fabric::{Endpoint, Hop, Route};
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Tlp, TlpKind};
 
@@ -83,7 +83,7 @@ impl Machine {
         let p = self.alloc(Packet {
             tlp,
             wire_bytes: tlp.wire_bytes(),
-            route: Route::between(from, to),
+            route: self.fabric.route(from, to),
             hop: 0,
             dest: to,
             releases_cpu,
@@ -137,14 +137,13 @@ impl Machine {
             let hop = route.at(i);
             i += 1;
             let crossing = self.fabric.cross(hop, t, wire_bytes);
-            if let (Hop::Link(k, dir), Some(start)) = (hop, crossing.wire_start) {
-                if k == self.analyzed_link {
-                    let tlp = &self.packets[p as usize].tlp;
-                    self.analyzer.observe(start, dir, tlp);
-                    self.probe.observe(start, dir, tlp);
-                }
+            if let (true, Some(start)) = (hop.link == self.analyzed_link, crossing.wire_start) {
+                let tlp = &self.packets[p as usize].tlp;
+                self.analyzer.observe(start, hop.dir, tlp);
+                self.probe.observe(start, hop.dir, tlp);
             }
-            if releases && hop == Hop::Fsb {
+            // A CPU store lets the core go on once its own bus, the route's first hop, took it.
+            if releases && i == 1 {
                 if inline_release {
                     released = Some(crossing.arrival);
                 } else {
@@ -179,7 +178,7 @@ impl Machine {
                 }
                 // An interrupt message for halted cores: nothing of them runs before their
                 // wake-up, which is an event.
-                Endpoint::Cpu if tlp.kind == TlpKind::MemWrite => {
+                Endpoint::Core(_) if tlp.kind == TlpKind::MemWrite => {
                     if let Some(m) = MsiMessage::decode(tlp.addr, tlp.data) {
                         let addressed = self.addressed(&m);
                         if self.all_halted(addressed) {
@@ -212,7 +211,7 @@ impl Machine {
                     self.memory_read(tlp);
                 }
             }
-            Endpoint::Cpu => {
+            Endpoint::Core(_) => {
                 self.release(p);
                 match tlp.kind {
                     TlpKind::MemWrite => self.interrupt_message(tlp, self.q.now()),
@@ -236,7 +235,8 @@ impl Machine {
         match self.devices[usize::from(k)].receive(at, &tlp) {
             Reaction::None => {}
             Reaction::Send(delay, reply) => {
-                self.send_at(Endpoint::Device(k), Endpoint::Cpu, reply, at + delay, early);
+                let to = self.core_of(&reply);
+                self.send_at(Endpoint::Device(k), to, reply, at + delay, early);
             }
             Reaction::CheckDeassert(delay) => {
                 self.q.schedule_at(at + delay, Ev::CheckDeassert(k));

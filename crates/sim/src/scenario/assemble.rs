@@ -11,17 +11,23 @@ use crate::devices::exerciser::{
 };
 use crate::engine::{RngStreams, SimDuration};
 use crate::hw::cpu::CpuTiming;
-use crate::hw::fabric::{Fabric, Fsb, FsbTiming};
 use crate::hw::ich::{Ich, IchTiming, PIRQ_ROUT_DISABLE};
 use crate::hw::ioapic::RedirectionEntry;
+use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
-use crate::hw::pcie::{Link, LinkConfig, LinkGen, LinkWidth};
+use crate::hw::pcie::Bdf;
 use crate::kernel::cpuidle::{Cpuidle, IdleState};
 use crate::kernel::Tick;
 use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
+use crate::machine::fabric::{Ends, Fabric};
 use crate::machine::{Core, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
+use crate::topology::route::Request;
+use crate::topology::{
+    LinkKindName, LinkSection as TopologyLinkSection, PartId, PartKind, PartKindName, PartSection,
+    Topology, TopologyError, TopologyFile,
+};
 use irqlab_stats::series::SampleSeries;
 
 /// `assign_irq_vector`: hands out vectors a step apart.
@@ -57,32 +63,25 @@ impl Scenario {
         let p = &self.platform;
         let rng = RngStreams::new(seed);
         let ns = SimDuration::from_ns_f64;
-        let link = |gen: LinkGen, width: LinkWidth, pipe: f64| LinkConfig {
-            gen,
-            width,
-            pipeline_latency: ns(pipe),
-        };
         let delivery = self.file.delivery;
 
-        // Hardware.
-        let mut links = Vec::new();
+        // Hardware: the platform's links and the devices' own, and the routes between them.
+        let (topology, ends) = self.topology()?;
+        let mut fabric = Fabric::new(&topology, &ends)
+            .map_err(|e| self.invalid("platform.link", e.to_string()))?;
         let mut devices = Vec::new();
         for (i, d) in self.file.device.iter().enumerate() {
-            let mut l = Link::new(link(
-                d.link_generation,
-                d.link_width,
-                p.mch.root_port_pipeline_ns,
-            ));
+            let l = fabric.device_link_mut(i);
+            let pipeline_ns = p.part[&d.port].link_pipeline_ns.unwrap_or(0.0);
             l.path.switches = d.switches;
             l.path.switch_latency = ns(d.switch_latency_ns);
             l.path.bit_error_rate = d.bit_error_rate;
             // A NAK'd TLP: the receiver's NAK latency, the NAK's way back through the link
             // pipeline, and the replay's way out again through it.
-            l.path.replay_delay = ns(d.ack_nak_latency_ns + 2.0 * p.mch.root_port_pipeline_ns);
+            l.path.replay_delay = ns(d.ack_nak_latency_ns + 2.0 * pipeline_ns);
             if d.bit_error_rate > 0.0 {
                 l.path.rng = Some(rng.stream(&format!("device.{i}.link")));
             }
-            links.push(l);
             // The card's own clock: its intervals and counter periods are nominal / (1 + ppm).
             let card_clock = 1.0 + d.clock_ppm * 1e-6;
             let interval = SimDuration::from_ns_f64(d.interval_us * 1e3 / card_clock);
@@ -132,18 +131,6 @@ impl Scenario {
             };
             devices.push(Exerciser::new(cfg, rng.stream(&format!("device.{i}"))));
         }
-        let fabric = Fabric {
-            fsb: Fsb::new(FsbTiming {
-                bus_clock_hz: p.fsb.bus_clock_hz,
-                request_phase_clocks: p.fsb.request_phase_clocks,
-                transaction_clocks: p.fsb.transaction_clocks,
-            }),
-            mch_crossing: ns(p.mch.crossing_ns),
-            dmi: Link::new(link(p.dmi.generation, p.dmi.width, p.dmi.pipeline_ns)),
-            ich_crossing: ns(p.ich.crossing_ns),
-            links,
-            memory_read: ns(p.mch.memory_read_ns.unwrap_or(0.0)),
-        };
         let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
         let mut elcr: u16 = 0;
         for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
@@ -169,9 +156,10 @@ impl Scenario {
         );
         ich.pics.linux_init(elcr);
         let lapic_on = delivery != Delivery::Xtpic;
+        let apic_ids = self.apic_ids(&topology, &ends);
         let cores: Vec<Core> = (0..self.cores())
             .map(|i| {
-                let mut lapic = LocalApic::new(self.apic_id(i), lapic_on);
+                let mut lapic = LocalApic::new(apic_ids[usize::from(i)], lapic_on);
                 // Flat logical mode: one bit per CPU (`flat_init_apic_ldr`), for the first 8.
                 lapic.ldr = 1u8.checked_shl(u32::from(i)).unwrap_or(0);
                 let mut core = Core::new(
@@ -241,6 +229,7 @@ impl Scenario {
                 pirq,
                 0,
                 &f.name,
+                &apic_ids,
                 &mut ich,
                 &mut kernel,
                 &mut vectors,
@@ -257,12 +246,12 @@ impl Scenario {
                 .request_irq(line.0, line.1, line.2, line.3, action)
                 .map_err(|m| self.invalid(&format!("platform.ich.functions.{j}"), m))?;
         }
+        let intx_lines = self.intx_lines(&topology, &ends)?;
         for (i, dev) in devices.iter_mut().enumerate() {
             let d = &self.file.device[i];
             let key = |f: &str| format!("device.{i}.{f}");
             let msi_mode = delivery == Delivery::Msi && d.msi_capable;
-            let pin = dev.cfg.intx_pin.swizzle(dev.cfg.bdf.dev);
-            let pirq = pin.index();
+            let pirq = intx_lines[i].1;
             let tasklet = kernel.tasklet_init(i as u16);
             let action = Action {
                 isr: Isr::Exerciser(i as u16),
@@ -270,7 +259,7 @@ impl Scenario {
             };
             let (irq, chip, flow, vector) = if msi_mode {
                 let v = vectors.alloc((d.msi_vector != 0).then_some(d.msi_vector));
-                let m = MsiMessage::new(self.apic_id(d.irq_cpu), v, false)
+                let m = MsiMessage::new(apic_ids[usize::from(d.irq_cpu)], v, false)
                     .map_err(|m| self.invalid(&key("msi_vector"), m))?;
                 dev.msi.program(m);
                 (1000 + i as u16, Chip::Msi, Flow::Edge, m.vector)
@@ -279,6 +268,7 @@ impl Scenario {
                     pirq,
                     d.irq_cpu,
                     &d.name,
+                    &apic_ids,
                     &mut ich,
                     &mut kernel,
                     &mut vectors,
@@ -330,7 +320,10 @@ impl Scenario {
                 d.series = Some(SampleSeries::new(SERIES_POINTS));
             }
         }
-        let root = p.mch.requester_id;
+        let root = match topology.parts[usize::from(topology.root)].kind {
+            PartKind::HostBridge { requester_id } => requester_id,
+            _ => unreachable!("the root is the host bridge"),
+        };
         kernel.idle = self.kernel.idle.clone();
         let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
             mean_interval: ns(1e9 / s.rate_per_s),
@@ -350,12 +343,206 @@ impl Scenario {
             samples + warmup,
         );
         machine.smi = smi;
+        machine.intx_lines = intx_lines;
         Ok(machine)
     }
 
-    /// The Local APIC ID of core `i`.
-    fn apic_id(&self, i: u8) -> u8 {
-        self.platform.cpu.apic_id + i
+    /// The Local APIC IDs of the run's cores, CPU 0 first.
+    fn apic_ids(&self, t: &Topology, ends: &Ends) -> Vec<u8> {
+        ends.cores
+            .iter()
+            .map(|&c| match t.parts[usize::from(c)].kind {
+                PartKind::Core { apic_id } => apic_id,
+                _ => unreachable!("a core"),
+            })
+            .collect()
+    }
+
+    /// The router input each device's INTx arrives on: its pin, swizzled by every bridge on
+    /// its way up (by device number, then by the bridge's INTXSWZCTRL).
+    fn intx_lines(&self, t: &Topology, ends: &Ends) -> Result<Vec<(Bdf, u8)>, ScenarioError> {
+        self.file
+            .device
+            .iter()
+            .zip(&ends.devices)
+            .enumerate()
+            .map(|(i, (d, &part))| {
+                let path = t
+                    .route(part, Request::Intx)
+                    .map_err(|e| self.invalid(&format!("device.{i}.port"), e.to_string()))?;
+                Ok((d.bdf, path.line.unwrap_or(0)))
+            })
+            .collect()
+    }
+
+    /// The platform's topology with the scenario's devices below the root ports they name, and
+    /// the parts that are the machine's ends: the run's cores (lowest APIC ID first: CPU 0 is
+    /// the boot CPU), the devices, the hub's interrupt block (the part that decodes the 8259's
+    /// port 0x20, with the PIRQ router and the IO-APIC beside it) and host memory.
+    pub fn topology(&self) -> Result<(Topology, Ends), ScenarioError> {
+        let p = &self.platform;
+        let mut f = TopologyFile {
+            part: p.part.clone(),
+            link: p.link.clone(),
+            wire: p.wire.clone(),
+        };
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |k: &str| format!("device.{i}.{k}");
+            let pipeline_ns = match p.part.get(&d.port) {
+                Some(PartSection {
+                    kind: Some(PartKindName::Bridge),
+                    link_pipeline_ns,
+                    ..
+                }) => link_pipeline_ns.unwrap_or(0.0),
+                _ => {
+                    let ports: Vec<&str> = p
+                        .part
+                        .iter()
+                        .filter(|(_, s)| s.kind == Some(PartKindName::Bridge))
+                        .map(|(n, _)| n.as_str())
+                        .collect();
+                    return Err(self.invalid(
+                        &key("port"),
+                        format!(
+                            "'{}' is not a root port of the platform '{}'; its ports: {}",
+                            d.port,
+                            p.name,
+                            ports.join(", ")
+                        ),
+                    ));
+                }
+            };
+            if p.part.contains_key(&d.name)
+                || self.file.device[..i].iter().any(|o| o.name == d.name)
+            {
+                return Err(self.invalid(
+                    &key("name"),
+                    format!(
+                        "'{}' is already the name of a part of the platform or of another device: \
+                         give the device a name of its own",
+                        d.name
+                    ),
+                ));
+            }
+            f.part.insert(
+                d.name.clone(),
+                PartSection {
+                    kind: Some(PartKindName::Endpoint),
+                    bdf: Some(d.bdf),
+                    intx_pin: Some(d.intx_pin),
+                    ..PartSection::default()
+                },
+            );
+            // The card's link: its own generation and width (a slot trains to the card's), the
+            // root port's pipelines.
+            let link_name = format!("{}-link", d.name);
+            if f.link.contains_key(&link_name) {
+                return Err(self.invalid(
+                    &key("name"),
+                    format!("the platform already has a link '{link_name}': rename the device"),
+                ));
+            }
+            f.link.insert(
+                link_name,
+                TopologyLinkSection {
+                    kind: Some(LinkKindName::Serial),
+                    up: d.port.clone(),
+                    down: vec![d.name.clone()],
+                    generation: Some(d.link_generation.number()),
+                    width: Some(d.link_width.lanes() as u8),
+                    pipeline_ns: Some(pipeline_ns),
+                    ..TopologyLinkSection::default()
+                },
+            );
+        }
+        let t = Topology::from_file(&f).map_err(|e| match e {
+            TopologyError::Invalid { ref key, .. } => {
+                // A device's own part or link: the device's `port` put it there.
+                let device = self.file.device.iter().position(|d| {
+                    [format!("part.{}", d.name), format!("link.{}-link", d.name)]
+                        .iter()
+                        .any(|k| key == k || key.starts_with(&format!("{k}.")))
+                });
+                match device {
+                    Some(i) => self.invalid(&format!("device.{i}.port"), e.to_string()),
+                    None => self.invalid(&format!("platform.{key}"), e.to_string()),
+                }
+            }
+            other => self.invalid("platform.part", other.to_string()),
+        })?;
+        let mut cores: Vec<(u8, PartId)> = t
+            .parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, part)| match part.kind {
+                PartKind::Core { apic_id } => Some((apic_id, i as PartId)),
+                _ => None,
+            })
+            .collect();
+        cores.sort_unstable();
+        let cores: Vec<PartId> = cores
+            .into_iter()
+            .take(usize::from(self.cores()))
+            .map(|(_, id)| id)
+            .collect();
+        let devices = self
+            .file
+            .device
+            .iter()
+            .map(|d| t.part(&d.name).expect("added above"))
+            .collect();
+        let need = |found: Option<PartId>, what: &str| {
+            found.ok_or_else(|| {
+                self.invalid(
+                    "platform.part",
+                    format!("the platform has no part that {what}: add one"),
+                )
+            })
+        };
+        let ich = need(
+            t.claimant(Request::Io(0x20)),
+            "decodes I/O port 0x20 (the 8259 pair)",
+        )?;
+        let memory = need(
+            t.parts
+                .iter()
+                .position(|x| matches!(x.kind, PartKind::Memory { .. }))
+                .map(|i| i as PartId),
+            "is host memory (kind = \"memory\")",
+        )?;
+        // The hub's interrupt block is one part of the model (`Ich`): the router and the
+        // IO-APIC's registers must sit beside the 8259 pair, on the same hub fabric.
+        let beside = |found: Option<PartId>, what: &str| -> Result<(), ScenarioError> {
+            let id = need(found, what)?;
+            if t.parts[usize::from(id)].up != t.parts[usize::from(ich)].up {
+                return Err(self.invalid(
+                    &format!("platform.part.{}", t.parts[usize::from(id)].name),
+                    format!(
+                        "the part that {what} hangs from another link than the 8259 pair's \
+                         ('{}'): the model's interrupt block needs them on one hub fabric",
+                        t.parts[usize::from(ich)].name
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        beside(
+            t.claimant(Request::Intx),
+            "routes INTx (kind = \"pirq-router\")",
+        )?;
+        beside(
+            t.claimant(Request::Mem(IOAPIC_BASE)),
+            "decodes the IO-APIC's registers at 0xFEC00000",
+        )?;
+        Ok((
+            t,
+            Ends {
+                cores,
+                devices,
+                ich,
+                memory,
+            },
+        ))
     }
 
     /// Set up the INTx line of `pirq` as this kernel does and say how it registers it: with
@@ -368,6 +555,7 @@ impl Scenario {
         pirq: u8,
         cpu: u8,
         who: &str,
+        apic_ids: &[u8],
         ich: &mut Ich,
         kernel: &mut Kernel,
         vectors: &mut VectorAllocator,
@@ -402,7 +590,7 @@ impl Scenario {
                 v
             }
             None => {
-                let dest = self.apic_id(cpu);
+                let dest = apic_ids[usize::from(cpu)];
                 let m = MsiMessage::new(dest, vectors.alloc(None), true)
                     .map_err(|m| self.invalid("kernel.first_device_vector", m))?;
                 ich.ioapic.entries[usize::from(io_pin)] =

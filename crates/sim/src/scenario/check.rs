@@ -7,6 +7,7 @@ use super::files::{DriverName, Interrupts, IntervalFrom};
 use super::Scenario;
 use crate::hw::msi::MsiMessage;
 use crate::kernel::Delivery;
+use crate::topology::PartKindName;
 
 impl Scenario {
     /// Registers must lie inside their BAR, and no two BARs (nor the chipset's interrupt and
@@ -122,9 +123,6 @@ impl Scenario {
         if let Some(smi) = &p.smi {
             self.in_range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;
             self.in_range("platform.smi.duration_us", smi.duration_us, 0.0, 1e6, "us")?;
-        }
-        if let Some(m) = p.mch.memory_read_ns {
-            self.in_range("platform.mch.memory_read_ns", m, 0.0, 1e6, "ns")?;
         }
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
@@ -260,11 +258,18 @@ impl Scenario {
                     ));
                 }
             }
-            if d.dma_read_mb_per_s > 0.0 && p.mch.memory_read_ns.is_none() {
+            let memory = p
+                .part
+                .iter()
+                .find(|(_, s)| s.kind == Some(PartKindName::Memory));
+            if d.dma_read_mb_per_s > 0.0 && memory.is_none_or(|(_, m)| m.read_ns.is_none()) {
                 return Err(self.invalid(
                     &key("dma_read_mb_per_s"),
-                    "DMA reads need the platform's memory read latency: set \
-                     platform.mch.memory_read_ns",
+                    format!(
+                        "DMA reads need the platform's memory read latency: set \
+                         platform.part.{}.read_ns",
+                        memory.map_or("<memory>", |(n, _)| n.as_str())
+                    ),
                 ));
             }
         }
@@ -282,11 +287,23 @@ impl Scenario {
         ))
     }
 
+    /// The platform's cores: its parts of kind "core" (at most 255 can be counted; more are
+    /// refused as more than the model holds).
+    fn platform_cores(&self) -> u8 {
+        let n = self
+            .platform
+            .part
+            .values()
+            .filter(|p| p.kind == Some(PartKindName::Core))
+            .count();
+        u8::try_from(n).unwrap_or(u8::MAX)
+    }
+
     /// The cores the run simulates: those the kernel brings up (all with an SMP kernel, the
     /// boot CPU alone with a UP one), or fewer with `cpus`.
     pub fn cores(&self) -> u8 {
         let booted = if self.kernel.smp {
-            self.platform.cpu.cores
+            self.platform_cores()
         } else {
             1
         };
@@ -299,30 +316,19 @@ impl Scenario {
     /// The cores: how many the package has, how many the kernel brings up and the run
     /// simulates, and where each device's interrupt is aimed.
     fn check_cores(&self) -> Result<(), ScenarioError> {
-        let c = &self.platform.cpu;
-        // Core sets are 64-bit masks; APIC ID 0xFF is the broadcast ID.
-        if !(1..=64).contains(&c.cores) {
+        // Core sets are 64-bit masks (the topology refuses the broadcast ID and doubles).
+        let platform_cores = self.platform_cores();
+        if !(1..=64).contains(&platform_cores) {
             return Err(self.invalid(
-                "platform.cpu.cores",
-                format!("{} cores: the model holds 1 to 64", c.cores),
+                "platform.part",
+                format!("{platform_cores} parts of kind \"core\": the model holds 1 to 64"),
             ));
         }
-        if u32::from(c.apic_id) + u32::from(c.cores) > 0xFF {
-            return Err(self.invalid(
-                "platform.cpu.apic_id",
-                format!(
-                    "cores 0..{} would have APIC IDs up to {}, but 0xFF is the broadcast ID: \
-                     lower apic_id",
-                    c.cores - 1,
-                    u32::from(c.apic_id) + u32::from(c.cores) - 1
-                ),
-            ));
-        }
-        let booted = if self.kernel.smp { c.cores } else { 1 };
+        let booted = if self.kernel.smp { platform_cores } else { 1 };
         if let n @ 1.. = self.file.cpus {
             if n > booted {
                 let why = if self.kernel.smp {
-                    format!("the platform has {} cores", c.cores)
+                    format!("the platform has {platform_cores} cores")
                 } else {
                     format!(
                         "the kernel '{}' is uniprocessor (no smp = true) and runs on one core",
@@ -399,6 +405,8 @@ impl Scenario {
     /// Refuse configurations the hardware or the kernel cannot have.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
         self.check_cores()?;
+        // The parts and links, with the devices in their ports.
+        self.topology()?;
         let p = &self.platform;
         self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
         self.one_per_pirq("platform.ich.pirq_ioapic_pin", p.ich.pirq_ioapic_pin.len())?;
@@ -472,55 +480,6 @@ impl Scenario {
             (
                 "platform.cpu.halt_exit_ns".into(),
                 c.halt_exit_ns,
-                0.0,
-                1e9,
-                "ns",
-            ),
-            (
-                "platform.fsb.bus_clock_hz".into(),
-                p.fsb.bus_clock_hz,
-                1e6,
-                1e11,
-                "Hz",
-            ),
-            (
-                "platform.fsb.request_phase_clocks".into(),
-                f64::from(p.fsb.request_phase_clocks),
-                0.0,
-                1e6,
-                "clocks",
-            ),
-            (
-                "platform.fsb.transaction_clocks".into(),
-                f64::from(p.fsb.transaction_clocks),
-                0.0,
-                1e6,
-                "clocks",
-            ),
-            (
-                "platform.mch.crossing_ns".into(),
-                p.mch.crossing_ns,
-                0.0,
-                1e9,
-                "ns",
-            ),
-            (
-                "platform.mch.root_port_pipeline_ns".into(),
-                p.mch.root_port_pipeline_ns,
-                0.0,
-                1e9,
-                "ns",
-            ),
-            (
-                "platform.dmi.pipeline_ns".into(),
-                p.dmi.pipeline_ns,
-                0.0,
-                1e9,
-                "ns",
-            ),
-            (
-                "platform.ich.crossing_ns".into(),
-                p.ich.crossing_ns,
                 0.0,
                 1e9,
                 "ns",

@@ -5,7 +5,9 @@
 use crate::hw::pcie::{Bdf, IntxPin, LinkGen, LinkWidth};
 use crate::kernel::costs::{IdleCosts, KernelInstructions, TickCosts};
 use crate::kernel::Delivery;
+use crate::topology::{LinkSection as TopologyLink, PartSection, WireSection};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// `platforms/*.toml`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -14,13 +16,19 @@ pub struct PlatformFile {
     pub name: String,
     pub description: String,
     pub cpu: CpuSection,
-    pub fsb: FsbSection,
-    pub mch: MchSection,
-    pub dmi: LinkSection,
     pub ich: IchSection,
     /// System Management Interrupts; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smi: Option<SmiSection>,
+    /// The topology: `[part.NAME]` tables (cores, host bridge, memory, root ports, hubs, the
+    /// south bridge's functions), `[link.NAME]` tables (serial, shared-bus, delay) and
+    /// `[[wire]]`s. A scenario's devices are added below the root ports they name.
+    #[serde(default)]
+    pub part: BTreeMap<String, PartSection>,
+    #[serde(default)]
+    pub link: BTreeMap<String, TopologyLink>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wire: Vec<WireSection>,
 }
 
 /// System Management Interrupts: Poisson arrivals, each holding the cores for `duration_us`.
@@ -56,11 +64,6 @@ pub struct CpuSection {
     pub iret_cycles: f64,
     pub lapic_access_cycles: f64,
     pub halt_exit_ns: f64,
-    /// The first core's Local APIC ID; core i has `apic_id + i`.
-    pub apic_id: u8,
-    /// Cores in the package (absent: 1). A UP kernel runs on the first alone.
-    #[serde(default = "one_core")]
-    pub cores: u8,
     /// Idle states, shallowest first, for a kernel with cpuidle (`[idle]` in its file). Empty:
     /// HLT with `halt_exit_ns`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -69,41 +72,7 @@ pub struct CpuSection {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FsbSection {
-    pub bus_clock_hz: f64,
-    pub request_phase_clocks: u32,
-    pub transaction_clocks: u32,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MchSection {
-    /// Requester ID the root complex puts on CPU-initiated TLPs.
-    #[serde(with = "text::bdf")]
-    pub requester_id: Bdf,
-    pub crossing_ns: f64,
-    /// PHY + data-link pipeline of a root port link (both ends), per direction.
-    pub root_port_pipeline_ns: f64,
-    /// From a device's DMA read request reaching the root complex to its data leaving it; only
-    /// scenarios with DMA reads need it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_read_ns: Option<f64>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkSection {
-    #[serde(with = "text::generation")]
-    pub generation: LinkGen,
-    #[serde(with = "text::width")]
-    pub width: LinkWidth,
-    pub pipeline_ns: f64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct IchSection {
-    pub crossing_ns: f64,
     pub internal_clock_hz: f64,
     pub legacy_io_clocks: u32,
     pub intack_clocks: u32,
@@ -125,7 +94,7 @@ pub struct IchSection {
 pub struct IchFunction {
     pub name: String,
     /// The PIRQ line its INTx is routed to, "A".."H".
-    #[serde(with = "text::pirq")]
+    #[serde(with = "crate::text::pirq")]
     pub pirq: u8,
     /// The I/O port its driver reads to see whether an interrupt is its own.
     pub status_port: u16,
@@ -179,13 +148,15 @@ pub struct ScenarioFile {
 #[serde(deny_unknown_fields)]
 pub struct DeviceSection {
     pub name: String,
-    #[serde(with = "text::bdf")]
+    #[serde(with = "crate::text::bdf")]
     pub bdf: Bdf,
-    #[serde(with = "text::generation")]
+    #[serde(with = "crate::text::generation")]
     pub link_generation: LinkGen,
-    #[serde(with = "text::width")]
+    #[serde(with = "crate::text::width")]
     pub link_width: LinkWidth,
-    #[serde(with = "text::pin")]
+    /// The platform's root port (a `bridge` part) whose link the card sits on.
+    pub port: String,
+    #[serde(with = "crate::text::pin")]
     pub intx_pin: IntxPin,
     pub msi_capable: bool,
     /// The MSI vector: 0 lets the kernel allocate one (`assign_irq_vector`); 32-255 forces it.
@@ -307,77 +278,4 @@ pub enum DriverName {
     RoundTrip,
     /// Status reads and a clear write.
     Generic,
-}
-
-/// Values written as text in the files, parsed into the hardware's types once, as they are read:
-/// a bad one is refused at its line and column (or its `--set` flag) with how to write it.
-mod text {
-    use serde::de::Error;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub mod bdf {
-        use super::*;
-        use crate::hw::pcie::Bdf;
-        pub fn serialize<S: Serializer>(b: &Bdf, s: S) -> Result<S::Ok, S::Error> {
-            b.to_string().serialize(s)
-        }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bdf, D::Error> {
-            Bdf::parse(&String::deserialize(d)?).map_err(D::Error::custom)
-        }
-    }
-
-    pub mod pin {
-        use super::*;
-        use crate::hw::pcie::IntxPin;
-        pub fn serialize<S: Serializer>(p: &IntxPin, s: S) -> Result<S::Ok, S::Error> {
-            p.letter().to_string().serialize(s)
-        }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<IntxPin, D::Error> {
-            IntxPin::parse(&String::deserialize(d)?).map_err(D::Error::custom)
-        }
-    }
-
-    pub mod generation {
-        use super::*;
-        use crate::hw::pcie::LinkGen;
-        pub fn serialize<S: Serializer>(g: &LinkGen, s: S) -> Result<S::Ok, S::Error> {
-            g.number().serialize(s)
-        }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LinkGen, D::Error> {
-            LinkGen::new(u8::deserialize(d)?).map_err(D::Error::custom)
-        }
-    }
-
-    pub mod width {
-        use super::*;
-        use crate::hw::pcie::LinkWidth;
-        pub fn serialize<S: Serializer>(w: &LinkWidth, s: S) -> Result<S::Ok, S::Error> {
-            w.lanes().serialize(s)
-        }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<LinkWidth, D::Error> {
-            LinkWidth::new(u32::deserialize(d)?).map_err(D::Error::custom)
-        }
-    }
-
-    /// A PIRQ line, "A".."H" in the file, its index 0-7 in the model.
-    pub mod pirq {
-        use super::*;
-        pub fn serialize<S: Serializer>(i: &u8, s: S) -> Result<S::Ok, S::Error> {
-            char::from(b'A' + i).to_string().serialize(s)
-        }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
-            let t = String::deserialize(d)?;
-            match t.as_bytes() {
-                [c @ b'A'..=b'H'] => Ok(c - b'A'),
-                [c @ b'a'..=b'h'] => Ok(c - b'a'),
-                _ => Err(D::Error::custom(format!(
-                    "'{t}' is not a PIRQ line: the ICH has PIRQA..PIRQH (pirq = \"A\"..\"H\")"
-                ))),
-            }
-        }
-    }
-}
-
-fn one_core() -> u8 {
-    1
 }

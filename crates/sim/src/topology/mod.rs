@@ -16,9 +16,9 @@
 
 pub mod route;
 
-use crate::hw::pcie::{Bdf, IntxPin};
-use serde::Deserialize;
-use std::collections::HashMap;
+use crate::hw::pcie::{Bdf, IntxPin, LinkGen, LinkWidth};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
 
 /// Index of a part in [`Topology::parts`].
 pub type PartId = u16;
@@ -31,15 +31,25 @@ pub enum PartKind {
     /// A CPU core with its Local APIC; it takes interrupt messages sent to its APIC ID.
     Core { apic_id: u8 },
     /// The host bridge (MCH, system agent, the 430TX's host-to-PCI bridge): the root of the
-    /// tree and the root complex. It decodes host memory and forwards the rest.
-    HostBridge,
-    /// Host memory (DRAM), behind the host bridge: claims `[base, base + size)`.
-    Memory { base: u64, size: u64 },
+    /// tree and the root complex. It decodes host memory and forwards the rest; the CPU's
+    /// requests leave it with `requester_id`.
+    HostBridge { requester_id: Bdf },
+    /// Host memory (DRAM), behind the host bridge: claims `[base, base + size)`; a device's read
+    /// takes `read_ns` inside it.
+    Memory { base: u64, size: u64, read_ns: f64 },
     /// A PCIe root port or a switch's downstream port: a PCI-to-PCI bridge at device number
     /// `dev` on its parent's bus. INTx messages from below leave it swizzled by the device
     /// number they came from, then rotated by `intx_swizzle` (Intel 5000's INTXSWZCTRL, bits
     /// 1:0 at config offset 4Fh; 0 on every other bridge).
-    Bridge { dev: u8, intx_swizzle: u8 },
+    /// `link_pipeline_ns`: the pipelines of the link below it (a scenario's card sits there).
+    Bridge {
+        dev: u8,
+        intx_swizzle: u8,
+        link_pipeline_ns: f64,
+    },
+    /// A hub's port that is not a PCI bridge (the MCH's DMI port): packets pass, INTx is not
+    /// swizzled.
+    Port,
     /// The south bridge's interrupt router: INTx messages reaching it assert its INTA#-INTD#,
     /// which drive PIRQA#-PIRQD# (ICH6 datasheet 5.10.3); its outputs are wires.
     PirqRouter,
@@ -72,10 +82,21 @@ pub struct Part {
 /// How a link moves packets.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LinkKind {
-    /// A serialising point-to-point link (PCIe, DMI, ESI).
-    Serial { generation: u8, width: u8 },
-    /// A clocked bus shared by its agents (FSB, host bus, PCI, ISA).
-    SharedBus { clock_hz: f64 },
+    /// A serialising point-to-point link (PCIe, DMI, ESI); `pipeline_ns` is both ends' PHY and
+    /// data-link pipelines per direction.
+    Serial {
+        gen: LinkGen,
+        width: LinkWidth,
+        pipeline_ns: f64,
+    },
+    /// A clocked bus shared by its agents (FSB, host bus, PCI, ISA): a transaction starts on a
+    /// clock edge once the bus is free, holds it `request_phase_clocks`, and reaches its target
+    /// `transaction_clocks` after it started.
+    SharedBus {
+        clock_hz: f64,
+        request_phase_clocks: u32,
+        transaction_clocks: u32,
+    },
     /// A fixed latency, no contention.
     Delay { ns: f64 },
 }
@@ -111,14 +132,25 @@ pub struct Topology {
 /// A topology that cannot be: names the part, link or wire and what is wrong.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TopologyError {
+    /// `key` is the dotted path of the offending table or value in the platform file
+    /// (`link.fsb.down`), for pointing at its line.
     #[error("{what}: {message}")]
-    Invalid { what: String, message: String },
+    Invalid {
+        key: String,
+        what: String,
+        message: String,
+    },
     #[error("no part decodes {request} (sent by '{from}'): give a part a window that holds it")]
     Unclaimed { request: String, from: String },
 }
 
-fn invalid(what: impl Into<String>, message: impl Into<String>) -> TopologyError {
+fn invalid(
+    key: impl Into<String>,
+    what: impl Into<String>,
+    message: impl Into<String>,
+) -> TopologyError {
     TopologyError::Invalid {
+        key: key.into(),
         what: what.into(),
         message: message.into(),
     }
@@ -126,57 +158,136 @@ fn invalid(what: impl Into<String>, message: impl Into<String>) -> TopologyError
 
 // ---- the file form ---------------------------------------------------------------------------
 
-/// The `[[part]]`, `[[link]]` and `[[wire]]` tables of a platform file.
-#[derive(Clone, Debug, Deserialize)]
+/// The `[part.NAME]`, `[link.NAME]` and `[[wire]]` tables of a platform file. Parts and links
+/// are keyed by name, so that `--set platform.link.fsb.transaction_clocks=8` reaches one.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopologyFile {
     #[serde(default)]
-    pub part: Vec<PartSection>,
+    pub part: BTreeMap<String, PartSection>,
     #[serde(default)]
-    pub link: Vec<LinkSection>,
-    #[serde(default)]
+    pub link: BTreeMap<String, LinkSection>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wire: Vec<WireSection>,
 }
 
-/// `[[part]]`: `kind` is one of core, host-bridge, memory, bridge, pirq-router, function,
-/// endpoint, hub; the other keys belong to that kind.
-#[derive(Clone, Debug, Deserialize)]
+/// The kinds of part, as a file names them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PartKindName {
+    Core,
+    HostBridge,
+    Memory,
+    Bridge,
+    Port,
+    PirqRouter,
+    Function,
+    Endpoint,
+    Hub,
+}
+
+/// The kinds of link, as a file names them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LinkKindName {
+    Serial,
+    SharedBus,
+    Delay,
+}
+
+/// `[part.NAME]`: `kind` and the keys that kind takes.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PartSection {
-    pub name: String,
-    pub kind: String,
+    pub kind: Option<PartKindName>,
+    /// core: its Local APIC's ID.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub apic_id: Option<u8>,
+    /// host-bridge: the requester ID on the TLPs it sends for the CPU.
+    #[serde(
+        default,
+        with = "crate::text::opt_bdf",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub requester_id: Option<Bdf>,
+    /// memory: the window it claims.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// memory: from a device's read request reaching it to its data leaving (memory controller,
+    /// DRAM, coherency); only DMA reads use it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_ns: Option<f64>,
+    /// bridge: its device number on its parent's bus.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dev: Option<u8>,
-    #[serde(default)]
+    /// bridge: INTXSWZCTRL (0-3).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub intx_swizzle: u8,
-    pub bdf: Option<String>,
-    pub intx_pin: Option<String>,
-    /// I/O port windows, `[first, last]` each.
-    #[serde(default)]
+    /// bridge: the PHY and data-link pipelines of the link below it, its transmitter and the
+    /// card's receiver together, per direction (a scenario's device sits on that link).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_pipeline_ns: Option<f64>,
+    /// endpoint: bus:device:function and the INTx pin it signals on.
+    #[serde(
+        default,
+        with = "crate::text::opt_bdf",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bdf: Option<Bdf>,
+    #[serde(
+        default,
+        with = "crate::text::opt_pin",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub intx_pin: Option<IntxPin>,
+    /// function, endpoint: I/O port windows, `[first, last]` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub io: Vec<[u16; 2]>,
-    /// Memory windows, `[base, size]` each.
-    #[serde(default)]
+    /// function, endpoint: memory windows, `[base, size]` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mem: Vec<[u64; 2]>,
 }
 
-/// `[[link]]`: `kind` is serial, shared-bus or delay.
-#[derive(Clone, Debug, Deserialize)]
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
+/// `[link.NAME]`: `kind`, its ends (`up` towards the host bridge, `down`), and the keys that
+/// kind takes.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSection {
-    pub name: String,
-    pub kind: String,
+    pub kind: Option<LinkKindName>,
+    #[serde(default)]
     pub up: String,
+    #[serde(default)]
     pub down: Vec<String>,
+    /// serial: PCIe generation and lanes, and the PHY and data-link pipelines of both ends per
+    /// direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub width: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipeline_ns: Option<f64>,
+    /// shared-bus: the bus clock; bus clocks a transaction holds the bus (arbitration and
+    /// request phase: the next one may start after them, the bus is pipelined); bus clocks from
+    /// the start of the request phase until the target has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub clock_hz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_phase_clocks: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_clocks: Option<u32>,
+    /// delay: the crossing's latency.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ns: Option<f64>,
 }
 
 /// `[[wire]]`: `from = "router"`, `from_line = 0`, `to = "ioapic"`, `to_line = 16`.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct WireSection {
     pub from: String,
@@ -188,44 +299,60 @@ pub struct WireSection {
 impl Topology {
     /// Build and check a topology from its file form.
     pub fn from_file(f: &TopologyFile) -> Result<Topology, TopologyError> {
-        let mut index: HashMap<&str, PartId> = HashMap::new();
+        let index: HashMap<&str, PartId> = f
+            .part
+            .keys()
+            .enumerate()
+            .map(|(i, name)| (name.as_str(), i as PartId))
+            .collect();
         let mut parts = Vec::with_capacity(f.part.len());
-        for (i, p) in f.part.iter().enumerate() {
-            if index.insert(p.name.as_str(), i as PartId).is_some() {
-                return Err(invalid(
-                    format!("part '{}'", p.name),
-                    "two parts have this name: give each its own",
-                ));
-            }
+        for (name, p) in &f.part {
             parts.push(Part {
-                name: p.name.clone(),
-                kind: part_kind(p)?,
+                name: name.clone(),
+                kind: part_kind(name, p)?,
                 up: None,
             });
         }
-        let find = |name: &str, by: &str| {
+        let find = |name: &str, key: &str, by: &str| {
             index.get(name).copied().ok_or_else(|| {
                 invalid(
-                    by.to_string(),
-                    format!("names the part '{name}', which no [[part]] has"),
+                    key,
+                    by,
+                    format!("names the part '{name}', which no [part.{name}] table defines"),
                 )
             })
         };
         let mut links = Vec::with_capacity(f.link.len());
-        for (l, s) in f.link.iter().enumerate() {
-            let what = format!("link '{}'", s.name);
-            let up = find(&s.up, &what)?;
+        let mut link_names: Vec<&str> = Vec::with_capacity(f.link.len());
+        for (l, (lname, s)) in f.link.iter().enumerate() {
+            let what = format!("link '{lname}'");
+            let up = find(&s.up, &format!("link.{lname}.up"), &what)?;
+            // A root port is one end of one link.
+            if matches!(parts[usize::from(up)].kind, PartKind::Bridge { .. }) {
+                if let Some(other) = links.iter().position(|l: &Link| l.up == up) {
+                    return Err(invalid(
+                        format!("link.{lname}.up"),
+                        what,
+                        format!(
+                            "hangs from the bridge '{}', which already has the link '{}' below \
+                             it: a root port has one link; use another port, or a switch",
+                            s.up, link_names[other]
+                        ),
+                    ));
+                }
+            }
             let mut down = Vec::with_capacity(s.down.len());
             for d in &s.down {
-                let id = find(d, &what)?;
+                let id = find(d, &format!("link.{lname}.down"), &what)?;
                 let part = &mut parts[usize::from(id)];
                 if let Some(other) = part.up {
                     return Err(invalid(
+                        format!("link.{lname}.down"),
                         format!("part '{d}'"),
                         format!(
-                            "has two upstream links, '{}' and '{}': a part hangs from one link",
-                            f.link[usize::from(other)].name,
-                            s.name
+                            "has two upstream links, '{}' and '{lname}': a part hangs from one \
+                             link",
+                            link_names[usize::from(other)]
                         ),
                     ));
                 }
@@ -234,28 +361,31 @@ impl Topology {
             }
             if down.is_empty() {
                 return Err(invalid(
+                    format!("link.{lname}"),
                     what,
                     "has no downstream end: list its parts in `down`",
                 ));
             }
             links.push(Link {
-                name: s.name.clone(),
-                kind: link_kind(s)?,
+                name: lname.clone(),
+                kind: link_kind(lname, s)?,
                 up,
                 down,
             });
+            link_names.push(lname);
         }
         let roots: Vec<PartId> = (0..parts.len() as PartId)
             .filter(|&p| parts[usize::from(p)].up.is_none())
             .collect();
         let root = match roots.as_slice() {
-            [r] if parts[usize::from(*r)].kind == PartKind::HostBridge => *r,
+            [r] if matches!(parts[usize::from(*r)].kind, PartKind::HostBridge { .. }) => *r,
             _ => {
                 let names: Vec<&str> = roots
                     .iter()
                     .map(|&r| parts[usize::from(r)].name.as_str())
                     .collect();
                 return Err(invalid(
+                    "part",
                     "topology",
                     format!(
                         "every part but the host bridge hangs from a link, but these hang from \
@@ -269,9 +399,9 @@ impl Topology {
         for w in &f.wire {
             let what = format!("wire {}.{} -> {}.{}", w.from, w.from_line, w.to, w.to_line);
             wires.push(Wire {
-                from: find(&w.from, &what)?,
+                from: find(&w.from, "wire", &what)?,
                 from_line: w.from_line,
-                to: find(&w.to, &what)?,
+                to: find(&w.to, "wire", &what)?,
                 to_line: w.to_line,
             });
         }
@@ -291,10 +421,32 @@ impl Topology {
                 }
             }
             if at != t.root {
+                let name = &t.parts[usize::from(p)].name;
                 return Err(invalid(
-                    format!("part '{}'", t.parts[usize::from(p)].name),
+                    format!("part.{name}"),
+                    format!("part '{name}'"),
                     "its links go round in a cycle and never reach the host bridge",
                 ));
+            }
+        }
+        // One core per APIC ID: a message to an ID reaches one Local APIC.
+        let mut ids = [false; 256];
+        for p in &t.parts {
+            if let PartKind::Core { apic_id } = p.kind {
+                if apic_id == 0xFF {
+                    return Err(invalid(
+                        format!("part.{}.apic_id", p.name),
+                        format!("part '{}'", p.name),
+                        "APIC ID 0xFF is the broadcast ID, not a core's: use 0 to 0xFE",
+                    ));
+                }
+                if std::mem::replace(&mut ids[usize::from(apic_id)], true) {
+                    return Err(invalid(
+                        format!("part.{}.apic_id", p.name),
+                        format!("part '{}'", p.name),
+                        format!("APIC ID {apic_id} is another core's: give each core its own"),
+                    ));
+                }
             }
         }
         Ok(t)
@@ -303,7 +455,7 @@ impl Topology {
     /// Parse the tables of a platform file's text.
     pub fn from_toml(text: &str) -> Result<Topology, TopologyError> {
         let f: TopologyFile =
-            toml::from_str(text).map_err(|e| invalid("platform file", e.to_string()))?;
+            toml::from_str(text).map_err(|e| invalid("", "platform file", e.to_string()))?;
         Topology::from_file(&f)
     }
 
@@ -340,16 +492,70 @@ impl Topology {
     }
 }
 
-fn part_kind(p: &PartSection) -> Result<PartKind, TopologyError> {
-    let what = || format!("part '{}'", p.name);
-    let need = |v: Option<u64>, key: &str| {
-        v.ok_or_else(|| invalid(what(), format!("a {} needs `{key}`", p.kind)))
+fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
+    let what = || format!("part '{name}'");
+    let Some(kind) = p.kind else {
+        return Err(invalid(
+            format!("part.{name}"),
+            what(),
+            "has no `kind`: use core, host-bridge, memory, bridge, port, pirq-router, \
+             function, endpoint or hub",
+        ));
     };
-    let windows_io: Vec<(u16, u16)> = p.io.iter().map(|w| (w[0], w[1])).collect();
-    let windows_mem: Vec<(u64, u64)> = p.mem.iter().map(|w| (w[0], w[1])).collect();
+    let kind_name = serde_kebab(kind);
+    let missing = |key: &str| {
+        invalid(
+            format!("part.{name}"),
+            what(),
+            format!("a {kind_name} needs `{key}`"),
+        )
+    };
+    // Keys another kind takes are refused, so a misplaced value cannot pass unseen.
+    let allowed: &[&str] = match kind {
+        PartKindName::Core => &["apic_id"],
+        PartKindName::HostBridge => &["requester_id"],
+        PartKindName::Memory => &["base", "size", "read_ns"],
+        PartKindName::Bridge => &["dev", "intx_swizzle", "link_pipeline_ns"],
+        PartKindName::Function => &["io", "mem"],
+        PartKindName::Endpoint => &["bdf", "intx_pin", "io", "mem"],
+        PartKindName::Port | PartKindName::PirqRouter | PartKindName::Hub => &[],
+    };
+    let given = [
+        ("apic_id", p.apic_id.is_some()),
+        ("requester_id", p.requester_id.is_some()),
+        ("base", p.base.is_some()),
+        ("size", p.size.is_some()),
+        ("read_ns", p.read_ns.is_some()),
+        ("dev", p.dev.is_some()),
+        ("intx_swizzle", p.intx_swizzle != 0),
+        ("link_pipeline_ns", p.link_pipeline_ns.is_some()),
+        ("bdf", p.bdf.is_some()),
+        ("intx_pin", p.intx_pin.is_some()),
+        ("io", !p.io.is_empty()),
+        ("mem", !p.mem.is_empty()),
+    ];
+    if let Some((key, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
+        return Err(invalid(
+            format!("part.{name}.{key}"),
+            what(),
+            format!(
+                "a {kind_name} has no `{key}`; it takes {}",
+                if allowed.is_empty() {
+                    "no keys but `kind`".to_string()
+                } else {
+                    allowed
+                        .iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        ));
+    }
     for w in &p.io {
         if w[0] > w[1] {
             return Err(invalid(
+                format!("part.{name}.io"),
                 what(),
                 format!(
                     "I/O window [{:#x}, {:#x}] ends before it starts",
@@ -358,18 +564,42 @@ fn part_kind(p: &PartSection) -> Result<PartKind, TopologyError> {
             ));
         }
     }
-    Ok(match p.kind.as_str() {
-        "core" => PartKind::Core {
-            apic_id: need(p.apic_id.map(u64::from), "apic_id")? as u8,
+    let nonnegative = |v: f64, key: &str| {
+        if v.is_finite() && (0.0..=1e9).contains(&v) {
+            Ok(v)
+        } else {
+            Err(invalid(
+                format!("part.{name}.{key}"),
+                what(),
+                format!("{key} = {v}: use 0 to 1e9 ns"),
+            ))
+        }
+    };
+    let io = || p.io.iter().map(|w| (w[0], w[1])).collect();
+    let mem = || p.mem.iter().map(|w| (w[0], w[1])).collect();
+    Ok(match kind {
+        PartKindName::Core => PartKind::Core {
+            apic_id: p.apic_id.ok_or_else(|| missing("apic_id"))?,
         },
-        "host-bridge" => PartKind::HostBridge,
-        "memory" => PartKind::Memory {
-            base: need(p.base, "base")?,
-            size: need(p.size, "size")?,
+        PartKindName::HostBridge => PartKind::HostBridge {
+            requester_id: p.requester_id.ok_or_else(|| {
+                invalid(
+                    format!("part.{name}"),
+                    what(),
+                    "a host-bridge needs `requester_id`, the ID on the CPU's requests \
+                     (\"000:00:0\")",
+                )
+            })?,
         },
-        "bridge" => {
+        PartKindName::Memory => PartKind::Memory {
+            base: p.base.ok_or_else(|| missing("base"))?,
+            size: p.size.ok_or_else(|| missing("size"))?,
+            read_ns: nonnegative(p.read_ns.unwrap_or(0.0), "read_ns")?,
+        },
+        PartKindName::Bridge => {
             if p.intx_swizzle > 3 {
                 return Err(invalid(
+                    format!("part.{name}.intx_swizzle"),
                     what(),
                     format!(
                         "intx_swizzle = {}: INTXSWZCTRL has two bits (0-3)",
@@ -378,78 +608,151 @@ fn part_kind(p: &PartSection) -> Result<PartKind, TopologyError> {
                 ));
             }
             PartKind::Bridge {
-                dev: need(p.dev.map(u64::from), "dev")? as u8,
+                dev: p.dev.ok_or_else(|| missing("dev"))?,
                 intx_swizzle: p.intx_swizzle,
+                link_pipeline_ns: nonnegative(
+                    p.link_pipeline_ns.unwrap_or(0.0),
+                    "link_pipeline_ns",
+                )?,
             }
         }
-        "pirq-router" => PartKind::PirqRouter,
-        "function" => PartKind::Function {
-            io: windows_io,
-            mem: windows_mem,
+        PartKindName::Port => PartKind::Port,
+        PartKindName::PirqRouter => PartKind::PirqRouter,
+        PartKindName::Function => PartKind::Function {
+            io: io(),
+            mem: mem(),
         },
-        "endpoint" => {
-            PartKind::Endpoint {
-                bdf: Bdf::parse(p.bdf.as_deref().ok_or_else(|| {
-                    invalid(what(), "an endpoint needs `bdf` (bus:device:function)")
-                })?)
-                .map_err(|m| invalid(what(), m))?,
-                intx_pin: p
-                    .intx_pin
-                    .as_deref()
-                    .map(IntxPin::parse)
-                    .transpose()
-                    .map_err(|m| invalid(what(), m))?,
-                io: windows_io,
-                mem: windows_mem,
-            }
-        }
-        "hub" => PartKind::Hub,
-        other => {
-            return Err(invalid(
-                what(),
-                format!(
-                    "kind '{other}' is not a part: use core, host-bridge, memory, bridge, \
-                     pirq-router, function, endpoint or hub"
-                ),
-            ))
-        }
+        PartKindName::Endpoint => PartKind::Endpoint {
+            bdf: p.bdf.ok_or_else(|| {
+                invalid(
+                    format!("part.{name}"),
+                    what(),
+                    "an endpoint needs `bdf` (bus:device:function)",
+                )
+            })?,
+            intx_pin: p.intx_pin,
+            io: io(),
+            mem: mem(),
+        },
+        PartKindName::Hub => PartKind::Hub,
     })
 }
 
-fn link_kind(s: &LinkSection) -> Result<LinkKind, TopologyError> {
-    let what = || format!("link '{}'", s.name);
-    let need = |v: Option<f64>, key: &str| {
-        v.ok_or_else(|| invalid(what(), format!("a {} link needs `{key}`", s.kind)))
+/// A kind's name as the file writes it.
+fn serde_kebab<T: Serialize>(v: T) -> String {
+    toml::Value::try_from(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn link_kind(name: &str, s: &LinkSection) -> Result<LinkKind, TopologyError> {
+    let what = || format!("link '{name}'");
+    let Some(kind) = s.kind else {
+        return Err(invalid(
+            format!("link.{name}"),
+            what(),
+            "has no `kind`: use serial, shared-bus or delay",
+        ));
     };
-    Ok(match s.kind.as_str() {
-        "serial" => {
-            let generation = need(s.generation.map(f64::from), "generation")? as u8;
-            let width = need(s.width.map(f64::from), "width")? as u8;
-            if !(1..=5).contains(&generation) || ![1, 2, 4, 8, 16, 32].contains(&width) {
-                return Err(invalid(
-                    what(),
-                    format!("Gen{generation} x{width}: use generation 1-5 and width 1-32"),
-                ));
-            }
-            if s.down.len() != 1 {
-                return Err(invalid(
-                    what(),
-                    "a serial link joins two parts: give it one downstream end",
-                ));
-            }
-            LinkKind::Serial { generation, width }
-        }
-        "shared-bus" => LinkKind::SharedBus {
-            clock_hz: need(s.clock_hz, "clock_hz")?,
-        },
-        "delay" => LinkKind::Delay {
-            ns: need(s.ns, "ns")?,
-        },
-        other => {
-            return Err(invalid(
+    let kind_name = serde_kebab(kind);
+    let need = |v: Option<f64>, key: &str| {
+        v.ok_or_else(|| {
+            invalid(
+                format!("link.{name}"),
                 what(),
-                format!("kind '{other}' is not a link: use serial, shared-bus or delay"),
+                format!("a {kind_name} link needs `{key}`"),
+            )
+        })
+    };
+    let allowed: &[&str] = match kind {
+        LinkKindName::Serial => &["generation", "width", "pipeline_ns"],
+        LinkKindName::SharedBus => &["clock_hz", "request_phase_clocks", "transaction_clocks"],
+        LinkKindName::Delay => &["ns"],
+    };
+    let given = [
+        ("generation", s.generation.is_some()),
+        ("width", s.width.is_some()),
+        ("pipeline_ns", s.pipeline_ns.is_some()),
+        ("clock_hz", s.clock_hz.is_some()),
+        ("request_phase_clocks", s.request_phase_clocks.is_some()),
+        ("transaction_clocks", s.transaction_clocks.is_some()),
+        ("ns", s.ns.is_some()),
+    ];
+    if let Some((key, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
+        return Err(invalid(
+            format!("link.{name}.{key}"),
+            what(),
+            format!(
+                "a {kind_name} link has no `{key}`; it takes {}",
+                allowed
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    let in_range = |v: f64, key: &str, lo: f64, hi: f64, unit: &str| {
+        if v.is_finite() && v >= lo && v <= hi {
+            Ok(v)
+        } else {
+            Err(invalid(
+                format!("link.{name}.{key}"),
+                what(),
+                format!("{key} = {v} {unit} is outside the range this model accepts, {lo} to {hi} {unit}"),
             ))
         }
+    };
+    Ok(match kind {
+        LinkKindName::Serial => {
+            let gen = need(s.generation.map(f64::from), "generation")? as u8;
+            let lanes = need(s.width.map(f64::from), "width")? as u32;
+            let bad = |key: &str| {
+                let key = format!("link.{name}{key}");
+                move |m: String| invalid(key, what(), m)
+            };
+            if s.down.len() != 1 {
+                return Err(bad(".down")(format!(
+                    "a serial link joins two parts, but its `down` lists {}: give it one \
+                     downstream end",
+                    s.down.join(", ")
+                )));
+            }
+            LinkKind::Serial {
+                gen: LinkGen::new(gen).map_err(bad(".generation"))?,
+                width: LinkWidth::new(lanes).map_err(bad(".width"))?,
+                pipeline_ns: in_range(
+                    need(s.pipeline_ns, "pipeline_ns")?,
+                    "pipeline_ns",
+                    0.0,
+                    1e9,
+                    "ns",
+                )?,
+            }
+        }
+        LinkKindName::SharedBus => LinkKind::SharedBus {
+            clock_hz: in_range(need(s.clock_hz, "clock_hz")?, "clock_hz", 1e5, 1e11, "Hz")?,
+            request_phase_clocks: in_range(
+                need(
+                    s.request_phase_clocks.map(f64::from),
+                    "request_phase_clocks",
+                )?,
+                "request_phase_clocks",
+                0.0,
+                1e6,
+                "clocks",
+            )? as u32,
+            transaction_clocks: in_range(
+                need(s.transaction_clocks.map(f64::from), "transaction_clocks")?,
+                "transaction_clocks",
+                0.0,
+                1e6,
+                "clocks",
+            )? as u32,
+        },
+        LinkKindName::Delay => LinkKind::Delay {
+            ns: in_range(need(s.ns, "ns")?, "ns", 0.0, 1e9, "ns")?,
+        },
     })
 }

@@ -48,7 +48,7 @@ impl Topology {
                 self.core_with_apic_id(((a >> 12) & 0xFF) as u8)
             }
             Request::Mem(a) => found(&|k| match k {
-                PartKind::Memory { base, size } => a >= *base && a - base < *size,
+                PartKind::Memory { base, size, .. } => a >= *base && a - base < *size,
                 PartKind::Function { mem, .. } | PartKind::Endpoint { mem, .. } => inside(mem, a),
                 _ => false,
             }),
@@ -134,6 +134,7 @@ impl Topology {
         } = part.kind
         else {
             return Err(TopologyError::Invalid {
+                key: format!("part.{}.intx_pin", part.name),
                 what: format!("part '{}'", part.name),
                 message: "sends INTx but has no intx_pin: give the endpoint its pin".into(),
             });
@@ -148,6 +149,7 @@ impl Topology {
                 .iter()
                 .find(|w| w.from == from && w.from_line == pin.index())
                 .ok_or_else(|| TopologyError::Invalid {
+                    key: "wire".into(),
                     what: format!("part '{}'", part.name),
                     message: format!(
                         "sits on a shared bus and signals INT{}#, but no [[wire]] leaves its \

@@ -1,0 +1,305 @@
+//! The interconnect between the cores, the hubs and the devices: the links of the platform's
+//! topology ([`crate::topology`]), each with its own timing and contention, and the route a
+//! transaction takes between two of the machine's ends, computed once per pair from the
+//! topology (up the tree to the first common part, then down). For the shipped platforms:
+//!
+//! ```text
+//!   cores --FSB (shared bus)-- MCH --core (delay)-- root port --PCIe link k (serial)-- device k
+//!                                        |
+//!                                     DMI port --DMI (serial)-- ICH --backbone (delay)-- 8259s,
+//!                                                                       IO-APIC, PIRQ router
+//! ```
+//!
+//! Seed 000, "Intel Architecture Overview": the MCH routes all requests between the FSB, its PCIe
+//! ports and DMI; the ICH hangs off DMI. An SoC of the time (EP80579) has the same blocks on one
+//! die, so the same kinds of link serve it with other parameters.
+
+use crate::engine::{SimDuration, SimTime};
+use crate::hw::bus::{BusTiming, SharedBus};
+use crate::hw::pcie::{Dir, Link, LinkConfig};
+use crate::topology::{LinkKind, PartId, PartKind, Topology};
+
+/// A link of the topology with its state.
+#[derive(Clone, Debug)]
+pub enum LinkState {
+    /// A serialising link (PCIe, DMI): a FIFO transmitter each way.
+    Serial(Link),
+    Bus(SharedBus),
+    /// A crossing with a fixed latency and no state (inside a hub).
+    Delay(SimDuration),
+}
+
+/// One hop of a route: a link and the direction it is crossed in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Hop {
+    pub link: u8,
+    pub dir: Dir,
+}
+
+/// The longest route the machine holds: a device behind a switch behind the south bridge's root
+/// port to a core on a second front-side bus is 6.
+pub const MAX_HOPS: usize = 8;
+
+/// A fixed sequence of hops.
+#[derive(Copy, Clone, Debug)]
+pub struct Route {
+    hops: [Hop; MAX_HOPS],
+    len: u8,
+}
+
+impl Route {
+    fn of(hops: &[Hop]) -> Route {
+        let mut r = Route {
+            hops: [Hop {
+                link: 0,
+                dir: Dir::Down,
+            }; MAX_HOPS],
+            len: hops.len() as u8,
+        };
+        r.hops[..hops.len()].copy_from_slice(hops);
+        r
+    }
+    pub fn hop(&self, i: u8) -> Option<Hop> {
+        (i < self.len).then(|| self.hops[usize::from(i)])
+    }
+    /// Hop `i`, which the caller knows to be on the route (`i < len()`).
+    pub fn at(&self, i: u8) -> Hop {
+        debug_assert!(i < self.len, "hop {i} of a {}-hop route", self.len);
+        self.hops[usize::from(i) % MAX_HOPS]
+    }
+    pub fn len(&self) -> u8 {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Where a transaction starts or ends, in the machine's terms.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Core `c` of the run (its bus unit and Local APIC).
+    Core(u8),
+    Device(u8),
+    /// The hub's interrupt block (8259 pair, IO-APIC, PIRQ router).
+    Ich,
+    /// Host memory behind the root complex (a device's DMA).
+    Memory,
+}
+
+/// The parts of the topology that are the machine's ends.
+#[derive(Clone, Debug)]
+pub struct Ends {
+    pub cores: Vec<PartId>,
+    pub devices: Vec<PartId>,
+    pub ich: PartId,
+    pub memory: PartId,
+}
+
+/// A topology the machine cannot run on.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FabricError {
+    #[error(
+        "the way from '{from}' to '{to}' crosses {hops} links; the model holds at most {MAX_HOPS}"
+    )]
+    TooLong {
+        from: String,
+        to: String,
+        hops: usize,
+    },
+    #[error("the topology has {0} links; the model holds at most 255")]
+    TooManyLinks(usize),
+}
+
+/// The links with their state and the routes between the machine's ends.
+#[derive(Clone, Debug)]
+pub struct Fabric {
+    pub links: Vec<LinkState>,
+    /// Routes between every pair of ends, `from * ends + to` ([`Self::end`]).
+    routes: Vec<Route>,
+    cores: u8,
+    devices: u8,
+    /// Ends in all: cores, devices, the hub, memory.
+    ends: usize,
+    /// Every core has the same routes (one host bus): which core a transaction goes to does not
+    /// change its way.
+    pub cores_share_routes: bool,
+    /// The link each device sits on (its root port's link).
+    pub device_links: Vec<u8>,
+    /// From a device's read request reaching the root complex to its data leaving it (memory
+    /// controller and DRAM, coherency); only DMA reads use it.
+    pub memory_read: SimDuration,
+}
+
+/// The outcome of crossing one hop.
+#[derive(Copy, Clone, Debug)]
+pub struct Crossing {
+    /// When the packet reaches the next hop.
+    pub arrival: SimTime,
+    /// For serial links: when its first symbol went on the wire (what an analyzer timestamps).
+    pub wire_start: Option<SimTime>,
+}
+
+impl Fabric {
+    /// The links of `t` in their initial state and the routes between `ends`.
+    pub fn new(t: &Topology, ends: &Ends) -> Result<Fabric, FabricError> {
+        if t.links.len() > 255 {
+            return Err(FabricError::TooManyLinks(t.links.len()));
+        }
+        let ns = SimDuration::from_ns_f64;
+        let links = t
+            .links
+            .iter()
+            .map(|l| match l.kind {
+                LinkKind::Serial {
+                    gen,
+                    width,
+                    pipeline_ns,
+                } => LinkState::Serial(Link::new(LinkConfig {
+                    gen,
+                    width,
+                    pipeline_latency: ns(pipeline_ns),
+                })),
+                LinkKind::SharedBus {
+                    clock_hz,
+                    request_phase_clocks,
+                    transaction_clocks,
+                } => LinkState::Bus(SharedBus::new(BusTiming {
+                    bus_clock_hz: clock_hz,
+                    request_phase_clocks,
+                    transaction_clocks,
+                })),
+                LinkKind::Delay { ns: d } => LinkState::Delay(ns(d)),
+            })
+            .collect();
+        let parts: Vec<PartId> = ends
+            .cores
+            .iter()
+            .chain(&ends.devices)
+            .copied()
+            .chain([ends.ich, ends.memory])
+            .collect();
+        let mut routes = Vec::with_capacity(parts.len() * parts.len());
+        for &from in &parts {
+            for &to in &parts {
+                let steps = if from == to {
+                    // A core's message to itself or its bus peers (an IPI) is one transaction on
+                    // its bus, which every agent's Local APIC watches.
+                    t.parts[usize::from(from)]
+                        .up
+                        .map(|l| vec![(l, Dir::Down)])
+                        .unwrap_or_default()
+                } else {
+                    t.path_between(from, to)
+                };
+                if steps.len() > MAX_HOPS {
+                    return Err(FabricError::TooLong {
+                        from: t.parts[usize::from(from)].name.clone(),
+                        to: t.parts[usize::from(to)].name.clone(),
+                        hops: steps.len(),
+                    });
+                }
+                let hops: Vec<Hop> = steps
+                    .iter()
+                    .map(|&(l, dir)| Hop { link: l as u8, dir })
+                    .collect();
+                routes.push(Route::of(&hops));
+            }
+        }
+        let device_links = ends
+            .devices
+            .iter()
+            .map(|&d| {
+                t.parts[usize::from(d)]
+                    .up
+                    .expect("a device hangs from its link") as u8
+            })
+            .collect();
+        let memory_read = match t.parts[usize::from(ends.memory)].kind {
+            PartKind::Memory { read_ns, .. } => ns(read_ns),
+            _ => SimDuration::ZERO,
+        };
+        let n = parts.len();
+        let same = |a: usize, b: usize| {
+            let (ra, rb) = (&routes[a], &routes[b]);
+            ra.len == rb.len && ra.hops[..usize::from(ra.len)] == rb.hops[..usize::from(rb.len)]
+        };
+        let cores_share_routes = (1..ends.cores.len()).all(|c| {
+            // From and to core c as from and to core 0, to every other end.
+            (ends.cores.len()..n).all(|e| same(c * n + e, e) && same(e * n + c, e * n))
+        });
+        Ok(Fabric {
+            links,
+            routes,
+            ends: n,
+            cores_share_routes,
+            cores: ends.cores.len() as u8,
+            devices: ends.devices.len() as u8,
+            device_links,
+            memory_read,
+        })
+    }
+
+    fn end(&self, e: Endpoint) -> usize {
+        let (c, d) = (usize::from(self.cores), usize::from(self.devices));
+        match e {
+            Endpoint::Core(i) => usize::from(i),
+            Endpoint::Device(k) => c + usize::from(k),
+            Endpoint::Ich => c + d,
+            Endpoint::Memory => c + d + 1,
+        }
+    }
+
+    /// The route from one end to another.
+    pub fn route(&self, from: Endpoint, to: Endpoint) -> Route {
+        self.routes[self.end(from) * self.ends + self.end(to)]
+    }
+
+    /// The serial link device `k` sits on.
+    pub fn device_link_mut(&mut self, k: usize) -> &mut Link {
+        match &mut self.links[usize::from(self.device_links[k])] {
+            LinkState::Serial(l) => l,
+            _ => unreachable!("a device sits on a serial link"),
+        }
+    }
+
+    /// A hop that only delays (no queue, no state): crossing it needs no event of its own.
+    pub fn pure_delay(&self, hop: Hop) -> Option<SimDuration> {
+        match self.links[usize::from(hop.link)] {
+            LinkState::Delay(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Cross `hop` with a packet of `wire_bytes` (PCIe framing included) entering at `now`.
+    pub fn cross(&mut self, hop: Hop, now: SimTime, wire_bytes: u32) -> Crossing {
+        match &mut self.links[usize::from(hop.link)] {
+            LinkState::Bus(b) => Crossing {
+                arrival: b.transact(now),
+                wire_start: None,
+            },
+            LinkState::Delay(d) => Crossing {
+                arrival: now + *d,
+                wire_start: None,
+            },
+            LinkState::Serial(l) => {
+                let t = l.transmit(now, hop.dir, wire_bytes);
+                Crossing {
+                    arrival: t.arrival,
+                    wire_start: Some(t.start),
+                }
+            }
+        }
+    }
+
+    /// Replayed TLPs on every serial link.
+    pub fn replays(&self) -> u64 {
+        self.links
+            .iter()
+            .map(|l| match l {
+                LinkState::Serial(l) => l.path.replays,
+                _ => 0,
+            })
+            .sum()
+    }
+}
