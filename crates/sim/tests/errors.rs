@@ -342,13 +342,6 @@ fn hardware_refusals_name_the_line() {
             &["PIRQC", "16", "0-15", "-1 for not routed"],
         ),
         (
-            PLATFORM,
-            "pirq_ioapic_pin",
-            "[16, 17, 18, 19, 20, 21, 22, 24]",
-            "platform.ich.pirq_ioapic_pin",
-            &["PIRQH", "24", "0-23"],
-        ),
-        (
             SCENARIO,
             "interval_us",
             "-1",
@@ -496,6 +489,30 @@ fn dmi_width_not_in_pcie_from_flag() {
     let flag = "platform.link.dmi.width=5";
     let message = invalid_from_flag(f.fail(&[flag]), "platform.link.dmi.width", flag);
     assert_contains(&message, &["link 'dmi'", "x5", "x1", "x4", "x16"]);
+}
+
+/// The PIRQ lines' wires to the IO-APIC: a pin it does not have, a line driving two pins, and a
+/// device on a line with no wire.
+#[test]
+fn pirq_wires_are_checked() {
+    let f = Fixture::new();
+    let flag = "platform.wire.7.to_line=24";
+    let message = invalid_from_flag(f.fail(&[flag]), "platform.wire.7.to_line", flag);
+    assert_contains(&message, &["PIRQH", "pin 24", "0-23"]);
+    let flag = "platform.wire.1.from_line=0";
+    let message = invalid_from_flag(f.fail(&[flag]), "platform.wire.1.from_line", flag);
+    assert_contains(&message, &["PIRQA", "pins 16 and 17", "one pin"]);
+    // The exerciser's INTA is PIRQA; with its wire taken to the 8259 pair's part instead of the
+    // IO-APIC, IO-APIC delivery has no pin to program.
+    let flag = "platform.wire.0.to=pics";
+    let err = f.fail(&["delivery=ioapic", flag]);
+    let shown = err.to_string();
+    assert!(
+        shown.contains("'exerciser' signals on PIRQA")
+            && shown.contains("no [[wire]]")
+            && shown.contains("line 0"),
+        "{shown}"
+    );
 }
 
 /// The topology is checked as the platform is read: a bad part or link is named with its line,

@@ -12,6 +12,9 @@ use super::msi::MsiMessage;
 use super::pic8259::PicPair;
 use crate::engine::{SimDuration, SimTime};
 
+/// A PIRQ line with no wire to the IO-APIC.
+pub const NOT_WIRED: u8 = u8::MAX;
+
 /// Clocks of the hub's internal (PCI-clock) logic for each kind of request.
 #[derive(Clone, Debug)]
 pub struct IchTiming {
@@ -41,6 +44,7 @@ pub struct Ich {
     pub timing: IchTiming,
     period: SimDuration,
     /// The IO-APIC pin each PIRQ drives (16-23 on the ICH).
+    /// The IO-APIC pin each PIRQ line drives ([`NOT_WIRED`]: none), from the board's wires.
     pub pirq_ioapic_pin: [u8; 8],
     /// Number of INTx sources asserting each PIRQ (PCI lines are wired-OR, active low).
     pirq_asserted: [u8; 8],
@@ -101,6 +105,11 @@ impl Ich {
             self.pics.set_irq(irq, level);
         }
         let pin = self.pirq_ioapic_pin[usize::from(pirq)];
+        if pin == NOT_WIRED {
+            return IntxEffect {
+                ioapic_message: None,
+            };
+        }
         let wired = |j: usize| self.pirq_ioapic_pin[j] == pin;
         let level = (0..8).any(|j| asserted(j, &wired));
         IntxEffect {

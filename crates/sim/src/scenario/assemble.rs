@@ -2,7 +2,7 @@
 //! interrupt block as the BIOS left it, the core, and the kernel as it boots (on-board drivers
 //! first, then the measured device's driver requesting its interrupt).
 
-use super::check::pirq_letter;
+use super::check::{pirq_letter, NOT_WIRED};
 use super::error::ScenarioError;
 use super::files::{DriverName, Interrupts, IntervalFrom};
 use super::{Scenario, SERIES_POINTS};
@@ -139,10 +139,7 @@ impl Scenario {
                 elcr |= 1 << irq; // the BIOS makes PCI lines level-sensitive
             }
         }
-        let mut pirq_pins = [0u8; 8];
-        for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
-            pirq_pins[i] = pin as u8;
-        }
+        let pirq_pins = self.pirq_pins()?;
         let mut ich = Ich::new(
             IchTiming {
                 internal_clock_hz: p.ich.internal_clock_hz,
@@ -360,7 +357,11 @@ impl Scenario {
 
     /// The router input each device's INTx arrives on: its pin, swizzled by every bridge on
     /// its way up (by device number, then by the bridge's INTXSWZCTRL).
-    fn intx_lines(&self, t: &Topology, ends: &Ends) -> Result<Vec<(Bdf, u8)>, ScenarioError> {
+    pub(super) fn intx_lines(
+        &self,
+        t: &Topology,
+        ends: &Ends,
+    ) -> Result<Vec<(Bdf, u8)>, ScenarioError> {
         self.file
             .device
             .iter()
@@ -582,7 +583,10 @@ impl Scenario {
             kernel.cached_irq_mask &= !(1 << irq);
             return Ok((u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq));
         }
-        let io_pin = p.ich.pirq_ioapic_pin[usize::from(pirq)] as u8;
+        let io_pin = self.pirq_pins()?[usize::from(pirq)];
+        if io_pin == NOT_WIRED {
+            return Err(self.unwired("platform.wire", who, pirq));
+        }
         let vector = match ioapic_vectors[usize::from(io_pin)] {
             // One pin is one IRQ, with one destination (`check_cores` refuses two).
             Some((v, first)) => {

@@ -5,9 +5,12 @@
 use super::error::ScenarioError;
 use super::files::{DriverName, Interrupts, IntervalFrom};
 use super::Scenario;
+use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
 use crate::kernel::Delivery;
-use crate::topology::PartKindName;
+use crate::topology::{PartKindName, PartSection};
+
+pub(super) use crate::hw::ich::NOT_WIRED;
 
 impl Scenario {
     /// Registers must lie inside their BAR, and no two BARs (nor the chipset's interrupt and
@@ -287,6 +290,77 @@ impl Scenario {
         ))
     }
 
+    /// The IO-APIC pin each of PIRQA..H drives ([`NOT_WIRED`]: none), from the platform's
+    /// `[[wire]]`s from the PIRQ router to the IO-APIC (the part decoding its registers).
+    pub(super) fn pirq_pins(&self) -> Result<[u8; 8], ScenarioError> {
+        let p = &self.platform;
+        let named = |kind: PartKindName, holds: &dyn Fn(&PartSection) -> bool| {
+            p.part
+                .iter()
+                .find(|(_, s)| s.kind == Some(kind) && holds(s))
+                .map(|(n, _)| n.as_str())
+        };
+        let router = named(PartKindName::PirqRouter, &|_| true);
+        let ioapic = named(PartKindName::Function, &|s| {
+            s.mem
+                .iter()
+                .any(|w| (w[0]..w[0].saturating_add(w[1])).contains(&IOAPIC_BASE))
+        });
+        let mut pins = [NOT_WIRED; 8];
+        for (i, w) in p.wire.iter().enumerate() {
+            if Some(w.from.as_str()) != router || Some(w.to.as_str()) != ioapic {
+                continue;
+            }
+            let key = |k: &str| format!("platform.wire.{i}.{k}");
+            if w.from_line > 7 {
+                return Err(self.invalid(
+                    &key("from_line"),
+                    format!(
+                        "the PIRQ router's line {}: it has PIRQA..H, lines 0-7",
+                        w.from_line
+                    ),
+                ));
+            }
+            if w.to_line >= crate::hw::ioapic::PINS {
+                return Err(self.invalid(
+                    &key("to_line"),
+                    format!(
+                        "PIRQ{} is wired to IO-APIC pin {}, but an IO-APIC has pins 0-23 \
+                         (82093AA: 24 redirection entries); use 0-23",
+                        pirq_letter(usize::from(w.from_line)),
+                        w.to_line
+                    ),
+                ));
+            }
+            let pin = &mut pins[usize::from(w.from_line)];
+            if *pin != NOT_WIRED {
+                return Err(self.invalid(
+                    &key("from_line"),
+                    format!(
+                        "PIRQ{} is wired to IO-APIC pins {} and {}: one PIRQ line drives one pin",
+                        pirq_letter(usize::from(w.from_line)),
+                        *pin,
+                        w.to_line
+                    ),
+                ));
+            }
+            *pin = w.to_line;
+        }
+        Ok(pins)
+    }
+
+    /// `who` signals on a PIRQ line that drives no IO-APIC pin.
+    pub(super) fn unwired(&self, key: &str, who: &str, pirq: u8) -> ScenarioError {
+        self.invalid(
+            key,
+            format!(
+                "'{who}' signals on PIRQ{}, which no [[wire]] connects to the IO-APIC: wire the \
+                 router's line {pirq} to a pin, or use delivery = \"xtpic\"",
+                pirq_letter(usize::from(pirq))
+            ),
+        )
+    }
+
     /// The platform's cores: its parts of kind "core" (at most 255 can be counted; more are
     /// refused as more than the model holds).
     fn platform_cores(&self) -> u8 {
@@ -358,7 +432,8 @@ impl Scenario {
             // and every device's on it.
             let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
             if d.irq_cpu != 0 && self.file.delivery != Delivery::Xtpic && !msi {
-                let pin_of = |pirq: u8| self.platform.ich.pirq_ioapic_pin.get(usize::from(pirq));
+                let pins = self.pirq_pins()?;
+                let pin_of = |pirq: u8| pins.get(usize::from(pirq)).filter(|&&p| p != NOT_WIRED);
                 let pin = pin_of(d.intx_pin.swizzle(d.bdf.dev).index());
                 let onboard = self
                     .platform
@@ -405,11 +480,30 @@ impl Scenario {
     /// Refuse configurations the hardware or the kernel cannot have.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
         self.check_cores()?;
-        // The parts and links, with the devices in their ports.
-        self.topology()?;
+        // The parts and links, with the devices in their ports, and a wire to the IO-APIC for
+        // every PIRQ line an interrupt it delivers arrives on.
+        let (t, ends) = self.topology()?;
+        if self.file.delivery != Delivery::Xtpic {
+            let pins = self.pirq_pins()?;
+            let lines = self.intx_lines(&t, &ends)?;
+            for (i, (d, &(_, pirq))) in self.file.device.iter().zip(&lines).enumerate() {
+                let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
+                if !msi && pins[usize::from(pirq)] == NOT_WIRED {
+                    return Err(self.unwired(&format!("device.{i}.intx_pin"), &d.name, pirq));
+                }
+            }
+            for (j, f) in self.platform.ich.functions.iter().enumerate() {
+                if pins[usize::from(f.pirq)] == NOT_WIRED {
+                    return Err(self.unwired(
+                        &format!("platform.ich.functions.{j}"),
+                        &f.name,
+                        f.pirq,
+                    ));
+                }
+            }
+        }
         let p = &self.platform;
         self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
-        self.one_per_pirq("platform.ich.pirq_ioapic_pin", p.ich.pirq_ioapic_pin.len())?;
         for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
             if irq != -1 && !(0..=15).contains(&irq) {
                 return Err(self.invalid(
@@ -432,18 +526,7 @@ impl Scenario {
                 ));
             }
         }
-        for (i, &pin) in p.ich.pirq_ioapic_pin.iter().enumerate() {
-            if pin >= u32::from(crate::hw::ioapic::PINS) {
-                return Err(self.invalid(
-                    "platform.ich.pirq_ioapic_pin",
-                    format!(
-                        "PIRQ{} is wired to IO-APIC pin {pin}, but an IO-APIC has pins 0-23 \
-                         (82093AA: 24 redirection entries); use 0-23",
-                        pirq_letter(i)
-                    ),
-                ));
-            }
-        }
+        self.pirq_pins()?;
         // Physical quantities in their plausible ranges: beyond them the picosecond clock would
         // overflow or round to nothing, and the model would mean nothing.
         let c = &p.cpu;

@@ -80,8 +80,6 @@ pub struct IchSection {
     pub ioapic_delivery_clocks: u32,
     /// PIRQA..H routing as the BIOS left it: an 8259 IRQ number 0-15, or -1 for not routed.
     pub pirq_pic_irq: Vec<i32>,
-    /// The IO-APIC input each of PIRQA..H drives (0-23).
-    pub pirq_ioapic_pin: Vec<u32>,
     /// On-board functions whose interrupt shares a PIRQ line. Their drivers register at boot,
     /// before any module, so their handlers run first on the shared line.
     #[serde(default)]
