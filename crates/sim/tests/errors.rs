@@ -502,17 +502,31 @@ fn pirq_wires_are_checked() {
     let flag = "platform.wire.1.from_line=0";
     let message = invalid_from_flag(f.fail(&[flag]), "platform.wire.1.from_line", flag);
     assert_contains(&message, &["PIRQA", "pins 16 and 17", "one pin"]);
-    // The exerciser's INTA is PIRQA; with its wire taken to the 8259 pair's part instead of the
-    // IO-APIC, IO-APIC delivery has no pin to program.
+    // The router's wires go to the IO-APIC; the 8259 input is PIRQx_ROUT's.
     let flag = "platform.wire.0.to=pics";
-    let err = f.fail(&["delivery=ioapic", flag]);
-    let shown = err.to_string();
-    assert!(
-        shown.contains("'exerciser' signals on PIRQA")
-            && shown.contains("no [[wire]]")
-            && shown.contains("line 0"),
-        "{shown}"
+    let message = invalid_from_flag(f.fail(&[flag]), "platform.wire.0.to", flag);
+    assert_contains(&message, &["'pics'", "IO-APIC", "pirq_pic_irq"]);
+    // The exerciser's INTA is PIRQA; without PIRQA's wire, IO-APIC delivery has no pin to
+    // program (MSI and XT-PIC need none).
+    f.write(PLATFORM, |t| {
+        t.replacen(
+            "[[wire]]\nfrom = \"pirq-router\"\nfrom_line = 0\nto = \"ioapic\"\nto_line = 16\n",
+            "",
+            1,
+        )
+    });
+    let text = std::fs::read_to_string(f.path(SCENARIO)).unwrap();
+    let message = invalid_in_file(
+        f.fail(&["delivery=ioapic"]),
+        "device.0.intx_pin",
+        &f.path(SCENARIO),
+        pos(&text, "intx_pin ="),
     );
+    assert_contains(
+        &message,
+        &["'exerciser' signals on PIRQA", "no [[wire]]", "line 0"],
+    );
+    assert!(f.load(&["delivery=msi"]).is_ok() && f.load(&["delivery=xtpic"]).is_ok());
 }
 
 /// The topology is checked as the platform is read: a bad part or link is named with its line,

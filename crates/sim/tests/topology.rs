@@ -33,9 +33,11 @@ size = 0x80000000
 [part.port2]
 kind = "bridge"
 dev = 2
+link_pipeline_ns = 100.0
 [part.port4]
 kind = "bridge"
 dev = 4
+link_pipeline_ns = 100.0
 intx_swizzle = 2
 [part.nic0]
 kind = "endpoint"
@@ -61,6 +63,7 @@ mem = [[0xFEC00000, 0x1000]]
 [part.esb-port0]
 kind = "bridge"
 dev = 0
+link_pipeline_ns = 100.0
 [part.onboard]
 kind = "endpoint"
 bdf = "005:00:0"
@@ -321,6 +324,39 @@ fn parts_with_keys_of_another_kind_or_one_apic_id_twice_are_refused() {
         e.contains("south-bridge") && e.contains("pirq-router"),
         "{e}"
     );
+    let e = err(&BENSLEY.replace("dev = 4\n", "dev = 40\n"));
+    assert!(e.contains("dev = 40") && e.contains("0-31"), "{e}");
+    let e = err(&BENSLEY.replacen("link_pipeline_ns = 100.0\n", "", 1));
+    assert!(e.contains("needs `link_pipeline_ns`"), "{e}");
+}
+
+#[test]
+fn wires_roots_and_strays_are_refused_where_they_are() {
+    let err = |text: &str| Topology::from_toml(text).unwrap_err();
+    let key = |e: &TopologyError| match e {
+        TopologyError::Invalid { key, .. } => key.clone(),
+        other => panic!("{other}"),
+    };
+    // Wires leave the router or a device's pin and end at a controller or the router.
+    let e = err(&BENSLEY.replacen("from = \"router\"", "from = \"cpu0\"", 1));
+    assert_eq!(key(&e), "wire.0.from");
+    assert!(e.to_string().contains("drives no interrupt line"), "{e}");
+    let e = err(&BENSLEY.replacen("to = \"ioapic\"", "to = \"dram\"", 1));
+    assert_eq!(key(&e), "wire.0.to");
+    let e = err(&BENSLEY.replacen("from_line = 3", "from_line = 9", 1));
+    assert_eq!(key(&e), "wire.3.from_line");
+    assert!(e.to_string().contains("lines 0 to 7"), "{e}");
+    let e = err(&BENSLEY.replacen("to = \"ioapic\"", "to = \"nosuch\"", 1));
+    assert_eq!(key(&e), "wire.0.to");
+    // A part on no link is named itself; the host bridge is not among the strays.
+    let e = err(&format!("{BENSLEY}\n[part.stray]\nkind = \"hub\"\n"));
+    assert_eq!(key(&e), "part.stray");
+    assert!(!e.to_string().contains("mch"), "{e}");
+    let e = err(&format!(
+        "{BENSLEY}\n[part.mch2]\nkind = \"host-bridge\"\nrequester_id = \"000:00:0\"\n"
+    ));
+    assert_eq!(key(&e), "part.mch2");
+    assert!(e.to_string().contains("second host bridge"), "{e}");
 }
 
 /// The shipped platforms, assembled with their scenario's devices, route every transaction the

@@ -4,7 +4,7 @@
 
 use super::check::{pirq_letter, NOT_WIRED};
 use super::error::ScenarioError;
-use super::files::{DriverName, Interrupts, IntervalFrom};
+use super::files::{DeviceSection, DriverName, Interrupts, IntervalFrom};
 use super::{Scenario, SERIES_POINTS};
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
@@ -344,6 +344,25 @@ impl Scenario {
         Ok(machine)
     }
 
+    /// A topology error, named at the platform's key, or at `device.N.port` when it is about a
+    /// device's own part or link (the device's `port` put it there).
+    fn topology_error(&self, e: TopologyError, devices: &[DeviceSection]) -> ScenarioError {
+        match e {
+            TopologyError::Invalid { ref key, .. } => {
+                let device = devices.iter().position(|d| {
+                    [format!("part.{}", d.name), format!("link.{}-link", d.name)]
+                        .iter()
+                        .any(|k| key == k || key.starts_with(&format!("{k}.")))
+                });
+                match device {
+                    Some(i) => self.invalid(&format!("device.{i}.port"), e.to_string()),
+                    None => self.invalid(&format!("platform.{key}"), e.to_string()),
+                }
+            }
+            other => self.invalid("platform.part", other.to_string()),
+        }
+    }
+
     /// The Local APIC IDs of the run's cores, CPU 0 first.
     fn apic_ids(&self, t: &Topology, ends: &Ends) -> Vec<u8> {
         ends.cores
@@ -387,6 +406,23 @@ impl Scenario {
             link: p.link.clone(),
             wire: p.wire.clone(),
         };
+        // The platform on its own first, so that its mistakes are named in its file before a
+        // device's port is looked for among its parts.
+        let platform_only = Topology::from_file(&f).map_err(|e| self.topology_error(e, &[]))?;
+        if let Some(part) = platform_only
+            .parts
+            .iter()
+            .find(|x| matches!(x.kind, PartKind::Endpoint { .. }))
+        {
+            return Err(self.invalid(
+                &format!("platform.part.{}", part.name),
+                format!(
+                    "part '{}' is an endpoint of the platform: the machine simulates the \
+                     scenario's [[device]]s only, so it would be ignored; describe it as a device",
+                    part.name
+                ),
+            ));
+        }
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |k: &str| format!("device.{i}.{k}");
             let pipeline_ns = match p.part.get(&d.port) {
@@ -456,21 +492,7 @@ impl Scenario {
                 },
             );
         }
-        let t = Topology::from_file(&f).map_err(|e| match e {
-            TopologyError::Invalid { ref key, .. } => {
-                // A device's own part or link: the device's `port` put it there.
-                let device = self.file.device.iter().position(|d| {
-                    [format!("part.{}", d.name), format!("link.{}-link", d.name)]
-                        .iter()
-                        .any(|k| key == k || key.starts_with(&format!("{k}.")))
-                });
-                match device {
-                    Some(i) => self.invalid(&format!("device.{i}.port"), e.to_string()),
-                    None => self.invalid(&format!("platform.{key}"), e.to_string()),
-                }
-            }
-            other => self.invalid("platform.part", other.to_string()),
-        })?;
+        let t = Topology::from_file(&f).map_err(|e| self.topology_error(e, &self.file.device))?;
         let mut cores: Vec<(u8, PartId)> = t
             .parts
             .iter()

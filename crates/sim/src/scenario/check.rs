@@ -308,16 +308,25 @@ impl Scenario {
         });
         let mut pins = [NOT_WIRED; 8];
         for (i, w) in p.wire.iter().enumerate() {
-            if Some(w.from.as_str()) != router || Some(w.to.as_str()) != ioapic {
-                continue;
-            }
             let key = |k: &str| format!("platform.wire.{i}.{k}");
-            if w.from_line > 7 {
+            if Some(w.from.as_str()) != router {
                 return Err(self.invalid(
-                    &key("from_line"),
+                    &key("from"),
                     format!(
-                        "the PIRQ router's line {}: it has PIRQA..H, lines 0-7",
-                        w.from_line
+                        "a wire from '{}': the machine simulates the PIRQ router's wires only \
+                         (a conventional PCI device on its own wire is not modelled yet)",
+                        w.from
+                    ),
+                ));
+            }
+            if Some(w.to.as_str()) != ioapic {
+                return Err(self.invalid(
+                    &key("to"),
+                    format!(
+                        "the PIRQ router's line {} goes to '{}': its wires go to the IO-APIC \
+                         (the part decoding 0xFEC00000); the 8259 input of each PIRQ is the \
+                         BIOS's PIRQx_ROUT, platform.ich.pirq_pic_irq",
+                        w.from_line, w.to
                     ),
                 ));
             }
@@ -334,13 +343,17 @@ impl Scenario {
             }
             let pin = &mut pins[usize::from(w.from_line)];
             if *pin != NOT_WIRED {
+                let pins = if *pin == w.to_line {
+                    format!("pin {} twice", w.to_line)
+                } else {
+                    format!("pins {} and {}", *pin, w.to_line)
+                };
                 return Err(self.invalid(
                     &key("from_line"),
                     format!(
-                        "PIRQ{} is wired to IO-APIC pins {} and {}: one PIRQ line drives one pin",
+                        "PIRQ{} is wired to IO-APIC {pins}: one PIRQ line drives one pin, by one \
+                         wire",
                         pirq_letter(usize::from(w.from_line)),
-                        *pin,
-                        w.to_line
                     ),
                 ));
             }

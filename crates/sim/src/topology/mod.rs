@@ -260,7 +260,6 @@ fn is_zero(v: &u8) -> bool {
 #[serde(deny_unknown_fields)]
 pub struct LinkSection {
     pub kind: Option<LinkKindName>,
-    #[serde(default)]
     pub up: String,
     #[serde(default)]
     pub down: Vec<String>,
@@ -374,34 +373,105 @@ impl Topology {
             });
             link_names.push(lname);
         }
-        let roots: Vec<PartId> = (0..parts.len() as PartId)
-            .filter(|&p| parts[usize::from(p)].up.is_none())
-            .collect();
-        let root = match roots.as_slice() {
-            [r] if matches!(parts[usize::from(*r)].kind, PartKind::HostBridge { .. }) => *r,
-            _ => {
-                let names: Vec<&str> = roots
-                    .iter()
-                    .map(|&r| parts[usize::from(r)].name.as_str())
-                    .collect();
+        let is_host = |p: &Part| matches!(p.kind, PartKind::HostBridge { .. });
+        let hosts: Vec<&Part> = parts.iter().filter(|p| is_host(p)).collect();
+        let root = match hosts.as_slice() {
+            [_] => parts.iter().position(is_host).expect("one host bridge") as PartId,
+            [] => {
                 return Err(invalid(
                     "part",
                     "topology",
+                    "no part of kind \"host-bridge\": the tree needs its root (the MCH, the \
+                     system agent)",
+                ))
+            }
+            [_, second, ..] => {
+                return Err(invalid(
+                    format!("part.{}", second.name),
+                    format!("part '{}'", second.name),
                     format!(
-                        "every part but the host bridge hangs from a link, but these hang from \
-                         none: {}; link them below the host bridge",
-                        names.join(", ")
+                        "a second host bridge (after '{}'): a platform has one root; make it \
+                         a hub below the first",
+                        hosts[0].name
+                    ),
+                ))
+            }
+        };
+        if let Some(host) = parts.iter().find(|p| is_host(p) && p.up.is_some()) {
+            return Err(invalid(
+                format!("part.{}", host.name),
+                format!("part '{}'", host.name),
+                "the host bridge is the root of the tree: no link lists it in `down`",
+            ));
+        }
+        let orphans: Vec<&str> = parts
+            .iter()
+            .filter(|p| p.up.is_none() && !is_host(p))
+            .map(|p| p.name.as_str())
+            .collect();
+        if let Some(first) = orphans.first() {
+            return Err(invalid(
+                format!("part.{first}"),
+                format!("part '{first}'"),
+                format!(
+                    "hangs from no link (nor do: {}); list it in the `down` of the link it \
+                     sits on",
+                    if orphans.len() > 1 {
+                        orphans[1..].join(", ")
+                    } else {
+                        "no other part".into()
+                    }
+                ),
+            ));
+        }
+        let mut wires = Vec::with_capacity(f.wire.len());
+        for (i, w) in f.wire.iter().enumerate() {
+            let what = format!("wire {}.{} -> {}.{}", w.from, w.from_line, w.to, w.to_line);
+            let key = |k: &str| format!("wire.{i}.{k}");
+            let from = find(&w.from, &key("from"), &what)?;
+            let to = find(&w.to, &key("to"), &what)?;
+            // A wire leaves the PIRQ router's INTA#-INTH# or a conventional PCI device's INTx#
+            // pin, and ends at an interrupt controller's input or at the router.
+            let lines = match parts[usize::from(from)].kind {
+                PartKind::PirqRouter => 8,
+                PartKind::Endpoint { .. } => 4,
+                _ => {
+                    return Err(invalid(
+                        key("from"),
+                        what,
+                        format!(
+                            "'{}' drives no interrupt line: a wire starts at the PIRQ router or \
+                             at a PCI device's pin",
+                            w.from
+                        ),
+                    ))
+                }
+            };
+            if w.from_line >= lines {
+                return Err(invalid(
+                    key("from_line"),
+                    what,
+                    format!("'{}' has lines 0 to {}", w.from, lines - 1),
+                ));
+            }
+            if !matches!(
+                parts[usize::from(to)].kind,
+                PartKind::Function { .. } | PartKind::PirqRouter
+            ) {
+                return Err(invalid(
+                    key("to"),
+                    what,
+                    format!(
+                        "'{}' takes no interrupt line: a wire ends at an interrupt controller \
+                         (a function) or at the PIRQ router",
+                        w.to
                     ),
                 ));
             }
-        };
-        let mut wires = Vec::with_capacity(f.wire.len());
-        for w in &f.wire {
-            let what = format!("wire {}.{} -> {}.{}", w.from, w.from_line, w.to, w.to_line);
             wires.push(Wire {
-                from: find(&w.from, "wire", &what)?,
+                from,
                 from_line: w.from_line,
-                to: find(&w.to, "wire", &what)?,
+                to,
                 to_line: w.to_line,
             });
         }
@@ -607,11 +677,20 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
                     ),
                 ));
             }
+            let dev = p.dev.ok_or_else(|| missing("dev"))?;
+            if dev > 31 {
+                return Err(invalid(
+                    format!("part.{name}.dev"),
+                    what(),
+                    format!("dev = {dev}: PCI device numbers are 0-31"),
+                ));
+            }
             PartKind::Bridge {
-                dev: p.dev.ok_or_else(|| missing("dev"))?,
+                dev,
                 intx_swizzle: p.intx_swizzle,
                 link_pipeline_ns: nonnegative(
-                    p.link_pipeline_ns.unwrap_or(0.0),
+                    p.link_pipeline_ns
+                        .ok_or_else(|| missing("link_pipeline_ns"))?,
                     "link_pipeline_ns",
                 )?,
             }
