@@ -456,20 +456,25 @@ fn msi_vector_from_flag_over_the_kernels_choice() {
     assert_contains(&message, &["256", "32..255"]);
 }
 
+/// The scenario with a quiet copy of its device, 'second', at 004:00:0 in root port `port`,
+/// with BARs of its own.
+fn with_second_device(t: &str, port: &str) -> String {
+    let start = t.find("[[device]]").expect("a device table");
+    let second = t[start..]
+        .replace("name = \"exerciser\"", "name = \"second\"")
+        .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
+        .replace("port = \"peg\"", &format!("port = \"{port}\""))
+        .replace("reg_bar = 0xFAFF0000", "reg_bar = 0xFAFE0000")
+        .replace("signature_bar = 0xF9000000", "signature_bar = 0xF9100000")
+        .replace("interrupts = \"poisson\"", "interrupts = \"none\"");
+    format!("{t}\n{second}")
+}
+
 #[test]
 fn two_devices_on_one_msi_vector() {
     let f = Fixture::new();
     let text = f.write(SCENARIO, |t| {
-        let t = set(t, "msi_vector", "65");
-        let start = t.find("[[device]]").expect("a device table");
-        let second = t[start..]
-            .replace("name = \"exerciser\"", "name = \"second\"")
-            .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
-            .replace("port = \"peg\"", "port = \"ich-pcie1\"")
-            .replace("reg_bar = 0xFAFF0000", "reg_bar = 0xFAFE0000")
-            .replace("signature_bar = 0xF9000000", "signature_bar = 0xF9100000")
-            .replace("interrupts = \"poisson\"", "interrupts = \"none\"");
-        format!("{t}\n{second}")
+        with_second_device(&set(t, "msi_vector", "65"), "ich-pcie1")
     });
     let message = invalid_in_file(
         f.fail(&[]),
@@ -573,15 +578,7 @@ fn topology_refusals_name_the_part_or_link() {
 
     // Two cards in one root port.
     let f = Fixture::new();
-    let text = f.write(SCENARIO, |t| {
-        let start = t.find("[[device]]").expect("a device table");
-        let second = t[start..]
-            .replace("name = \"exerciser\"", "name = \"second\"")
-            .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
-            .replace("reg_bar = 0xFAFF0000", "reg_bar = 0xFAFE0000")
-            .replace("signature_bar = 0xF9000000", "signature_bar = 0xF9100000");
-        format!("{t}\n{second}")
-    });
+    let text = f.write(SCENARIO, |t| with_second_device(t, "peg"));
     let message = invalid_in_file(
         f.fail(&[]),
         "device.1.port",
