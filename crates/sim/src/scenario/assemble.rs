@@ -605,7 +605,7 @@ impl Scenario {
             kernel.cached_irq_mask &= !(1 << irq);
             return Ok((u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq));
         }
-        let io_pin = self.pirq_pins()?[usize::from(pirq)];
+        let io_pin = ich.pirq_ioapic_pin[usize::from(pirq)];
         if io_pin == NOT_WIRED {
             return Err(self.unwired("platform.wire", who, pirq));
         }

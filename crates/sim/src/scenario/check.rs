@@ -7,6 +7,7 @@ use super::files::{DriverName, Interrupts, IntervalFrom};
 use super::Scenario;
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
+use crate::hw::pcie::Bdf;
 use crate::kernel::Delivery;
 use crate::topology::{PartKindName, PartSection};
 
@@ -402,7 +403,7 @@ impl Scenario {
 
     /// The cores: how many the package has, how many the kernel brings up and the run
     /// simulates, and where each device's interrupt is aimed.
-    fn check_cores(&self) -> Result<(), ScenarioError> {
+    fn check_cores(&self, pins: &[u8; 8], lines: &[(Bdf, u8)]) -> Result<(), ScenarioError> {
         // Core sets are 64-bit masks (the topology refuses the broadcast ID and doubles).
         let platform_cores = self.platform_cores();
         if !(1..=64).contains(&platform_cores) {
@@ -445,9 +446,8 @@ impl Scenario {
             // and every device's on it.
             let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
             if d.irq_cpu != 0 && self.file.delivery != Delivery::Xtpic && !msi {
-                let pins = self.pirq_pins()?;
                 let pin_of = |pirq: u8| pins.get(usize::from(pirq)).filter(|&&p| p != NOT_WIRED);
-                let pin = pin_of(d.intx_pin.swizzle(d.bdf.dev).index());
+                let pin = pin_of(lines[i].1);
                 let onboard = self
                     .platform
                     .ich
@@ -456,8 +456,9 @@ impl Scenario {
                     .map(|f| (f.pirq, 0u8, &f.name));
                 let others = self.file.device[..i]
                     .iter()
-                    .filter(|o| !(self.file.delivery == Delivery::Msi && o.msi_capable))
-                    .map(|o| (o.intx_pin.swizzle(o.bdf.dev).index(), o.irq_cpu, &o.name));
+                    .zip(lines)
+                    .filter(|(o, _)| !(self.file.delivery == Delivery::Msi && o.msi_capable))
+                    .map(|(o, &(_, line))| (line, o.irq_cpu, &o.name));
                 if let Some((_, cpu, name)) = onboard
                     .chain(others)
                     .find(|(q, cpu, _)| pin_of(*q) == pin && *cpu != d.irq_cpu)
@@ -492,13 +493,14 @@ impl Scenario {
 
     /// Refuse configurations the hardware or the kernel cannot have.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
-        self.check_cores()?;
-        // The parts and links, with the devices in their ports, and a wire to the IO-APIC for
-        // every PIRQ line an interrupt it delivers arrives on.
+        // The parts and links, with the devices in their ports; the PIRQ line each device's
+        // INTx arrives on (swizzled on its way) and the IO-APIC pin each line drives.
         let (t, ends) = self.topology()?;
+        let pins = self.pirq_pins()?;
+        let lines = self.intx_lines(&t, &ends)?;
+        self.check_cores(&pins, &lines)?;
+        // A wire to the IO-APIC for every PIRQ line an interrupt it delivers arrives on.
         if self.file.delivery != Delivery::Xtpic {
-            let pins = self.pirq_pins()?;
-            let lines = self.intx_lines(&t, &ends)?;
             for (i, (d, &(_, pirq))) in self.file.device.iter().zip(&lines).enumerate() {
                 let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
                 if !msi && pins[usize::from(pirq)] == NOT_WIRED {
@@ -539,7 +541,6 @@ impl Scenario {
                 ));
             }
         }
-        self.pirq_pins()?;
         // Physical quantities in their plausible ranges: beyond them the picosecond clock would
         // overflow or round to nothing, and the model would mean nothing.
         let c = &p.cpu;
