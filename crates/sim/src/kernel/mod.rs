@@ -1,19 +1,23 @@
 //! The kernel side of the model: Linux 2.6's generic IRQ layer on x86, softirqs and tasklets,
 //! execution contexts, and the drivers of the modelled devices.
 //!
-//! Kernel code runs as [`frames::Frame`]s: resumable state machines, one per function
-//! activation, that tell the CPU what to do next (run N instructions, read a device register,
-//! call another function). A register read stalls the CPU until the completion returns, so the
-//! time a path takes is the sum of its steps on the modelled hardware.
+//! Kernel code is programs of one step language (`program.rs`) that the CPU runs frame by
+//! frame: run N instructions, read a device register, call another function. A register read
+//! stalls the CPU until the completion returns, so the time a path takes is the sum of its
+//! steps on the modelled hardware. `linux.rs` builds Linux's interrupt paths, `drivers/` the
+//! drivers' ISRs and tasklets.
 
 pub mod context;
 pub mod costs;
 pub mod cpuidle;
-pub mod frames;
+pub mod drivers;
+pub mod linux;
+pub mod program;
 pub mod sched;
 pub mod softirq;
 
 use costs::{IdleCosts, KernelInstructions};
+use program::{Code, Entry, Var, NO_ENTRY};
 use serde::Serialize;
 use softirq::{SoftirqState, Tasklet, TaskletId};
 
@@ -51,20 +55,11 @@ pub enum Delivery {
     Msi,
 }
 
-/// Which interrupt service routine an action runs.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-pub enum Isr {
-    /// Seed 000's exerciser driver (Figures 4 and 5): index into [`Kernel::drivers`].
-    Exerciser(u16),
-    /// An on-board function's driver that reads its status register with port I/O and finds
-    /// the interrupt is not its own, as uhci-hcd's `uhci_irq` does with `inw(USBSTS)`.
-    PortStatusCheck { port: u16, instructions: u16 },
-}
-
 /// A registered handler (`struct irqaction`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Action {
-    pub isr: Isr,
+    /// The driver's ISR (a program in the kernel's code).
+    pub handler: Entry,
     /// SA_INTERRUPT / IRQF_DISABLED: run with interrupts off (the seed's driver sets it).
     pub irqs_disabled: bool,
 }
@@ -77,43 +72,9 @@ pub struct IrqDesc {
     pub flow: Flow,
     pub vector: u8,
     pub actions: Vec<Action>,
-    pub count: u64,
-    pub unhandled: u64,
-}
-
-/// Which driver runs a card.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-pub enum DriverKind {
-    /// Seed 000's driver (Figures 3-5): status check (legacy), ISR signature, tasklet.
-    Seed000,
-    /// Seed 002's ISR: write the acknowledge register (stopping the card's counter), read the
-    /// counter back and file it in a histogram (`bin` instructions). No tasklet.
-    RoundTrip { bin: u32 },
-    /// A typical device ISR: `instructions` of its own, `status_reads` register reads, then a
-    /// write that clears the interrupt. A source of other interrupts on the CPU.
-    Generic { instructions: u32, status_reads: u8 },
-}
-
-/// What a driver's ISR and tasklet do. The exerciser driver is seed 000's Figures 3-5.
-#[derive(Clone, Debug, Serialize)]
-pub struct ExerciserDriver {
-    pub kind: DriverKind,
-    /// MSI mode (`msi_mode=1`): Figure 5's ISR; otherwise Figure 4's.
-    pub msi_mode: bool,
-    /// BAR0 addresses of the status and interrupt-clear registers (Figure 7: 0xFAFF2004 and
-    /// 0xFAFF3174).
-    pub status_addr: u64,
-    pub clear_addr: u64,
-    /// `IRQ_PENDING_FLAG` and `IRQ_CLEAR_MASK`.
-    pub pending_flag: u32,
-    pub clear_mask: u32,
-    /// Signature writes: ISR entry (`ack_pointer + 0x10` dwords = BAR + 0x40) and tasklet entry
-    /// (BAR + 0x80).
-    pub isr_signature_addr: u64,
-    pub tasklet_signature_addr: u64,
-    pub tasklet: TaskletId,
-    /// `int_count`, written as the signature payload.
-    pub int_count: u32,
+    /// `kstat_irqs` and `irqs_unhandled` (variables the flow handler counts in).
+    pub count: Var,
+    pub unhandled: Var,
 }
 
 /// The local timer tick as the kernel runs it.
@@ -125,6 +86,13 @@ pub struct Tick {
     pub timer_softirq: u32,
 }
 
+/// `cached_irq_mask` of i8259.c: the IMR bits Linux believes are set.
+pub const CACHED_IRQ_MASK: Var = Var(0);
+/// Interrupts on a vector nobody registered (a spurious 8259 IRQ 7 among them).
+pub const SPURIOUS_8259: Var = Var(1);
+/// Tick interrupts handled.
+pub const TICKS: Var = Var(2);
+
 /// Kernel state shared by its CPUs; what is per CPU (softirqs, the running task) lives in the
 /// core (`machine::Core`).
 #[derive(Clone, Debug)]
@@ -133,33 +101,53 @@ pub struct Kernel {
     pub irqs: Vec<IrqDesc>,
     /// Vector -> index into `irqs`.
     pub vector_irq: [Option<u16>; 256],
-    pub drivers: Vec<ExerciserDriver>,
     pub tasklets: Vec<Tasklet>,
-    /// `cached_irq_mask` of i8259.c: the IMR bits Linux believes are set.
-    pub cached_irq_mask: u16,
-    pub spurious_8259: u64,
     /// The local timer tick, if modelled.
     pub tick: Option<Tick>,
-    /// Tick interrupts handled.
-    pub ticks: u64,
     /// The cpuidle idle path, if this kernel has one (else `sti; hlt`).
     pub idle: Option<IdleCosts>,
+    /// Every program: the kernel's paths and the drivers'.
+    pub code: Code,
+    /// Kernel variables ([`Var`]): counters, masks, drivers' state.
+    pub vars: Vec<u64>,
+    /// The interrupt descriptor tables, [`program::Idt`] by vector: the program each vector
+    /// calls.
+    pub idt: Vec<Entry>,
+    /// Where the CPU starts programs (filled by [`linux::link`]).
+    pub entries: linux::Entries,
 }
 
 impl Kernel {
     pub fn new(cost: KernelInstructions) -> Self {
+        let mut vars = vec![0; 3];
+        vars[usize::from(CACHED_IRQ_MASK.0)] = u64::from(!(1u16 << 2)); // all masked but the cascade (init_8259A)
         Kernel {
             cost,
             irqs: Vec::new(),
             vector_irq: [None; 256],
-            drivers: Vec::new(),
             tasklets: Vec::new(),
-            cached_irq_mask: !(1 << 2), // everything masked but the cascade (init_8259A)
-            spurious_8259: 0,
             tick: None,
-            ticks: 0,
             idle: None,
+            code: Code::default(),
+            vars,
+            idt: vec![NO_ENTRY; 512],
+            entries: linux::Entries::default(),
         }
+    }
+
+    /// A new kernel variable holding `init`.
+    pub fn new_var(&mut self, init: u64) -> Var {
+        self.vars.push(init);
+        Var((self.vars.len() - 1) as u16)
+    }
+
+    pub fn var(&self, v: Var) -> u64 {
+        self.vars[usize::from(v.0)]
+    }
+
+    /// Clear bit `irq` of `cached_irq_mask` (`enable_8259A_irq` at `request_irq`).
+    pub fn unmask_cached(&mut self, irq: u8) {
+        self.vars[usize::from(CACHED_IRQ_MASK.0)] &= !(1u64 << irq);
     }
 
     /// `request_irq`: add an action to the IRQ's chain, creating the descriptor on first use.
@@ -191,23 +179,24 @@ impl Kernel {
             ));
         }
         self.vector_irq[usize::from(vector)] = Some(self.irqs.len() as u16);
+        let (count, unhandled) = (self.new_var(0), self.new_var(0));
         self.irqs.push(IrqDesc {
             irq,
             chip,
             flow,
             vector,
             actions: vec![action],
-            count: 0,
-            unhandled: 0,
+            count,
+            unhandled,
         });
         Ok(())
     }
 
-    /// `tasklet_init`.
-    pub fn tasklet_init(&mut self, owner: u16) -> TaskletId {
+    /// `tasklet_init`: `func` is the tasklet function's program.
+    pub fn tasklet_init(&mut self, func: Entry) -> TaskletId {
         self.tasklets.push(Tasklet {
             scheduled: false,
-            owner,
+            func,
         });
         (self.tasklets.len() - 1) as TaskletId
     }

@@ -15,7 +15,7 @@
 //! cyclictest) add the others.
 
 use super::context::{PreemptCount, SchedClass};
-use super::frames::{Frame, Op};
+use super::program::{Frame, Op};
 
 /// Index of a task in [`Scheduler::tasks`].
 pub type TaskId = u16;
@@ -211,7 +211,7 @@ mod tests {
     use super::*;
 
     fn entry() -> Frame {
-        Frame::Idle { pc: 0 }
+        Frame::at(0)
     }
 
     #[test]
@@ -253,12 +253,12 @@ mod tests {
             "ksoftirqd/0",
             SchedClass::Normal { nice: 19 },
             0,
-            Frame::IrqExit { pc: 0 },
+            Frame::at(7),
         );
         assert!(s.need_resched(0), "a fair task goes before the idle task");
         let mut core = TaskContext::starting(entry()); // the idle task's stack, in the core
         assert_eq!(s.switch(0, &mut core), Some(t));
-        assert_eq!(core.stack, vec![Frame::IrqExit { pc: 0 }]);
+        assert_eq!(core.stack, vec![Frame::at(7)]);
         assert_eq!(
             s.tasks[0].context.stack,
             vec![entry()],

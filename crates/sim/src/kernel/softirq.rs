@@ -21,8 +21,8 @@ pub type TaskletId = u16;
 pub struct Tasklet {
     /// TASKLET_STATE_SCHED: queued and not yet run (scheduling again is a no-op).
     pub scheduled: bool,
-    /// The driver instance whose tasklet function this is.
-    pub owner: u16,
+    /// The tasklet function: a program a driver registered.
+    pub func: super::program::Entry,
 }
 
 /// Per-CPU softirq state.

@@ -1,4 +1,4 @@
-//! A CPU core: it runs the kernel frames of the task it holds, takes interrupts at instruction
+//! A CPU core: it runs the kernel programs of the task it holds, frame by frame, takes interrupts at instruction
 //! boundaries, stalls on non-posted accesses, idles, and runs ahead of the clock only where that
 //! is exact. Its Local APIC bus unit takes interrupt messages.
 
@@ -11,7 +11,8 @@ use crate::hw::lapic::{self, LocalApic};
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 use crate::kernel::cpuidle::Cpuidle;
-use crate::kernel::frames::{Access, Frame, Op, StepCtx};
+use crate::kernel::linux::Entries;
+use crate::kernel::program::{Access, Frame, Op, StepCtx};
 use crate::kernel::sched::TaskContext;
 use crate::kernel::softirq::SoftirqState;
 
@@ -59,8 +60,9 @@ impl Core {
             lapic,
             state: CpuState::Running,
             intr_line: false,
-            // The idle task, which the core runs from boot.
-            ctx: TaskContext::starting(Frame::Idle { pc: 0 }),
+            // The idle task, which the core runs from boot (its entry is set when the kernel
+            // is linked, `Machine::new`).
+            ctx: TaskContext::default(),
             cpuidle: None,
             smm_until: SimTime::ZERO,
             softirq: SoftirqState::default(),
@@ -81,23 +83,19 @@ impl Core {
 
     /// Take the pending interrupt at this instruction boundary: its frame goes on the running
     /// task's stack.
-    fn take_interrupt(&mut self) {
+    fn take_interrupt(&mut self, entries: &Entries) {
         self.interrupts += 1;
         // An interrupt gate clears IF as part of delivery.
         self.ctx.irqs_enabled = false;
         let frame = if self.lapic.enabled {
             let vector = self.lapic.acknowledge().expect("deliverable");
-            Frame::Interrupt {
-                pc: 0,
-                vector,
-                from_pic: false,
+            Frame {
+                a: u32::from(vector),
+                ..Frame::at(entries.interrupt_apic)
             }
         } else {
-            Frame::Interrupt {
-                pc: 0,
-                vector: 0,
-                from_pic: true,
-            }
+            // The vector comes from the 8259's INTA cycle, the program's first step.
+            Frame::at(entries.interrupt_pic)
         };
         self.ctx.stack.push(frame);
     }
@@ -158,6 +156,8 @@ impl Machine {
         let mut acc = SimDuration::ZERO;
         // Neither changes while the core runs: read them once.
         let (strict, next_smi) = (self.strict, self.next_smi);
+        // How far past `now` instructions may be folded into a step (`StepCtx::horizon`).
+        let horizon = next_smi.since_or_zero(now);
         let ahead = Self::may_run_ahead;
         /// Why the inner loop, which holds the core, stopped.
         enum Next {
@@ -188,7 +188,7 @@ impl Machine {
                     // is taken there, ahead of the clock: accepting it changes only the Local
                     // APIC and the stack, which nothing else reads in between.
                     if core.interrupt_pending() {
-                        core.take_interrupt();
+                        core.take_interrupt(&self.kernel.entries);
                     }
                 }
                 let depth = core.ctx.stack.len();
@@ -204,15 +204,15 @@ impl Machine {
                             kernel: &mut self.kernel,
                             costs: &core.timing,
                             fold: !strict,
-                            horizon: next_smi.since_or_zero(now + acc),
-                            charged: SimDuration::ZERO,
+                            horizon,
+                            ahead: acc,
                             value: core.ctx.value,
                             irqs_enabled: &mut core.ctx.irqs_enabled,
                             preempt: &mut core.ctx.preempt,
                             softirq: &mut core.softirq,
                         };
                         let op = frame.step(&mut cx);
-                        acc += cx.charged;
+                        acc = cx.ahead;
                         op
                     }
                 };
@@ -498,7 +498,7 @@ impl Machine {
 mod tests {
     use crate::engine::SimDuration;
     use crate::hw::lapic::{REG_ICR_HIGH, REG_ICR_LOW};
-    use crate::kernel::frames::Access;
+    use crate::kernel::program::Access;
     use crate::scenario::Scenario;
 
     #[test]

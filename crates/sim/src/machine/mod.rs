@@ -1,8 +1,8 @@
 //! The assembled system and its event loop: packets cross the fabric hop by hop, the ICH and the
-//! devices react to what reaches them, and the CPU runs kernel frames, stalling on every
+//! devices react to what reaches them, and the CPU runs kernel programs, stalling on every
 //! non-posted access until its completion comes back.
 //!
-//! One file per part of the machine: `core.rs` (a CPU core running kernel frames, its Local APIC
+//! One file per part of the machine: `core.rs` (a CPU core running kernel programs, its Local APIC
 //! bus unit), `packets.rs` (transactions crossing the fabric and reaching their endpoints),
 //! `hub.rs` (the I/O hub: port I/O, the 8259 pair, the IO-APIC), `fabric.rs` (the platform's
 //! links with their state and the routes between the machine's ends, from the topology). This
@@ -14,7 +14,8 @@ use crate::engine::{EventQueue, SimDuration, SimTime};
 use crate::hw::ich::Ich;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, TlpKind};
-use crate::kernel::sched::Scheduler;
+use crate::kernel::program::Frame;
+use crate::kernel::sched::{Scheduler, TaskContext};
 use crate::kernel::Kernel;
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use fabric::{Endpoint, Fabric};
@@ -212,6 +213,11 @@ impl Machine {
         target_samples: u64,
     ) -> Self {
         let analyzed_link = fabric.device_links.first().copied().unwrap_or(u8::MAX);
+        let mut cores = cores;
+        for core in &mut cores {
+            // The idle task, which each core runs from boot.
+            core.ctx = TaskContext::starting(Frame::at(kernel.entries.idle));
+        }
         let mut apic_core = [u8::MAX; 256];
         for (c, core) in cores.iter().enumerate() {
             apic_core[usize::from(core.lapic.id)] = c as u8;
@@ -316,14 +322,19 @@ impl Machine {
         }
         Counters {
             interrupts_generated: self.devices[usize::from(self.probed_device)].generated,
-            spurious_interrupts: self.kernel.spurious_8259,
-            unhandled_interrupts: self.kernel.irqs.iter().map(|d| d.unhandled).sum(),
+            spurious_interrupts: self.kernel.var(crate::kernel::SPURIOUS_8259),
+            unhandled_interrupts: self
+                .kernel
+                .irqs
+                .iter()
+                .map(|d| self.kernel.var(d.unhandled))
+                .sum(),
             overlapped_samples: self.probe.overlapped,
             held_triggers: self.devices[usize::from(self.probed_device)].held_triggers,
             port_ios: self.port_ios,
             interrupt_acknowledges: self.interrupt_acknowledges,
             mmio_reads: self.mmio_reads,
-            ticks: self.kernel.ticks,
+            ticks: self.kernel.var(crate::kernel::TICKS),
             smis: self.smi.as_ref().map_or(0, |s| s.count),
             link_replays: self.fabric.replays(),
             dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),

@@ -18,8 +18,9 @@ use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::Bdf;
 use crate::kernel::cpuidle::{Cpuidle, IdleState};
+use crate::kernel::drivers::{self, Registers};
 use crate::kernel::Tick;
-use crate::kernel::{Action, Chip, Delivery, DriverKind, ExerciserDriver, Flow, Isr, Kernel};
+use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
 use crate::machine::{Core, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
@@ -232,11 +233,14 @@ impl Scenario {
                 &mut vectors,
                 &mut ioapic_vectors,
             )?;
+            let handler = drivers::port_status::probe(
+                &mut kernel,
+                &f.name,
+                f.status_port,
+                u32::from(f.isr_instructions),
+            );
             let action = Action {
-                isr: Isr::PortStatusCheck {
-                    port: f.status_port,
-                    instructions: f.isr_instructions,
-                },
+                handler,
                 irqs_disabled: false, // on-board drivers request shared, not SA_INTERRUPT
             };
             kernel
@@ -249,9 +253,31 @@ impl Scenario {
             let key = |f: &str| format!("device.{i}.{f}");
             let msi_mode = delivery == Delivery::Msi && d.msi_capable;
             let pirq = intx_lines[i].1;
-            let tasklet = kernel.tasklet_init(i as u16);
+            let regs = Registers {
+                status_addr: d.reg_bar + d.status_offset,
+                clear_addr: d.reg_bar + d.clear_offset,
+                pending_flag: d.pending_flag,
+                clear_mask: d.pending_flag,
+                isr_signature_addr: d.signature_bar + d.isr_signature_offset,
+                tasklet_signature_addr: d.signature_bar + d.tasklet_signature_offset,
+            };
+            let handler = match d.driver {
+                DriverName::Seed000 => {
+                    drivers::exerciser::probe(&mut kernel, &d.name, &regs, msi_mode)
+                }
+                DriverName::RoundTrip => {
+                    drivers::round_trip::probe(&mut kernel, &d.name, &regs, d.isr_instructions)
+                }
+                DriverName::Generic => drivers::generic::probe(
+                    &mut kernel,
+                    &d.name,
+                    &regs,
+                    d.isr_instructions,
+                    d.isr_status_reads,
+                ),
+            };
             let action = Action {
-                isr: Isr::Exerciser(i as u16),
+                handler,
                 irqs_disabled: true, // SA_INTERRUPT in Figure 3
             };
             let (irq, chip, flow, vector) = if msi_mode {
@@ -275,27 +301,6 @@ impl Scenario {
             kernel
                 .request_irq(irq, chip, flow, vector, action)
                 .map_err(|m| self.invalid(&key("msi_vector"), m))?;
-            kernel.drivers.push(ExerciserDriver {
-                kind: match d.driver {
-                    DriverName::RoundTrip => DriverKind::RoundTrip {
-                        bin: d.isr_instructions,
-                    },
-                    DriverName::Generic => DriverKind::Generic {
-                        instructions: d.isr_instructions,
-                        status_reads: d.isr_status_reads,
-                    },
-                    DriverName::Seed000 => DriverKind::Seed000,
-                },
-                msi_mode,
-                status_addr: d.reg_bar + d.status_offset,
-                clear_addr: d.reg_bar + d.clear_offset,
-                pending_flag: d.pending_flag,
-                clear_mask: d.pending_flag,
-                isr_signature_addr: d.signature_bar + d.isr_signature_offset,
-                tasklet_signature_addr: d.signature_bar + d.tasklet_signature_offset,
-                tasklet,
-                int_count: 0,
-            });
         }
 
         let d0 = &self.file.device[0];
@@ -322,6 +327,7 @@ impl Scenario {
             _ => unreachable!("the root is the host bridge"),
         };
         kernel.idle = self.kernel.idle.clone();
+        linux::link(&mut kernel);
         let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
             mean_interval: ns(1e9 / s.rate_per_s),
             duration: ns(s.duration_us * 1e3),
@@ -602,7 +608,7 @@ impl Scenario {
             let imr_port = if irq >= 8 { 0xA1 } else { 0x21 };
             let imr = ich.pics.port_read(imr_port).expect("PIC port");
             ich.pics.port_write(imr_port, imr & !(1 << (irq & 7)));
-            kernel.cached_irq_mask &= !(1 << irq);
+            kernel.unmask_cached(irq);
             return Ok((u16::from(irq), Chip::XtPic, Flow::Level, 0x20 + irq));
         }
         let io_pin = ich.pirq_ioapic_pin[usize::from(pirq)];

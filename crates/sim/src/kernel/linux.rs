@@ -1,0 +1,368 @@
+//! The Linux library: the kernel's interrupt paths as programs of the step language
+//! (`kernel/program.rs`), built when the machine is assembled from the instruction counts of the
+//! kernel file, the registered IRQ descriptors and the kernel's policies (its idle loop, its
+//! tick).
+//!
+//! The paths follow Linux 2.6.18-2.6.24 on i386 (see `kernels/linux-2.6.18-i386-up.toml` for the
+//! source of each instruction count); Linux 6.4 (`kernels/linux-6.4-x86_64-smp.toml`) runs the
+//! same shape with its own counts and the cpuidle idle loop:
+//! - `common_interrupt` -> `do_IRQ` -> flow handler -> `handle_IRQ_event` -> actions -> `irq_exit`
+//!   -> `__do_softirq` -> `tasklet_action` -> tasklet function;
+//! - XT-PIC `handle_level_irq` (2.6.18: `__do_IRQ` with `.ack = mask_and_ack_8259A`, `.end =
+//!   end_8259A_irq`: the same port I/Os),
+//! - IO-APIC level `handle_fasteoi_irq` (2.6.18: `.ack` is empty and `.end =
+//!   end_level_ioapic_irq`: "we do not touch any IO-APIC register while handling them"),
+//! - MSI and IO-APIC edge `handle_edge_irq` (Local APIC EOI before the handler).
+//!
+//! Each descriptor gets its own `do_IRQ`, flow handler and action chain, with its IRQ, vector
+//! and handlers as constants: what the running kernel reads from `irq_desc[irq]` is fixed once
+//! `request_irq` has run, so the programs are the same code specialised, not a different path.
+
+use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
+use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
+use super::{Flow, Kernel, CACHED_IRQ_MASK, SPURIOUS_8259, TICKS};
+use crate::hw::lapic;
+use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
+use std::collections::BTreeMap;
+use Step::*;
+
+/// The entry points the CPU itself starts programs at.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Entries {
+    /// The idle task's loop (`cpu_idle`).
+    pub idle: Entry,
+    /// A hardware interrupt taken with the vector from the Local APIC.
+    pub interrupt_apic: Entry,
+    /// A hardware interrupt taken from the 8259's INTR: INTA first.
+    pub interrupt_pic: Entry,
+}
+
+/// Build the kernel's paths for its registered descriptors and fill its dispatch tables (the
+/// IDT, `softirq_vec`). Runs once, after every driver has requested its IRQ.
+pub fn link(k: &mut Kernel) {
+    let c = k.cost.clone();
+
+    // `irq_exit`, and the softirq loop it may run.
+    let tasklet_action = k.code.add("tasklet_action", {
+        let mut b = Builder::new();
+        b.push(SpliceTasklets);
+        let next = b.here();
+        b.push(NextTasklet { done: 0 })
+            .push(Run(c.tasklet_action))
+            .push(CallTasklet)
+            .push(Jump(next));
+        let done = b.here();
+        b.patch(next, done);
+        b.push(Return(Operand::Const(0)));
+        b
+    });
+    // The softirqs this kernel raises, lowest first, as `__do_softirq` walks `softirq_vec`:
+    // TIMER (`run_timer_softirq` when no timer expires: a counted block with no accesses, run
+    // inside the loop) before TASKLET.
+    let mut handlers = Vec::new();
+    if let Some(t) = &k.tick {
+        handlers.push((TIMER_SOFTIRQ as u8, Run(t.timer_softirq)));
+    }
+    handlers.push((TASKLET_SOFTIRQ as u8, Call(tasklet_action)));
+    // `__do_softirq`: the handlers run with interrupts on; `if (pending && --max_restart) goto
+    // restart;`: 10 rounds in all. Anything still pending would wake ksoftirqd (not modelled
+    // yet).
+    let do_softirq = k.code.add("__do_softirq", {
+        let mut b = Builder::new();
+        b.push(SoftirqEnter).push(Run(c.do_softirq));
+        let restart = b.here();
+        b.push(TakeSoftirqs);
+        for (nr, h) in handlers {
+            let test = b.here();
+            b.push(TakeSoftirq { nr, absent: 0 }).push(h);
+            let next = b.here();
+            b.patch(test, next);
+        }
+        b.push(Cli)
+            .push(SoftirqRestart {
+                max: MAX_SOFTIRQ_RESTART,
+                to: restart,
+            })
+            .push(SoftirqLeave)
+            .push(Return(Operand::Const(0)));
+        b
+    });
+    let irq_exit = k.code.add("irq_exit", {
+        let mut b = Builder::new();
+        b.push(HardirqLeave).push(Run(c.irq_exit));
+        let test = b.here();
+        b.push(BranchIfNoSoftirq(0)).push(Call(do_softirq));
+        let out = b.here();
+        b.patch(test, out);
+        b.push(Return(Operand::Const(0)));
+        b
+    });
+
+    // The 8259's chip operations, per line, as i8259.c runs them.
+    let mut chip_ops = ChipOps::default();
+    let eoi = LapicWrite(lapic::REG_EOI, 0);
+
+    // Each descriptor's flow handler and action chain.
+    let mut do_irq = Vec::with_capacity(k.irqs.len());
+    for i in 0..k.irqs.len() {
+        let d = &k.irqs[i];
+        let (irq, vector, flow, count, unhandled) = (d.irq, d.vector, d.flow, d.count, d.unhandled);
+        // `handle_IRQ_event`: local_irq_enable() for !IRQF_DISABLED, each action, then
+        // interrupts off again and the chain's verdict for `note_interrupt`.
+        let mut b = Builder::new();
+        if !d.actions[0].irqs_disabled {
+            b.push(Sti);
+        }
+        b.push(Run(c.handle_irq_event));
+        for a in &d.actions {
+            b.push(Run(c.per_action))
+                .push(Call(a.handler))
+                .push(NoteHandled);
+        }
+        b.push(Cli);
+        let test = b.here();
+        b.push(BranchIfLocal(0)).push(Inc(unhandled));
+        let out = b.here();
+        b.patch(test, out);
+        b.push(Return(Operand::Local));
+        let chain = k.code.add(format!("handle_IRQ_event(irq {irq})"), b);
+
+        let half = c.flow_handler / 2;
+        let rest = c.note_interrupt + c.flow_handler - half;
+        let mut b: Builder = vec![Inc(count), Run(half)].into();
+        let name = match flow {
+            // handle_level_irq: mask_ack, chain, unmask.
+            Flow::Level => {
+                let irq8 = irq as u8;
+                let mask_ack = chip_ops.mask_ack(k, irq8);
+                let unmask = chip_ops.unmask(k, irq8);
+                b.push(Call(mask_ack))
+                    .push(Call(chain))
+                    .push(Run(rest))
+                    .push(Call(unmask));
+                "handle_level_irq"
+            }
+            // handle_fasteoi_irq: chain, then chip->eoi (TMR read + EOI write).
+            Flow::FastEoi => {
+                b.push(Call(chain))
+                    .push(Run(rest + c.apic_chip_op))
+                    .push(LapicRead(
+                        lapic::REG_TMR_BASE + u32::from(vector >> 5) * 0x10,
+                    ))
+                    .push(eoi);
+                "handle_fasteoi_irq"
+            }
+            // handle_edge_irq: chip->ack (EOI) first, then the chain.
+            Flow::Edge => {
+                b.push(Run(c.apic_chip_op))
+                    .push(eoi)
+                    .push(Call(chain))
+                    .push(Run(rest));
+                "handle_edge_irq"
+            }
+        };
+        b.push(Return(Operand::Const(0)));
+        let flow_entry = k.code.add(format!("{name}(irq {irq})"), b);
+        do_irq.push(
+            k.code.add(
+                format!("do_IRQ(irq {irq})"),
+                vec![
+                    HardirqEnter,
+                    Run(c.do_irq),
+                    Call(flow_entry),
+                    Call(irq_exit),
+                    Return(Operand::Const(0)),
+                ]
+                .into(),
+            ),
+        );
+    }
+
+    // `smp_apic_timer_interrupt`: ack_APIC_irq comes first, so a later tick can be accepted
+    // while this one runs; run_local_timers -> raise_softirq(TIMER_SOFTIRQ).
+    let local_timer = k.tick.as_ref().map(|t| {
+        (
+            t.vector,
+            k.code.add(
+                "smp_apic_timer_interrupt",
+                vec![
+                    Run(c.apic_chip_op),
+                    eoi,
+                    HardirqEnter,
+                    Inc(TICKS),
+                    RaiseSoftirq(TIMER_SOFTIRQ as u8),
+                    Run(t.handler),
+                    Call(irq_exit),
+                    Return(Operand::Const(0)),
+                ]
+                .into(),
+            ),
+        )
+    });
+
+    // A vector nobody registered: do_IRQ's `ack_bad_irq` path, which acknowledges the Local
+    // APIC, or its in-service bit (and a level line's remote IRR) would never clear.
+    let bad_apic = k.code.add(
+        "ack_bad_irq",
+        vec![
+            Inc(SPURIOUS_8259),
+            Run(c.do_irq),
+            eoi,
+            Return(Operand::Const(0)),
+        ]
+        .into(),
+    );
+    // An 8259 IR7/IR15 with no handler is masked, so mask_and_ack_8259A takes its
+    // spurious_8259A_irq path and asks the chip whether it is real.
+    let mut bad_pic = [NO_ENTRY; 16];
+    for (irq, e) in bad_pic.iter_mut().enumerate() {
+        let real = chip_ops.irq_real(k, irq as u8);
+        *e = k.code.add(
+            format!("spurious_8259A_irq(irq {irq})"),
+            vec![
+                Inc(SPURIOUS_8259),
+                Run(c.do_irq),
+                Call(real),
+                Return(Operand::Const(0)),
+            ]
+            .into(),
+        );
+    }
+    for v in 0..256 {
+        let registered = k.vector_irq[v].map(|d| do_irq[usize::from(d)]);
+        k.idt[Idt::Apic as usize * 256 + v] = registered.unwrap_or(match local_timer {
+            Some((tv, e)) if usize::from(tv) == v => e,
+            _ => bad_apic,
+        });
+        k.idt[Idt::Pic as usize * 256 + v] =
+            registered.unwrap_or(bad_pic[(v as u8).wrapping_sub(0x20) as usize & 0x0F]);
+    }
+
+    // The interrupt entry: with the Local APIC disabled the CPU must first ask the 8259 for the
+    // vector; with it, the vector is known and the path starts at vectoring.
+    let tail = [
+        Run(c.entry_stub),
+        CallVector(Idt::Apic),
+        Run(c.exit_path),
+        Iret,
+    ];
+    let mut apic: Builder = vec![Vectoring].into();
+    let mut pic: Builder = vec![IntAck, TakeVector, Vectoring].into();
+    for s in tail {
+        apic.push(s);
+        pic.push(match s {
+            CallVector(_) => CallVector(Idt::Pic),
+            s => s,
+        });
+    }
+    k.entries.interrupt_apic = k.code.add("common_interrupt (Local APIC)", apic);
+    k.entries.interrupt_pic = k.code.add("common_interrupt (8259)", pic);
+
+    k.entries.idle = match &k.idle {
+        // 2.6: `default_idle` -> `safe_halt` (sti; hlt): the interrupt is taken at once.
+        None => k.code.add(
+            "cpu_idle",
+            vec![Run(c.idle_loop), Halt { sti: true }, Jump(0)].into(),
+        ),
+        // cpuidle: entered with interrupts off; after the wake-up the exit path runs before
+        // `local_irq_enable` lets the interrupt in (the `Run(0)` is that window).
+        Some(idle) => k.code.add(
+            "do_idle",
+            vec![
+                Cli,
+                Run(c.idle_loop + idle.entry),
+                Halt { sti: false },
+                Run(idle.exit),
+                Sti,
+                Run(0),
+                Jump(0),
+            ]
+            .into(),
+        ),
+    };
+}
+
+/// i8259.c's chip operations, one program per line, built when a line needs them.
+#[derive(Default)]
+struct ChipOps {
+    built: BTreeMap<(&'static str, u8), Entry>,
+}
+
+impl ChipOps {
+    fn once(
+        &mut self,
+        k: &mut Kernel,
+        name: &'static str,
+        irq: u8,
+        steps: impl FnOnce() -> Vec<Step>,
+    ) -> Entry {
+        *self
+            .built
+            .entry((name, irq))
+            .or_insert_with(|| k.code.add(format!("{name}(irq {irq})"), steps().into()))
+    }
+
+    fn ports(irq: u8) -> (u16, u16, u8) {
+        if irq & 8 != 0 {
+            (SLAVE_DATA, SLAVE_CMD, 8)
+        } else {
+            (MASTER_DATA, MASTER_CMD, 0)
+        }
+    }
+
+    /// `mask_and_ack_8259A`.
+    fn mask_ack(&mut self, k: &mut Kernel, irq: u8) -> Entry {
+        let n = k.cost.i8259_chip_op;
+        self.once(k, "mask_and_ack_8259A", irq, || {
+            let (imr, cmd, shift) = Self::ports(irq);
+            let mut s = vec![
+                SetBits(CACHED_IRQ_MASK, 1 << irq),
+                Run(n),
+                // inb(IMR): "DUMMY - (do we need this?)"
+                In(imr),
+                Out(imr, Operand::VarByte(CACHED_IRQ_MASK, shift)),
+                // 'Specific EOI' to the chip the IRQ is on ...
+                Out(cmd, Operand::Const(0x60 + u32::from(irq & 7))),
+            ];
+            // ... and for a slave IRQ, to the master's cascade input.
+            if irq & 8 != 0 {
+                s.push(Out(
+                    MASTER_CMD,
+                    Operand::Const(0x60 + u32::from(CASCADE_IR)),
+                ));
+            }
+            s.push(Return(Operand::Const(0)));
+            s
+        })
+    }
+
+    /// `enable_8259A_irq`.
+    fn unmask(&mut self, k: &mut Kernel, irq: u8) -> Entry {
+        let n = k.cost.i8259_chip_op;
+        self.once(k, "enable_8259A_irq", irq, || {
+            let (imr, _, shift) = Self::ports(irq);
+            vec![
+                ClearBits(CACHED_IRQ_MASK, 1 << irq),
+                Run(n),
+                Out(imr, Operand::VarByte(CACHED_IRQ_MASK, shift)),
+                Return(Operand::Const(0)),
+            ]
+        })
+    }
+
+    /// `i8259A_irq_real`: read the ISR through OCW3 to tell a spurious IRQ7/15 from a real one:
+    /// outb(0x0B): OCW3, read ISR; inb: the ISR; outb(0x0A): back to IRR.
+    fn irq_real(&mut self, k: &mut Kernel, irq: u8) -> Entry {
+        let n = k.cost.i8259_chip_op;
+        self.once(k, "i8259A_irq_real", irq, || {
+            let (_, cmd, _) = Self::ports(irq);
+            vec![
+                Run(n),
+                Out(cmd, Operand::Const(0x0B)),
+                In(cmd),
+                Out(cmd, Operand::Const(0x0A)),
+                Return(Operand::Const(0)),
+            ]
+        })
+    }
+}

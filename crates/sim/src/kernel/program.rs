@@ -1,0 +1,657 @@
+//! The language kernel code is written in, and the one interpreter that runs it.
+//!
+//! Every kernel path and every driver is a *program*: a run of [`Step`]s in the kernel's
+//! [`Code`], built when the machine is assembled (the Linux library in `kernel/linux.rs`, the
+//! drivers in `kernel/drivers/`) from the instruction counts of `kernels/*.toml` and the
+//! scenario's devices. A function activation is a [`Frame`]: where it is in the code and two
+//! locals. The frames are the running task's kernel stack, so interrupt nesting and softirqs on
+//! interrupt exit are stack operations; a task switch swaps the core's stack for the next
+//! task's (`kernel/sched.rs`).
+//!
+//! [`Frame::step`] runs the frame to its next observable action and returns it as an [`Op`]:
+//! run some instructions, access a register (which the CPU turns into a bus transaction,
+//! stalling for reads and non-posted writes), call, return, take the vector, leave the
+//! interrupt, halt. Steps that only change kernel state (a counter, the interrupt flag, a
+//! pending softirq, a branch) run inside the call, as the instructions that do them are part of
+//! the counted blocks around them. Adding a driver or a kernel path adds a program, not a case
+//! here: the steps are the machine's and the kernel's primitives, the programs are data.
+//!
+//! One rule decides what a core sees between steps: an interrupt is taken only where the
+//! interpreter hands an op back to the core (after a `Run` with interrupts on, at a call or a
+//! return). A `Run` of a Linux path is a block counted as a whole and is not cut by an
+//! interrupt; the CPU checks for one at its end, as the model always has (seeds 000 and 002's
+//! outputs were made so).
+
+use super::context::PreemptCount;
+use super::softirq::{SoftirqState, TaskletId};
+use super::Kernel;
+use crate::engine::SimDuration;
+use crate::hw::cpu::CpuCosts;
+
+/// The position of a step in the kernel's code; a program's entry is its first step.
+pub type Entry = u32;
+
+/// No program (an empty slot of a dispatch table).
+pub const NO_ENTRY: Entry = Entry::MAX;
+
+/// A kernel variable: an index into [`Kernel::vars`]. Counters the results read (`ticks`,
+/// `spurious_8259`, each descriptor's counts), masks (`cached_irq_mask`) and drivers' own state
+/// (`int_count`) are variables, so that programs change them without a step of their own.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Var(pub u16);
+
+/// A memory-mapped register: an index into [`Code::mmio`]'s table of addresses (which keeps a
+/// step at 12 bytes: the interpreter loads one per step).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Mmio(pub u16);
+
+/// A value a step writes or returns.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Operand {
+    Const(u32),
+    /// A kernel variable's low 32 bits.
+    Var(Var),
+    /// One byte of a variable: `(var >> shift) as u8` (a cached 8259 mask for one chip).
+    VarByte(Var, u8),
+    /// The frame's first local.
+    Local,
+}
+
+/// Which interrupt descriptor table a vector is looked up in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Idt {
+    /// The Local APIC supplied the vector.
+    Apic = 0,
+    /// The 8259 answered the interrupt-acknowledge cycle: a vector nobody registered is its
+    /// spurious IRQ 7/15 path, not the Local APIC's.
+    Pic = 1,
+}
+
+/// One step of a program. Jump targets are positions in the kernel's code ([`Builder`] writes
+/// them relative to the program and makes them absolute when the program is added).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Execute this many instructions (a counted block of the path; not cut by an interrupt).
+    Run(u32),
+    /// The microcoded interrupt delivery (IDT gate, frame push).
+    Vectoring,
+    /// Uncached load from memory-mapped I/O: non-posted, the core waits for the completion.
+    Read(Mmio),
+    /// Uncached store: the core waits until the FSB has accepted it; it is posted beyond.
+    Write(Mmio, Operand),
+    /// IN: non-posted.
+    In(u16),
+    /// OUT: non-posted too (Intel SDM vol. 3, 8.2.5: x86 waits for I/O writes).
+    Out(u16, Operand),
+    LapicRead(u32),
+    LapicWrite(u32, u32),
+    /// The 8259's interrupt-acknowledge cycle; the value returned is the vector.
+    IntAck,
+    /// The value INTA returned is the frame's vector (its first local).
+    TakeVector,
+    Call(Entry),
+    /// Call through the IDT with the frame's vector.
+    CallVector(Idt),
+    /// Call the function of the tasklet in the frame's first local.
+    CallTasklet,
+    Return(Operand),
+    Jump(Entry),
+    /// Branch if the last value read has none of these bits set.
+    BranchIfClear(u32, Entry),
+    /// Branch if the frame's first local is not zero.
+    BranchIfLocal(Entry),
+    /// Branch unless `irq_exit` would run softirqs: still in interrupt context, or none
+    /// pending.
+    BranchIfNoSoftirq(Entry),
+    /// `local_irq_disable` / `local_irq_enable`.
+    Cli,
+    Sti,
+    /// Wait for an interrupt: `sti; hlt` (`sti`), or the idle state the governor picks, entered
+    /// with interrupts off (MWAIT wakes on a pending interrupt without taking it).
+    Halt {
+        sti: bool,
+    },
+    /// Leave the interrupt frame: IRET restores the interrupted context's flags.
+    Iret,
+    Inc(Var),
+    SetBits(Var, u32),
+    ClearBits(Var, u32),
+    /// `retval |= action_ret` of `handle_IRQ_event`: the frame's first local notes whether the
+    /// last callee returned IRQ_HANDLED.
+    NoteHandled,
+    /// `irq_enter` / `irq_exit`'s preempt-count changes, and `__local_bh_disable` /
+    /// `__local_bh_enable`'s.
+    HardirqEnter,
+    HardirqLeave,
+    SoftirqEnter,
+    SoftirqLeave,
+    RaiseSoftirq(u8),
+    TaskletSchedule(TaskletId),
+    /// `__do_softirq`: take the pending mask into the frame's first local, enable interrupts.
+    TakeSoftirqs,
+    /// Take softirq `nr` from the pending mask in the frame's first local: if its bit is set,
+    /// clear it and go on; if not, go to `absent`.
+    TakeSoftirq {
+        nr: u8,
+        absent: Entry,
+    },
+    /// `if (pending && --max_restart) goto restart;`: softirqs raised again while the round
+    /// ran, and fewer than `max` rounds (counted in the frame's second local): go to `to`.
+    SoftirqRestart {
+        max: u8,
+        to: Entry,
+    },
+    /// `tasklet_action`: splice this CPU's list away; tasklets scheduled from now on run in
+    /// the next round.
+    SpliceTasklets,
+    /// The next spliced tasklet into the frame's first local (no longer scheduled); none left:
+    /// go to `done`.
+    NextTasklet {
+        done: Entry,
+    },
+}
+
+/// A register access the CPU performs on behalf of kernel code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Uncached load from memory-mapped I/O: non-posted, the core waits for the completion.
+    MmioRead { addr: u64 },
+    /// Uncached store: the core waits until the FSB has accepted it; it is posted beyond.
+    MmioWrite { addr: u64, data: u32 },
+    /// IN: non-posted.
+    PortIn { port: u16 },
+    /// OUT: non-posted too; x86 waits for I/O writes to complete (Intel SDM vol. 3, 8.2.5).
+    PortOut { port: u16, data: u8 },
+    /// Local APIC register read: on the core, no bus cycle.
+    LapicRead { reg: u32 },
+    /// Local APIC register write (an EOI write may send an EOI message to the IO-APIC).
+    LapicWrite { reg: u32, data: u32 },
+    /// The 8259's interrupt-acknowledge cycle; the value returned is the vector.
+    IntAck,
+}
+
+/// What a frame asks the CPU to do next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Execute this many instructions.
+    Run(u32),
+    /// The microcoded interrupt delivery (IDT gate, frame push).
+    Vectoring,
+    Access(Access),
+    Call(Frame),
+    /// Return to the caller with a value (an ISR's irqreturn_t, for instance).
+    Return(u32),
+    /// Leave the interrupt frame: IRET restores the interrupted context's flags.
+    Iret,
+    /// Wait for an interrupt (see [`Step::Halt`]).
+    Halt {
+        sti: bool,
+    },
+}
+
+/// One function activation: its position in the code and its locals (an interrupt's vector,
+/// `handle_IRQ_event`'s return value, `__do_softirq`'s pending mask and rounds,
+/// `tasklet_action`'s current tasklet).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub pc: Entry,
+    pub a: u32,
+    pub b: u32,
+}
+
+impl Frame {
+    /// An activation of the program at `entry`.
+    pub fn at(entry: Entry) -> Frame {
+        Frame {
+            pc: entry,
+            a: 0,
+            b: 0,
+        }
+    }
+}
+
+/// A named program's place in the code.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub name: String,
+    pub entry: Entry,
+    pub len: u32,
+}
+
+/// The kernel's code: every program's steps, one after another.
+#[derive(Clone, Debug, Default)]
+pub struct Code {
+    pub steps: Vec<Step>,
+    pub programs: Vec<Program>,
+    /// The addresses of the memory-mapped registers the steps access.
+    pub addrs: Vec<u64>,
+}
+
+impl Code {
+    /// The register at `addr`, for a step to access.
+    pub fn mmio(&mut self, addr: u64) -> Mmio {
+        let i = match self.addrs.iter().position(|&a| a == addr) {
+            Some(i) => i,
+            None => {
+                self.addrs.push(addr);
+                self.addrs.len() - 1
+            }
+        };
+        Mmio(u16::try_from(i).expect("fewer than 65,536 device registers"))
+    }
+
+    /// Add a program; its jump targets, relative to its first step, become absolute.
+    pub fn add(&mut self, name: impl Into<String>, b: Builder) -> Entry {
+        let entry = self.steps.len() as Entry;
+        let len = b.steps.len() as u32;
+        self.steps.extend(b.steps.into_iter().map(|s| match s {
+            Step::Jump(to) => Step::Jump(entry + to),
+            Step::BranchIfClear(m, to) => Step::BranchIfClear(m, entry + to),
+            Step::BranchIfLocal(to) => Step::BranchIfLocal(entry + to),
+            Step::BranchIfNoSoftirq(to) => Step::BranchIfNoSoftirq(entry + to),
+            Step::SoftirqRestart { max, to } => Step::SoftirqRestart {
+                max,
+                to: entry + to,
+            },
+            Step::NextTasklet { done } => Step::NextTasklet { done: entry + done },
+            Step::TakeSoftirq { nr, absent } => Step::TakeSoftirq {
+                nr,
+                absent: entry + absent,
+            },
+            s => s,
+        }));
+        self.programs.push(Program {
+            name: name.into(),
+            entry,
+            len,
+        });
+        entry
+    }
+
+    /// The program an entry starts, by name (for tests and listings).
+    pub fn entry(&self, name: &str) -> Option<Entry> {
+        self.programs
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.entry)
+    }
+
+    /// The steps of the program named `name`.
+    pub fn program(&self, name: &str) -> Option<&[Step]> {
+        let p = self.programs.iter().find(|p| p.name == name)?;
+        Some(&self.steps[p.entry as usize..(p.entry + p.len) as usize])
+    }
+}
+
+/// A program being written. Jump targets are positions within it ([`Builder::here`]); a
+/// forward jump is written with a placeholder and [`Builder::patch`]ed when its target is known.
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    steps: Vec<Step>,
+}
+
+impl Builder {
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    pub fn push(&mut self, s: Step) -> &mut Builder {
+        self.steps.push(s);
+        self
+    }
+
+    /// The position the next step will have.
+    pub fn here(&self) -> Entry {
+        self.steps.len() as Entry
+    }
+
+    /// Point the jump at `at` to `to`.
+    pub fn patch(&mut self, at: Entry, to: Entry) {
+        let s = &mut self.steps[at as usize];
+        *s = match *s {
+            Step::Jump(_) => Step::Jump(to),
+            Step::BranchIfClear(m, _) => Step::BranchIfClear(m, to),
+            Step::BranchIfLocal(_) => Step::BranchIfLocal(to),
+            Step::BranchIfNoSoftirq(_) => Step::BranchIfNoSoftirq(to),
+            Step::SoftirqRestart { max, .. } => Step::SoftirqRestart { max, to },
+            Step::NextTasklet { .. } => Step::NextTasklet { done: to },
+            Step::TakeSoftirq { nr, .. } => Step::TakeSoftirq { nr, absent: to },
+            other => panic!("step {at} ({other:?}) is not a jump"),
+        };
+    }
+}
+
+impl From<Vec<Step>> for Builder {
+    fn from(steps: Vec<Step>) -> Builder {
+        Builder { steps }
+    }
+}
+
+/// The per-CPU state a frame may look at or change while it steps.
+pub struct StepCtx<'a> {
+    pub kernel: &'a mut Kernel,
+    /// The core's instruction timing, for instructions a frame runs within its step.
+    pub costs: &'a CpuCosts,
+    /// May instructions run with interrupts off be folded into the step (`run!`)? Not in the
+    /// reference mode, which ends every timed step at an event.
+    pub fold: bool,
+    /// Folding may not reach this far past the clock (the next SMI, which the interrupt flag
+    /// does not hold).
+    pub horizon: SimDuration,
+    /// The core's compute time ahead of the clock, with the instructions folded into this step
+    /// added: they pass before the returned op.
+    pub ahead: SimDuration,
+    /// The value of the last completed read, or the last callee's return value.
+    pub value: u32,
+    pub irqs_enabled: &'a mut bool,
+    pub preempt: &'a mut PreemptCount,
+    /// This CPU's softirq state.
+    pub softirq: &'a mut SoftirqState,
+}
+
+/// `irqreturn_t`'s IRQ_HANDLED.
+pub const IRQ_HANDLED: u32 = 1;
+
+impl Frame {
+    /// Run to the next action. Inlined into the CPU's loop: it runs ~25 times per interrupt,
+    /// and the call and context setup cost more than many of the steps.
+    #[inline(always)]
+    pub fn step(&mut self, cx: &mut StepCtx<'_>) -> Op {
+        // The code and the tables are read through locals, and the position is kept in a
+        // register and stored when the frame hands an op back.
+        let Kernel {
+            code,
+            vars,
+            tasklets,
+            idt,
+            ..
+        } = &mut *cx.kernel;
+        let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
+        let mut pc = self.pc;
+        let op = loop {
+            // Matched in place: the step's fields are read as its variant needs them.
+            let at = pc as usize;
+            pc += 1;
+            match steps[at] {
+                // Run `n` instructions before the frame's next action. With interrupts off
+                // nothing can come between them and that action, so (outside the reference
+                // mode) their time is charged to the step and the frame goes straight on: one
+                // step instead of two, the same time. With interrupts on they are an
+                // [`Op::Run`] of their own, after which the CPU checks for an interrupt.
+                Step::Run(n) => {
+                    let t = cx.costs.instructions(n);
+                    if cx.fold && !*cx.irqs_enabled && cx.ahead + t < cx.horizon {
+                        cx.ahead += t;
+                    } else {
+                        break Op::Run(n);
+                    }
+                }
+                Step::Vectoring => break Op::Vectoring,
+                Step::Read(r) => {
+                    break Op::Access(Access::MmioRead {
+                        addr: addrs[usize::from(r.0)],
+                    })
+                }
+                Step::Write(r, d) => {
+                    break Op::Access(Access::MmioWrite {
+                        addr: addrs[usize::from(r.0)],
+                        data: self.operand(d, vars),
+                    })
+                }
+                Step::In(port) => break Op::Access(Access::PortIn { port }),
+                Step::Out(port, d) => {
+                    let data = self.operand(d, vars) as u8;
+                    break Op::Access(Access::PortOut { port, data });
+                }
+                Step::LapicRead(reg) => break Op::Access(Access::LapicRead { reg }),
+                Step::LapicWrite(reg, data) => break Op::Access(Access::LapicWrite { reg, data }),
+                Step::IntAck => break Op::Access(Access::IntAck),
+                Step::TakeVector => self.a = cx.value & 0xFF,
+                Step::Call(e) => break Op::Call(Frame::at(e)),
+                Step::CallVector(t) => {
+                    break Op::Call(Frame::at(idt[t as usize * 256 + (self.a & 0xFF) as usize]))
+                }
+                Step::CallTasklet => break Op::Call(Frame::at(tasklets[self.a as usize].func)),
+                Step::Return(v) => break Op::Return(self.operand(v, vars)),
+                Step::Jump(to) => pc = to,
+                Step::BranchIfClear(mask, to) => {
+                    if cx.value & mask == 0 {
+                        pc = to;
+                    }
+                }
+                Step::BranchIfLocal(to) => {
+                    if self.a != 0 {
+                        pc = to;
+                    }
+                }
+                Step::BranchIfNoSoftirq(to) => {
+                    if cx.preempt.in_interrupt() || cx.softirq.pending == 0 {
+                        pc = to;
+                    }
+                }
+                Step::Cli => *cx.irqs_enabled = false,
+                Step::Sti => *cx.irqs_enabled = true,
+                Step::Halt { sti } => break Op::Halt { sti },
+                Step::Iret => break Op::Iret,
+                Step::Inc(v) => vars[usize::from(v.0)] += 1,
+                Step::SetBits(v, m) => vars[usize::from(v.0)] |= u64::from(m),
+                Step::ClearBits(v, m) => vars[usize::from(v.0)] &= !u64::from(m),
+                Step::NoteHandled => self.a |= u32::from(cx.value == IRQ_HANDLED),
+                Step::HardirqEnter => cx.preempt.hardirq += 1,
+                Step::HardirqLeave => cx.preempt.hardirq -= 1,
+                Step::SoftirqEnter => cx.preempt.softirq += 1,
+                Step::SoftirqLeave => cx.preempt.softirq -= 1,
+                Step::RaiseSoftirq(nr) => cx.softirq.raise(u32::from(nr)),
+                Step::TaskletSchedule(t) => super::tasklet_schedule(tasklets, cx.softirq, t),
+                Step::TakeSoftirqs => {
+                    self.a = std::mem::take(&mut cx.softirq.pending);
+                    *cx.irqs_enabled = true;
+                }
+                Step::TakeSoftirq { nr, absent } => {
+                    if self.a & (1 << nr) != 0 {
+                        self.a &= !(1 << nr);
+                    } else {
+                        pc = absent;
+                    }
+                }
+                Step::SoftirqRestart { max, to } => {
+                    if cx.softirq.pending != 0 && self.b + 1 < u32::from(max) {
+                        self.b += 1;
+                        pc = to;
+                    }
+                }
+                Step::SpliceTasklets => {
+                    // Swapping the two lists keeps both buffers: no allocation per run.
+                    debug_assert!(cx.softirq.tasklet_running.is_empty());
+                    std::mem::swap(&mut cx.softirq.tasklet_vec, &mut cx.softirq.tasklet_running);
+                }
+                Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
+                    Some(t) => {
+                        self.a = u32::from(t);
+                        tasklets[usize::from(t)].scheduled = false;
+                    }
+                    None => pc = done,
+                },
+            }
+        };
+        self.pc = pc;
+        op
+    }
+
+    #[inline(always)]
+    fn operand(&self, o: Operand, vars: &[u64]) -> u32 {
+        match o {
+            Operand::Const(c) => c,
+            Operand::Var(v) => vars[usize::from(v.0)] as u32,
+            Operand::VarByte(v, shift) => u32::from((vars[usize::from(v.0)] >> shift) as u8),
+            Operand::Local => self.a,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::cpu::CpuTiming;
+    use crate::kernel::costs::KernelInstructions;
+    use crate::kernel::softirq::TASKLET_SOFTIRQ;
+
+    #[test]
+    fn a_step_is_twelve_bytes() {
+        // The interpreter loads one per step; keep them small (addresses go through a table).
+        assert_eq!(std::mem::size_of::<Step>(), 12);
+    }
+
+    fn kernel() -> Kernel {
+        Kernel::new(KernelInstructions {
+            entry_stub: 0,
+            do_irq: 0,
+            flow_handler: 0,
+            i8259_chip_op: 0,
+            apic_chip_op: 0,
+            handle_irq_event: 0,
+            per_action: 0,
+            note_interrupt: 0,
+            driver_isr: 0,
+            tasklet_schedule: 0,
+            irq_exit: 0,
+            do_softirq: 0,
+            tasklet_action: 0,
+            driver_tasklet: 0,
+            exit_path: 0,
+            idle_loop: 0,
+        })
+    }
+
+    /// Step a frame as the core does, with interrupts `irqs` and the given last value; the op
+    /// and the time folded into it.
+    fn step(
+        k: &mut Kernel,
+        f: &mut Frame,
+        value: u32,
+        irqs: &mut bool,
+        s: &mut SoftirqState,
+    ) -> (Op, SimDuration) {
+        let costs = CpuTiming {
+            clock_hz: 1e9,
+            cycles_per_instruction: 1.0,
+            interrupt_vectoring_cycles: 0.0,
+            iret_cycles: 0.0,
+            lapic_access_cycles: 0.0,
+            halt_exit: SimDuration::ZERO,
+        }
+        .costs();
+        let mut preempt = PreemptCount::default();
+        let mut cx = StepCtx {
+            kernel: k,
+            costs: &costs,
+            fold: true,
+            horizon: SimDuration::from_ps(u64::MAX),
+            ahead: SimDuration::ZERO,
+            value,
+            irqs_enabled: irqs,
+            preempt: &mut preempt,
+            softirq: s,
+        };
+        let op = f.step(&mut cx);
+        (op, cx.ahead)
+    }
+
+    #[test]
+    fn instructions_with_interrupts_off_fold_into_the_next_action_and_branches_read_the_value() {
+        // A driver's shared-line check: read the status, return IRQ_NONE if its bit is clear.
+        let mut k = kernel();
+        let status = k.code.mmio(0xFAFF_2004);
+        let mut b: Builder = vec![Run(100), Read(status)].into();
+        let test = b.here();
+        b.push(BranchIfClear(0x4, 0))
+            .push(Return(Operand::Const(IRQ_HANDLED)));
+        let none = b.here();
+        b.patch(test, none);
+        b.push(Return(Operand::Const(0)));
+        let isr = k.code.add("isr", b);
+        use Step::*;
+        let (mut irqs, mut s) = (false, SoftirqState::default());
+        let mut f = Frame::at(isr);
+        let (op, ahead) = step(&mut k, &mut f, 0, &mut irqs, &mut s);
+        assert_eq!(op, Op::Access(Access::MmioRead { addr: 0xFAFF_2004 }));
+        assert_eq!(
+            ahead,
+            SimDuration::from_ps(100_000),
+            "100 instructions at 1 ns, folded"
+        );
+        let mut g = f;
+        assert_eq!(
+            step(&mut k, &mut f, 0x4, &mut irqs, &mut s).0,
+            Op::Return(1)
+        );
+        assert_eq!(
+            step(&mut k, &mut g, 0x2, &mut irqs, &mut s).0,
+            Op::Return(0)
+        );
+        // With interrupts on, the instructions are a step of their own: an interrupt may be
+        // taken after them.
+        let mut irqs = true;
+        let (op, ahead) = step(&mut k, &mut Frame::at(isr), 0, &mut irqs, &mut s);
+        assert_eq!((op, ahead), (Op::Run(100), SimDuration::ZERO));
+    }
+
+    #[test]
+    fn the_softirq_loop_restarts_at_most_ten_rounds() {
+        // `__do_softirq` of kernel/softirq.c with a handler that raises its softirq again
+        // every time (as a tasklet that reschedules itself does): ten rounds run, then the
+        // loop leaves the rest pending (for ksoftirqd).
+        let mut k = kernel();
+        let handler = k.code.add(
+            "reraise",
+            vec![
+                RaiseSoftirq(TASKLET_SOFTIRQ as u8),
+                Run(1),
+                Return(Operand::Const(0)),
+            ]
+            .into(),
+        );
+        let mut b: Builder = vec![SoftirqEnter].into();
+        let restart = b.here();
+        b.push(TakeSoftirqs);
+        let take = b.here();
+        b.push(TakeSoftirq {
+            nr: TASKLET_SOFTIRQ as u8,
+            absent: 0,
+        })
+        .push(Call(handler));
+        let after = b.here();
+        b.patch(take, after);
+        b.push(Cli)
+            .push(SoftirqRestart {
+                max: 10,
+                to: restart,
+            })
+            .push(SoftirqLeave)
+            .push(Return(Operand::Const(0)));
+        let do_softirq = k.code.add("__do_softirq", b);
+        use Step::*;
+        let (mut irqs, mut s) = (false, SoftirqState::default());
+        s.raise(TASKLET_SOFTIRQ);
+        let mut f = Frame::at(do_softirq);
+        let mut rounds = 0;
+        loop {
+            match step(&mut k, &mut f, 0, &mut irqs, &mut s).0 {
+                Op::Call(mut h) => {
+                    assert!(irqs, "softirq handlers run with interrupts on");
+                    rounds += 1;
+                    while step(&mut k, &mut h, 0, &mut irqs, &mut s).0 != Op::Return(0) {}
+                }
+                Op::Return(0) => break,
+                op => panic!("unexpected {op:?}"),
+            }
+        }
+        assert_eq!(rounds, 10);
+        assert_eq!(
+            s.pending,
+            1 << TASKLET_SOFTIRQ,
+            "left pending for ksoftirqd"
+        );
+        assert!(!irqs);
+    }
+}
