@@ -30,3 +30,4 @@ pub mod shipped;
 pub mod simulation;
 pub(crate) mod text;
 pub mod topology;
+pub mod workload;

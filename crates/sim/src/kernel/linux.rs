@@ -258,28 +258,37 @@ pub fn link(k: &mut Kernel) {
     k.entries.interrupt_apic = k.code.add("common_interrupt (Local APIC)", apic);
     k.entries.interrupt_pic = k.code.add("common_interrupt (8259)", pic);
 
-    k.entries.idle = match &k.idle {
+    // With a workload, the idle task runs its process work first (with interrupts on, as
+    // process code runs) and idles when a busy stretch is spent (`workload.rs`).
+    let mut idle: Builder = if k.workload {
+        vec![Sti, Work { idle: 2 }].into()
+    } else {
+        Builder::new()
+    };
+    let start = idle.here();
+    let name = match &k.idle {
         // 2.6: `default_idle` -> `safe_halt` (sti; hlt): the interrupt is taken at once.
-        None => k.code.add(
-            "cpu_idle",
-            vec![Run(c.idle_loop), Halt { sti: true }, Jump(0)].into(),
-        ),
+        None => {
+            idle.push(Run(c.idle_loop))
+                .push(Halt { sti: true })
+                .push(Jump(0));
+            "cpu_idle"
+        }
         // cpuidle: entered with interrupts off; after the wake-up the exit path runs before
         // `local_irq_enable` lets the interrupt in (the `Run(0)` is that window).
-        Some(idle) => k.code.add(
-            "do_idle",
-            vec![
-                Cli,
-                Run(c.idle_loop + idle.entry),
-                Halt { sti: false },
-                Run(idle.exit),
-                Sti,
-                Run(0),
-                Jump(0),
-            ]
-            .into(),
-        ),
+        Some(costs) => {
+            idle.push(Cli)
+                .push(Run(c.idle_loop + costs.entry))
+                .push(Halt { sti: false })
+                .push(Run(costs.exit))
+                .push(Sti)
+                .push(Run(0))
+                .push(Jump(0));
+            "do_idle"
+        }
     };
+    debug_assert_eq!(start, 2 * u32::from(k.workload));
+    k.entries.idle = k.code.add(name, idle);
 }
 
 /// i8259.c's chip operations, one program per line, built when a line needs them.

@@ -115,6 +115,8 @@ pub struct Kernel {
     pub idt: Vec<Entry>,
     /// Where the CPU starts programs (filled by [`linux::link`]).
     pub entries: linux::Entries,
+    /// The idle task runs the scenario's workload before it halts (`workload.rs`).
+    pub workload: bool,
 }
 
 impl Kernel {
@@ -132,6 +134,7 @@ impl Kernel {
             vars,
             idt: vec![NO_ENTRY; 512],
             entries: linux::Entries::default(),
+            workload: false,
         }
     }
 

@@ -27,6 +27,7 @@ use super::softirq::{SoftirqState, TaskletId};
 use super::Kernel;
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
+use crate::workload::{Piece, WorkState};
 
 /// The position of a step in the kernel's code; a program's entry is its first step.
 pub type Entry = u32;
@@ -113,6 +114,11 @@ pub enum Step {
     },
     /// Leave the interrupt frame: IRET restores the interrupted context's flags.
     Iret,
+    /// The idle task's process work (`workload.rs`): the core's next piece of it, coming back
+    /// here until the busy stretch is spent; then on to `idle` (the halt).
+    Work {
+        idle: Entry,
+    },
     Inc(Var),
     SetBits(Var, u32),
     ClearBits(Var, u32),
@@ -187,6 +193,14 @@ pub enum Op {
     Halt {
         sti: bool,
     },
+    /// Process code with interrupts on for this long: an interrupt cuts it at the next
+    /// instruction boundary.
+    Busy(SimDuration),
+    /// Code with interrupts off for this long.
+    Held(SimDuration),
+    /// The workload's busy stretch is spent; the next arrives after this gap (`None`: when
+    /// the machine says so).
+    Rest(Option<SimDuration>),
 }
 
 /// One function activation: its position in the code and its locals (an interrupt's vector,
@@ -254,6 +268,7 @@ impl Code {
                 to: entry + to,
             },
             Step::NextTasklet { done } => Step::NextTasklet { done: entry + done },
+            Step::Work { idle } => Step::Work { idle: entry + idle },
             Step::TakeSoftirq { nr, absent } => Step::TakeSoftirq {
                 nr,
                 absent: entry + absent,
@@ -347,6 +362,8 @@ pub struct StepCtx<'a> {
     pub preempt: &'a mut PreemptCount,
     /// This CPU's softirq state.
     pub softirq: &'a mut SoftirqState,
+    /// This CPU's workload generator, if the scenario has one.
+    pub work: Option<&'a mut WorkState>,
 }
 
 /// `irqreturn_t`'s IRQ_HANDLED.
@@ -433,6 +450,33 @@ impl Frame {
                 Step::Sti => *cx.irqs_enabled = true,
                 Step::Halt { sti } => break Op::Halt { sti },
                 Step::Iret => break Op::Iret,
+                Step::Work { idle } => {
+                    let Some(w) = cx.work.as_deref_mut() else {
+                        pc = idle;
+                        continue;
+                    };
+                    pc -= 1; // back here for the next piece
+                    match w.next_piece() {
+                        Piece::Busy(d) => {
+                            debug_assert!(*cx.irqs_enabled, "process code runs with IF set");
+                            break Op::Busy(d);
+                        }
+                        Piece::Cli => *cx.irqs_enabled = false,
+                        Piece::Sti => *cx.irqs_enabled = true,
+                        // Folded as a `Run` with interrupts off is.
+                        Piece::Held(d) => {
+                            if cx.fold && !*cx.irqs_enabled && cx.ahead + d < cx.horizon {
+                                cx.ahead += d;
+                            } else {
+                                break Op::Held(d);
+                            }
+                        }
+                        Piece::Rest(gap) => {
+                            pc = idle;
+                            break Op::Rest(gap);
+                        }
+                    }
+                }
                 Step::Inc(v) => vars[usize::from(v.0)] += 1,
                 Step::SetBits(v, m) => vars[usize::from(v.0)] |= u64::from(m),
                 Step::ClearBits(v, m) => vars[usize::from(v.0)] &= !u64::from(m),
@@ -552,6 +596,7 @@ mod tests {
             irqs_enabled: irqs,
             preempt: &mut preempt,
             softirq: s,
+            work: None,
         };
         let op = f.step(&mut cx);
         (op, cx.ahead)

@@ -15,6 +15,7 @@ use crate::kernel::linux::Entries;
 use crate::kernel::program::{Access, Frame, Op, StepCtx};
 use crate::kernel::sched::TaskContext;
 use crate::kernel::softirq::SoftirqState;
+use crate::workload::WorkState;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum CpuState {
@@ -50,6 +51,12 @@ pub struct Core {
     pub(super) next_tick: Option<SimTime>,
     /// Hardware interrupts this core took (its column of `/proc/interrupts`, summed).
     pub(super) interrupts: u64,
+    /// The scenario's workload on this core (`workload.rs`), run by the idle task.
+    pub work: Option<WorkState>,
+    /// Process code running with interrupts on, from..until, which an interrupt cuts.
+    pub(super) busy: Option<(SimTime, SimTime)>,
+    /// Counts busy runs started or cut: a `BusyDone` event of an older one is stale.
+    pub(super) busy_gen: u32,
 }
 
 impl Core {
@@ -68,6 +75,9 @@ impl Core {
             softirq: SoftirqState::default(),
             next_tick: None,
             interrupts: 0,
+            work: None,
+            busy: None,
+            busy_gen: 0,
         }
     }
 
@@ -108,8 +118,21 @@ impl Machine {
         self.poke_cpu_at(c, self.q.now());
     }
 
-    /// An interrupt reaches the core at `at`: a halted core starts to wake.
+    /// An interrupt reaches the core at `at`: a halted core starts to wake; process code
+    /// running with interrupts on is cut at the next instruction boundary.
     pub(super) fn poke_cpu_at(&mut self, c: usize, at: SimTime) {
+        let core = &mut self.cores[c];
+        if let Some((start, end)) = core.busy {
+            if core.ctx.irqs_enabled && core.interrupt_pending() {
+                let step = core.timing.instructions(1).as_ps().max(1);
+                let done = at.since_or_zero(start).as_ps().div_ceil(step) * step;
+                let boundary = start + SimDuration::from_ps(done);
+                if boundary < end {
+                    self.cut_busy(c, boundary, boundary);
+                }
+            }
+            return;
+        }
         let core = &mut self.cores[c];
         if core.state == CpuState::Halted {
             core.state = CpuState::Waking;
@@ -125,6 +148,41 @@ impl Machine {
             };
             self.q.schedule_at(from + wake, Ev::CpuResume(c as u8));
         }
+    }
+
+    /// Stop core c's busy run at `at`: what is left of it waits on the task's stack (parked at
+    /// its frame, so that it goes on when the frame is on top again), and the core resumes at
+    /// `resume` (an SMI's end, or the boundary itself to take the interrupt).
+    pub(super) fn cut_busy(&mut self, c: usize, at: SimTime, resume: SimTime) {
+        let core = &mut self.cores[c];
+        let (_, end) = core.busy.take().expect("a busy run");
+        core.busy_gen = core.busy_gen.wrapping_add(1);
+        let depth = core.ctx.stack.len();
+        core.ctx.parked.push((depth, Op::Busy(end.since(at))));
+        core.state = CpuState::Running;
+        self.q.schedule_at(resume, Ev::CpuResume(c as u8));
+    }
+
+    /// Core c's busy run ends (unless it was cut meanwhile).
+    pub(super) fn busy_done(&mut self, c: usize, gen: u32) {
+        let core = &mut self.cores[c];
+        if core.busy_gen != gen || core.busy.is_none() {
+            return;
+        }
+        core.busy = None;
+        core.state = CpuState::Running;
+        self.cpu_run(c);
+    }
+
+    /// Core c's workload has a new busy stretch: a halted core leaves its idle state for it.
+    pub(super) fn work_arrives(&mut self, c: usize) {
+        if let Some(w) = &mut self.cores[c].work {
+            if w.stopped {
+                return;
+            }
+            w.pending = true;
+        }
+        self.poke_cpu(c);
     }
 
     pub(super) fn resume_after(&mut self, c: usize, d: SimDuration) {
@@ -210,6 +268,7 @@ impl Machine {
                             irqs_enabled: &mut core.ctx.irqs_enabled,
                             preempt: &mut core.ctx.preempt,
                             softirq: &mut core.softirq,
+                            work: core.work.as_mut(),
                         };
                         let op = frame.step(&mut cx);
                         acc = cx.ahead;
@@ -228,6 +287,49 @@ impl Machine {
                         }
                     }
                     Op::Vectoring => acc += core.timing.vectoring(),
+                    Op::Held(d) => acc += d,
+                    Op::Busy(d) => {
+                        // Once the run has its samples, the workload starts no new busy
+                        // stretches, so that the run can end.
+                        let probed = &self.devices[usize::from(self.probed_device)];
+                        if probed.generated >= self.target_samples {
+                            if let Some(w) = &mut core.work {
+                                w.stopped = true;
+                            }
+                        }
+                        // Process code with interrupts on. Catch up with the clock first if
+                        // something may have arrived meanwhile; an interrupt already pending goes
+                        // first.
+                        if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            break Next::Resume;
+                        }
+                        if core.interrupt_pending() {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            continue;
+                        }
+                        // Nothing can arrive before it ends: it runs ahead, exactly.
+                        if ahead(&self.q, strict, acc + d) {
+                            acc += d;
+                            continue;
+                        }
+                        if acc > SimDuration::ZERO {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            break Next::Resume;
+                        }
+                        // Run it as an event an interrupt may cut (`poke_cpu_at`).
+                        core.busy = Some((now, now + d));
+                        core.busy_gen = core.busy_gen.wrapping_add(1);
+                        self.q
+                            .schedule_at(now + d, Ev::BusyDone(c as u8, core.busy_gen));
+                        break Next::Wait;
+                    }
+                    Op::Rest(gap) => {
+                        let pending = core.work.as_ref().is_some_and(|w| w.pending);
+                        if let (Some(g), false) = (gap, pending) {
+                            self.q.schedule_at(now + acc + g, Ev::WorkArrives(c as u8));
+                        }
+                    }
                     Op::Access(a) => {
                         if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
                             core.ctx.parked.push((core.ctx.stack.len(), op));
@@ -266,7 +368,8 @@ impl Machine {
                             // sti; hlt, or poll_idle, which spins with interrupts on.
                             core.ctx.irqs_enabled = true;
                         }
-                        if !core.interrupt_pending() {
+                        let work = core.work.as_ref().is_some_and(|w| w.pending);
+                        if !core.interrupt_pending() && !work {
                             core.state = CpuState::Halted;
                             break Next::Wait;
                         }

@@ -54,6 +54,10 @@ enum Ev {
     Tick(u8),
     /// A System Management Interrupt: every core leaves the OS for firmware.
     Smi,
+    /// Core c's busy run of process work (of generation g) ends.
+    BusyDone(u8, u32),
+    /// Core c's workload has its next busy stretch.
+    WorkArrives(u8),
 }
 
 /// Counters a run reports besides the latencies.
@@ -75,6 +79,8 @@ pub struct Counters {
     pub ticks: u64,
     /// System Management Interrupts taken.
     pub smis: u64,
+    /// Sections with interrupts off the workloads ran.
+    pub workload_sections: u64,
     /// Idle periods per idle state (cpuidle), in the platform's state order.
     pub idle_entries: Vec<(String, u64)>,
     /// Hardware interrupts each core took, by CPU number.
@@ -181,6 +187,7 @@ impl Counters {
         self.mmio_reads += o.mmio_reads;
         self.ticks += o.ticks;
         self.smis += o.smis;
+        self.workload_sections += o.workload_sections;
         self.link_replays += o.link_replays;
         self.dma_requests += o.dma_requests;
         add_by_index(&mut self.idle_entries, &o.idle_entries, |e, n| e.1 += n.1);
@@ -318,6 +325,8 @@ impl Machine {
                     }
                 }
                 Ev::Smi => self.on_smi(),
+                Ev::BusyDone(c, g) => self.busy_done(usize::from(c), g),
+                Ev::WorkArrives(c) => self.work_arrives(usize::from(c)),
             }
         }
         Counters {
@@ -336,6 +345,9 @@ impl Machine {
             mmio_reads: self.mmio_reads,
             ticks: self.kernel.var(crate::kernel::TICKS),
             smis: self.smi.as_ref().map_or(0, |s| s.count),
+            workload_sections: (self.cores.iter())
+                .filter_map(|c| c.work.as_ref().map(|w| w.sections))
+                .sum(),
             link_replays: self.fabric.replays(),
             dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),
             idle_entries: self.idle_entries(),
@@ -406,7 +418,13 @@ impl Machine {
         smi.count += 1;
         let end = self.q.now() + smi.duration;
         let gap = smi.duration + smi.next_gap();
-        for (c, core) in self.cores.iter_mut().enumerate() {
+        for c in 0..self.cores.len() {
+            if self.cores[c].busy.is_some() {
+                // Process code stops for SMM and goes on after it.
+                let now = self.q.now();
+                self.cut_busy(c, now, end);
+            }
+            let core = &mut self.cores[c];
             core.smm_until = core.smm_until.max(end);
             // An SMI takes a core out of MWAIT, and RSM returns past it (MWAIT does not
             // restart): the core is awake after SMM, with no idle state left to leave. (HLT

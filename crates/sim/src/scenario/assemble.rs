@@ -29,6 +29,7 @@ use crate::topology::{
     LinkKindName, LinkSection as TopologyLinkSection, PartId, PartKind, PartKindName, PartSection,
     Topology, TopologyError, TopologyFile,
 };
+use crate::workload::WorkState;
 use irqlab_stats::series::SampleSeries;
 
 /// `assign_irq_vector`: hands out vectors a step apart.
@@ -187,6 +188,10 @@ impl Scenario {
                     core.cpuidle =
                         Some(Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3))));
                 }
+                core.work =
+                    self.file.workload.as_ref().map(|w| {
+                        WorkState::new(w.clone(), rng.stream(&format!("workload.cpu{i}")))
+                    });
                 core
             })
             .collect();
@@ -327,6 +332,7 @@ impl Scenario {
             _ => unreachable!("the root is the host bridge"),
         };
         kernel.idle = self.kernel.idle.clone();
+        kernel.workload = self.file.workload.is_some();
         linux::link(&mut kernel);
         let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
             mean_interval: ns(1e9 / s.rate_per_s),

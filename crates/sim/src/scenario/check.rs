@@ -80,6 +80,41 @@ impl Scenario {
         Ok(())
     }
 
+    /// The workload: a busy fraction, stretches and sections whose time fits in a busy second.
+    fn check_workload(&self) -> Result<(), ScenarioError> {
+        let Some(w) = &self.file.workload else {
+            return Ok(());
+        };
+        self.in_range("workload.busy_fraction", w.busy_fraction, 0.0, 1.0, "")?;
+        self.in_range("workload.busy_ms", w.busy_ms, 1e-3, 1e5, "ms")?;
+        let mut held = 0.0;
+        for (i, s) in w.section.iter().enumerate() {
+            let key = |f: &str| format!("workload.section.{i}.{f}");
+            self.in_range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
+            self.in_range(&key("mean_us"), s.mean_us, 1e-3, 1e6, "us")?;
+            self.in_range(&key("sigma"), s.sigma, 0.0, 5.0, "")?;
+            if s.distribution == crate::workload::LengthDistribution::Lognormal && s.sigma == 0.0 {
+                return Err(self.invalid(
+                    &key("sigma"),
+                    "a lognormal length needs its spread: give sigma > 0 (the standard deviation \
+                     of the length's logarithm), or use distribution = \"fixed\"",
+                ));
+            }
+            held += s.per_busy_s * s.mean_us * 1e-6;
+        }
+        if held >= 1.0 {
+            return Err(self.invalid(
+                "workload.section",
+                format!(
+                    "the sections would hold interrupts off for {:.0}% of every busy second: \
+                     lower per_busy_s or mean_us so that they take less than all of it",
+                    held * 100.0
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The parts seed 002 brought: idle states, SMIs, drivers, the round-trip counter, switches,
     /// bit errors and DMA traffic.
     fn check_modern(&self) -> Result<(), ScenarioError> {
@@ -692,6 +727,7 @@ impl Scenario {
         }
         self.check_bars()?;
         self.check_modern()?;
+        self.check_workload()?;
         if self.file.samples == 0 {
             return Err(self.invalid("samples", "samples must be at least 1"));
         }

@@ -139,6 +139,10 @@ pub struct ScenarioFile {
     /// kernel brings up).
     #[serde(default)]
     pub cpus: u8,
+    /// Background process work on every core (`workload.rs`); absent: the cores idle between
+    /// interrupts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::workload::WorkloadSpec>,
     pub device: Vec<DeviceSection>,
 }
 

@@ -113,6 +113,7 @@ impl Outcome {
             Count::always("events_simulated", c.events),
             Count::always("simulated_time_us", c.simulated_ps / 1_000_000),
             Count::if_nonzero("smis", c.smis),
+            Count::if_nonzero("workload_irqs_off_sections", c.workload_sections),
         ]);
         counters.extend(c.idle_entries.iter().map(|(name, n)| {
             Count::if_nonzero(format!("idle_entries_{}", name.to_lowercase()), *n)

@@ -1,0 +1,310 @@
+//! Background activity on any platform: process work that keeps a core busy between idle
+//! gaps, broken by sections that hold interrupts off, with lengths drawn from distributions.
+//!
+//! A scenario's `[workload]` describes it once for every core; each core draws from its own
+//! stream (`workload.cpuN`). The idle task runs it (`Step::Work` in its loop, before the
+//! halt): while a busy stretch lasts, the core runs process code, which an interrupt cuts at the
+//! next instruction boundary, and sections with interrupts off, which it does not; when the
+//! stretch is spent the idle loop halts until the next stretch arrives. This is the shape of
+//! seed 004's load phases (busy fraction, busy-stretch length, sections per busy second and
+//! their mean length), which step 9 of the move to one machine makes instances of this.
+//!
+//! Not yet here: preempt-off and `spl` sections (they need the preemption models of seed 003
+//! and FreeBSD's masking policy of step 9), and cache pollution (the one machine has no cache
+//! model of the kernel's paths yet).
+
+use crate::engine::rng::Stream;
+use crate::engine::SimDuration;
+use rand::Rng;
+use rand_distr::Distribution as _;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// The scenario's `[workload]`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Fraction of the time a core runs process work rather than idling (0 to 1), not counting
+    /// the sections (as seed 004's phases count it).
+    pub busy_fraction: f64,
+    /// Mean length of a busy stretch in ms of process CPU time, sections not counted
+    /// (exponential).
+    pub busy_ms: f64,
+    /// Sections process code runs with interrupts held off.
+    #[serde(default)]
+    pub section: Vec<SectionSpec>,
+}
+
+/// One kind of section.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SectionSpec {
+    /// What the section holds off: `irqs-off` (`local_irq_save` ... `restore`, `cli` ...
+    /// `sti`).
+    pub kind: SectionKind,
+    /// How many per second of busy CPU time (a Poisson process over busy time).
+    pub per_busy_s: f64,
+    /// The length's distribution.
+    #[serde(default)]
+    pub distribution: LengthDistribution,
+    /// Mean length in microseconds.
+    pub mean_us: f64,
+    /// For `lognormal`: the standard deviation of the length's logarithm.
+    #[serde(default)]
+    pub sigma: f64,
+}
+
+#[derive(Copy, Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SectionKind {
+    IrqsOff,
+}
+
+#[derive(Copy, Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum LengthDistribution {
+    /// Memoryless: most sections short, a few long.
+    #[default]
+    Exponential,
+    /// Always `mean_us`.
+    Fixed,
+    /// Lengths whose logarithm is normal with `sigma`, scaled to the mean: the long right tail
+    /// measured irqs-off sections have.
+    Lognormal,
+}
+
+/// What the idle task's `Work` step does next.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Process code with interrupts on, for this long.
+    Busy(SimDuration),
+    /// `cli`: a section starts.
+    Cli,
+    /// Code with interrupts off, for this long.
+    Held(SimDuration),
+    /// `sti`: the section ends.
+    Sti,
+    /// The stretch is spent: idle until the next one arrives, after this gap (`None`: no more
+    /// work).
+    Rest(Option<SimDuration>),
+}
+
+/// One core's generator.
+#[derive(Clone, Debug)]
+pub struct WorkState {
+    spec: WorkloadSpec,
+    rng: Stream,
+    /// Sections per picosecond of busy time, all kinds together.
+    section_rate_per_ps: f64,
+    queue: VecDeque<Piece>,
+    /// CPU time left in the current busy stretch.
+    busy_left_ps: u64,
+    working: bool,
+    /// A busy stretch arrived while the core was not in its idle loop.
+    pub pending: bool,
+    /// The run has its samples: no new stretches.
+    pub stopped: bool,
+    /// Sections run.
+    pub sections: u64,
+}
+
+impl WorkState {
+    /// A generator; a core that is always busy (`busy_fraction` 1) starts with work pending.
+    pub fn new(spec: WorkloadSpec, rng: Stream) -> WorkState {
+        let section_rate_per_ps = spec.section.iter().map(|s| s.per_busy_s * 1e-12).sum();
+        WorkState {
+            pending: spec.busy_fraction > 0.0,
+            spec,
+            rng,
+            section_rate_per_ps,
+            queue: VecDeque::new(),
+            busy_left_ps: 0,
+            working: false,
+            stopped: false,
+            sections: 0,
+        }
+    }
+
+    fn exponential(&mut self, mean_ps: f64) -> u64 {
+        let u: f64 = self.rng.gen();
+        (-(1.0 - u).ln() * mean_ps).round() as u64
+    }
+
+    fn length(&mut self, s: &SectionSpec) -> u64 {
+        let mean_ps = s.mean_us * 1e6;
+        let ps = match s.distribution {
+            LengthDistribution::Exponential => self.exponential(mean_ps) as f64,
+            LengthDistribution::Fixed => mean_ps,
+            LengthDistribution::Lognormal => {
+                // E[X] = exp(mu + sigma^2 / 2): mu from the mean.
+                let mu = mean_ps.ln() - s.sigma * s.sigma / 2.0;
+                rand_distr::LogNormal::new(mu, s.sigma)
+                    .expect("sigma checked >= 0")
+                    .sample(&mut self.rng)
+            }
+        };
+        (ps.round() as u64).max(1)
+    }
+
+    /// The next piece of the core's process work.
+    pub fn next_piece(&mut self) -> Piece {
+        if let Some(p) = self.queue.pop_front() {
+            return p;
+        }
+        if self.stopped {
+            self.working = false;
+            self.pending = false;
+            return Piece::Rest(None);
+        }
+        if !self.working {
+            if !self.pending {
+                return Piece::Rest(None);
+            }
+            self.pending = false;
+            self.working = true;
+            self.busy_left_ps = self.exponential(self.spec.busy_ms * 1e9).max(1);
+        }
+        let gap = if self.section_rate_per_ps > 0.0 {
+            self.exponential(1.0 / self.section_rate_per_ps)
+        } else {
+            u64::MAX
+        };
+        if gap >= self.busy_left_ps {
+            // The stretch ends in process code; the next one comes after an idle gap that
+            // makes the busy fraction.
+            let left = std::mem::take(&mut self.busy_left_ps);
+            self.working = false;
+            let f = self.spec.busy_fraction;
+            let rest = if f >= 1.0 {
+                self.pending = true;
+                Some(SimDuration::ZERO)
+            } else {
+                let idle_ps = self.spec.busy_ms * 1e9 * (1.0 - f) / f;
+                Some(SimDuration::from_ps(self.exponential(idle_ps)))
+            };
+            self.queue.push_back(Piece::Rest(rest));
+            return Piece::Busy(SimDuration::from_ps(left.max(1)));
+        }
+        self.busy_left_ps -= gap;
+        // Which kind of section: by rate.
+        let mut x = self.rng.gen::<f64>() * self.section_rate_per_ps;
+        let mut pick = self.spec.section.len() - 1;
+        for (i, s) in self.spec.section.iter().enumerate() {
+            let r = s.per_busy_s * 1e-12;
+            if x < r {
+                pick = i;
+                break;
+            }
+            x -= r;
+        }
+        let s = self.spec.section[pick].clone();
+        let held = SimDuration::from_ps(self.length(&s));
+        self.sections += 1;
+        match s.kind {
+            SectionKind::IrqsOff => {
+                self.queue
+                    .extend([Piece::Cli, Piece::Held(held), Piece::Sti]);
+            }
+        }
+        Piece::Busy(SimDuration::from_ps(gap.max(1)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::RngStreams;
+
+    fn spec(busy_fraction: f64) -> WorkloadSpec {
+        WorkloadSpec {
+            busy_fraction,
+            busy_ms: 1.0,
+            section: vec![SectionSpec {
+                kind: SectionKind::IrqsOff,
+                per_busy_s: 10_000.0,
+                distribution: LengthDistribution::Exponential,
+                mean_us: 5.0,
+                sigma: 0.0,
+            }],
+        }
+    }
+
+    /// Walk the generator for `stretches` busy stretches: busy time, idle time, held time and
+    /// the number of sections.
+    fn walk(w: &mut WorkState, stretches: u32) -> (f64, f64, f64, u64) {
+        let (mut busy, mut idle, mut held, mut n) = (0.0, 0.0, 0.0, 0);
+        let mut done = 0;
+        while done < stretches {
+            match w.next_piece() {
+                Piece::Busy(d) => busy += d.as_ps() as f64,
+                Piece::Held(d) => {
+                    held += d.as_ps() as f64;
+                    n += 1;
+                }
+                Piece::Rest(Some(d)) => {
+                    idle += d.as_ps() as f64;
+                    w.pending = true; // the next stretch arrives
+                    done += 1;
+                }
+                Piece::Rest(None) => panic!("work stopped"),
+                Piece::Cli | Piece::Sti => {}
+            }
+        }
+        (busy, idle, held, n)
+    }
+
+    #[test]
+    fn the_busy_fraction_and_the_section_rate_come_out_as_specified() {
+        let mut w = WorkState::new(spec(0.25), RngStreams::new(3).stream("workload.cpu0"));
+        let (busy, idle, held, n) = walk(&mut w, 4000);
+        // Both count process time without the sections in it.
+        let f = busy / (busy + idle);
+        assert!((f - 0.25).abs() < 0.01, "busy fraction {f}");
+        let per_s = n as f64 / (busy * 1e-12);
+        assert!(
+            (per_s / 10_000.0 - 1.0).abs() < 0.03,
+            "{per_s} sections per busy s"
+        );
+        let mean_us = held / n as f64 / 1e6;
+        assert!(
+            (mean_us / 5.0 - 1.0).abs() < 0.03,
+            "mean section {mean_us} us"
+        );
+    }
+
+    #[test]
+    fn a_section_is_cli_held_sti_and_a_stopped_generator_rests_for_good() {
+        let mut w = WorkState::new(spec(1.0), RngStreams::new(1).stream("workload.cpu0"));
+        let mut saw = Vec::new();
+        while saw.len() < 4 {
+            saw.push(w.next_piece());
+            if matches!(saw[0], Piece::Rest(_)) {
+                saw.clear();
+            }
+        }
+        assert!(matches!(saw[0], Piece::Busy(_)), "{saw:?}");
+        assert_eq!(saw[1], Piece::Cli);
+        assert!(matches!(saw[2], Piece::Held(_)));
+        assert_eq!(saw[3], Piece::Sti);
+        w.stopped = true;
+        let mut last = w.next_piece();
+        for _ in 0..4 {
+            last = w.next_piece();
+        }
+        assert_eq!(last, Piece::Rest(None));
+    }
+
+    #[test]
+    fn lognormal_sections_keep_their_mean() {
+        let mut s = spec(0.5);
+        s.section[0].distribution = LengthDistribution::Lognormal;
+        s.section[0].sigma = 1.0;
+        let mut w = WorkState::new(s, RngStreams::new(9).stream("workload.cpu0"));
+        let (_, _, held, n) = walk(&mut w, 4000);
+        let mean_us = held / n as f64 / 1e6;
+        assert!(
+            (mean_us / 5.0 - 1.0).abs() < 0.05,
+            "mean section {mean_us} us"
+        );
+    }
+}
