@@ -17,7 +17,8 @@ pub mod sched;
 pub mod softirq;
 
 use costs::{IdleCosts, KernelInstructions};
-use program::{Code, Entry, Var, NO_ENTRY};
+pub use program::Entry;
+use program::{Code, Var, NO_ENTRY};
 use serde::Serialize;
 use softirq::{SoftirqState, Tasklet, TaskletId};
 

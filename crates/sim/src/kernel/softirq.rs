@@ -22,7 +22,7 @@ pub struct Tasklet {
     /// TASKLET_STATE_SCHED: queued and not yet run (scheduling again is a no-op).
     pub scheduled: bool,
     /// The tasklet function: a program a driver registered.
-    pub func: super::program::Entry,
+    pub func: super::Entry,
 }
 
 /// Per-CPU softirq state.
