@@ -2,6 +2,9 @@
 //! tests pin the mechanisms: which accesses each method makes, how a change to one component
 //! moves only the paths that cross it, sharing, and determinism.
 
+mod common;
+
+use common::ws_text_with_absolute_paths;
 use irqlab_sim::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 
@@ -19,21 +22,6 @@ fn run(scenario: &str, set: &[&str], samples: u64) -> Outcome {
 
 const WS: &str = "experiments/seed000/ws.toml";
 
-/// The workstation scenario's text with its platform and kernel paths made absolute, to be
-/// extended and written to a temporary directory.
-fn ws_text_with_absolute_paths() -> String {
-    let abs = |rel: &str| format!("{:?}", repo().join("experiments/seed000").join(rel));
-    std::fs::read_to_string(repo().join(WS))
-        .unwrap()
-        .replace(
-            "\"../../platforms/ws-2008-core2-ich9.toml\"",
-            &abs("../../platforms/ws-2008-core2-ich9.toml"),
-        )
-        .replace(
-            "\"../../kernels/linux-2.6.18-i386-up.toml\"",
-            &abs("../../kernels/linux-2.6.18-i386-up.toml"),
-        )
-}
 const SOC: &str = "experiments/seed000/soc.toml";
 
 fn mean_isr(r: &Outcome) -> f64 {

@@ -3,6 +3,9 @@
 //! the same results step by step (reference mode), and the latency it adds coming from the
 //! sections.
 
+mod common;
+
+use common::ws_text_with_absolute_paths;
 use irqlab_sim::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 
@@ -12,18 +15,8 @@ fn repo() -> PathBuf {
 
 /// The workstation scenario with a `[workload]`, written to a temporary directory.
 fn with_workload(dir: &Path, workload: &str) -> PathBuf {
-    let abs = |rel: &str| format!("{:?}", repo().join("experiments/seed000").join(rel));
-    let text = std::fs::read_to_string(repo().join("experiments/seed000/ws.toml"))
-        .unwrap()
-        .replace(
-            "\"../../platforms/ws-2008-core2-ich9.toml\"",
-            &abs("../../platforms/ws-2008-core2-ich9.toml"),
-        )
-        .replace(
-            "\"../../kernels/linux-2.6.18-i386-up.toml\"",
-            &abs("../../kernels/linux-2.6.18-i386-up.toml"),
-        )
-        .replacen("[[device]]", &format!("{workload}\n[[device]]"), 1);
+    let text =
+        ws_text_with_absolute_paths().replacen("[[device]]", &format!("{workload}\n[[device]]"), 1);
     let path = dir.join("ws-workload.toml");
     std::fs::write(&path, text).unwrap();
     path

@@ -157,6 +157,23 @@ pub enum Step {
     },
 }
 
+impl Step {
+    /// Where the step may go instead of the next step, if it is a jump of some kind.
+    pub fn target_mut(&mut self) -> Option<&mut Entry> {
+        match self {
+            Step::Jump(to)
+            | Step::BranchIfClear(_, to)
+            | Step::BranchIfLocal(to)
+            | Step::BranchIfNoSoftirq(to)
+            | Step::SoftirqRestart { to, .. }
+            | Step::NextTasklet { done: to }
+            | Step::Work { idle: to }
+            | Step::TakeSoftirq { absent: to, .. } => Some(to),
+            _ => None,
+        }
+    }
+}
+
 /// A register access the CPU performs on behalf of kernel code.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -258,22 +275,11 @@ impl Code {
     pub fn add(&mut self, name: impl Into<String>, b: Builder) -> Entry {
         let entry = self.steps.len() as Entry;
         let len = b.steps.len() as u32;
-        self.steps.extend(b.steps.into_iter().map(|s| match s {
-            Step::Jump(to) => Step::Jump(entry + to),
-            Step::BranchIfClear(m, to) => Step::BranchIfClear(m, entry + to),
-            Step::BranchIfLocal(to) => Step::BranchIfLocal(entry + to),
-            Step::BranchIfNoSoftirq(to) => Step::BranchIfNoSoftirq(entry + to),
-            Step::SoftirqRestart { max, to } => Step::SoftirqRestart {
-                max,
-                to: entry + to,
-            },
-            Step::NextTasklet { done } => Step::NextTasklet { done: entry + done },
-            Step::Work { idle } => Step::Work { idle: entry + idle },
-            Step::TakeSoftirq { nr, absent } => Step::TakeSoftirq {
-                nr,
-                absent: entry + absent,
-            },
-            s => s,
+        self.steps.extend(b.steps.into_iter().map(|mut s| {
+            if let Some(to) = s.target_mut() {
+                *to += entry;
+            }
+            s
         }));
         self.programs.push(Program {
             name: name.into(),
@@ -323,16 +329,10 @@ impl Builder {
     /// Point the jump at `at` to `to`.
     pub fn patch(&mut self, at: Entry, to: Entry) {
         let s = &mut self.steps[at as usize];
-        *s = match *s {
-            Step::Jump(_) => Step::Jump(to),
-            Step::BranchIfClear(m, _) => Step::BranchIfClear(m, to),
-            Step::BranchIfLocal(_) => Step::BranchIfLocal(to),
-            Step::BranchIfNoSoftirq(_) => Step::BranchIfNoSoftirq(to),
-            Step::SoftirqRestart { max, .. } => Step::SoftirqRestart { max, to },
-            Step::NextTasklet { .. } => Step::NextTasklet { done: to },
-            Step::TakeSoftirq { nr, .. } => Step::TakeSoftirq { nr, absent: to },
-            other => panic!("step {at} ({other:?}) is not a jump"),
-        };
+        match s.target_mut() {
+            Some(t) => *t = to,
+            None => panic!("step {at} ({s:?}) is not a jump"),
+        }
     }
 }
 
@@ -347,7 +347,7 @@ pub struct StepCtx<'a> {
     pub kernel: &'a mut Kernel,
     /// The core's instruction timing, for instructions a frame runs within its step.
     pub costs: &'a CpuCosts,
-    /// May instructions run with interrupts off be folded into the step (`run!`)? Not in the
+    /// May instructions run with interrupts off be folded into the next op? Not in the
     /// reference mode, which ends every timed step at an event.
     pub fold: bool,
     /// Folding may not reach this far past the clock (the next SMI, which the interrupt flag

@@ -1,4 +1,6 @@
-//! Shared by the validation tests: running a seed's rows, and the known-gaps ratchet.
+//! Shared by the test files: running a seed's rows, the known-gaps ratchet, the workstation
+//! scenario to extend. (Each test file compiles this module and uses part of it.)
+#![allow(dead_code)]
 
 use irqlab_sim::experiment::{validate_dir, ValidateOptions};
 use irqlab_stats::results::{ValidationReport, Verdict};
@@ -53,4 +55,21 @@ pub fn check_rows(report: &ValidationReport, known_gaps: &[(&str, Verdict, &str)
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The workstation scenario's text with its platform and kernel paths made absolute, to be
+/// extended and written to a temporary directory.
+pub fn ws_text_with_absolute_paths() -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let abs = |rel: &str| format!("{:?}", repo.join("experiments/seed000").join(rel));
+    std::fs::read_to_string(repo.join("experiments/seed000/ws.toml"))
+        .unwrap()
+        .replace(
+            "\"../../platforms/ws-2008-core2-ich9.toml\"",
+            &abs("../../platforms/ws-2008-core2-ich9.toml"),
+        )
+        .replace(
+            "\"../../kernels/linux-2.6.18-i386-up.toml\"",
+            &abs("../../kernels/linux-2.6.18-i386-up.toml"),
+        )
 }
