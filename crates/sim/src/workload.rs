@@ -9,9 +9,14 @@
 //! seed 004's load phases (busy fraction, busy-stretch length, sections per busy second and
 //! their mean length), which step 9 of the move to one machine makes instances of this.
 //!
-//! Not yet here: preempt-off and `spl` sections (they need the preemption models of seed 003
-//! and FreeBSD's masking policy of step 9), and cache pollution (the one machine has no cache
-//! model of the kernel's paths yet).
+//! Sections hold interrupts off in one of two ways: `irqs-off` clears the processor's interrupt
+//! flag (`cli` ... `sti`, `local_irq_save`), `spl-tty`, `spl-net`, `spl-bio` and `spl-high`
+//! raise FreeBSD's `cpl` (`spltty()` ... `splx()`, `kernel/spl.rs`): interrupts of the class
+//! are still taken, acknowledged and held in `ipending`, and `splx` replays them. Cache
+//! pollution (`cold_fraction`): the chance that a cache line of kernel code was evicted since it
+//! last ran, which the core's cold-code model charges as a line fill (`machine/core.rs`).
+//!
+//! Not yet here: preempt-off sections (they need the preemption models of seed 003).
 
 use crate::engine::rng::Stream;
 use crate::engine::SimDuration;
@@ -33,6 +38,10 @@ pub struct WorkloadSpec {
     /// Sections process code runs with interrupts held off.
     #[serde(default)]
     pub section: Vec<SectionSpec>,
+    /// Cache pollution: the chance that a cache line of the kernel's interrupt code was evicted
+    /// since it last ran (0 to 1).
+    #[serde(default)]
+    pub cold_fraction: f64,
 }
 
 /// One kind of section.
@@ -40,7 +49,7 @@ pub struct WorkloadSpec {
 #[serde(deny_unknown_fields)]
 pub struct SectionSpec {
     /// What the section holds off: `irqs-off` (`local_irq_save` ... `restore`, `cli` ...
-    /// `sti`).
+    /// `sti`), or a FreeBSD `spl` class (`spl-tty`, `spl-net`, `spl-bio`, `spl-high`).
     pub kind: SectionKind,
     /// How many per second of busy CPU time (a Poisson process over busy time).
     pub per_busy_s: f64,
@@ -58,6 +67,33 @@ pub struct SectionSpec {
 #[serde(rename_all = "kebab-case")]
 pub enum SectionKind {
     IrqsOff,
+    SplTty,
+    SplNet,
+    SplBio,
+    SplHigh,
+}
+
+impl SectionKind {
+    /// The `spl` class the section raises `cpl` to, if it is an `spl` section.
+    pub fn spl(self) -> Option<SplClass> {
+        match self {
+            SectionKind::IrqsOff => None,
+            SectionKind::SplTty => Some(SplClass::Tty),
+            SectionKind::SplNet => Some(SplClass::Net),
+            SectionKind::SplBio => Some(SplClass::Bio),
+            SectionKind::SplHigh => Some(SplClass::High),
+        }
+    }
+}
+
+/// FreeBSD's interrupt classes as `spl` raises them (`spltty`, `splimp`/`splnet`, `splbio`,
+/// `splhigh`/`splclock`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SplClass {
+    Tty = 0,
+    Net = 1,
+    Bio = 2,
+    High = 3,
 }
 
 #[derive(Copy, Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -84,6 +120,15 @@ pub enum Piece {
     Held(SimDuration),
     /// `sti`: the section ends.
     Sti,
+    /// Kernel code of process context with interrupts on (a system call's work inside an
+    /// `spl` section), for this long.
+    Syscall(SimDuration),
+    /// `splXXX()`: raise `cpl` by the class's mask (saving the old value).
+    Spl(SplClass),
+    /// `splx()`: restore `cpl`, replaying what it held off.
+    Splx,
+    /// The kernel instructions of an `spl` call.
+    Code(u32),
     /// The stretch is spent: idle until the next one arrives, after this gap (`None`: no more
     /// work).
     Rest(Option<SimDuration>),
@@ -106,6 +151,8 @@ pub struct WorkState {
     pub stopped: bool,
     /// Sections run.
     pub sections: u64,
+    /// Instructions of an `splXXX()` or `splx()` call (the kernel's, for `spl` sections).
+    pub spl_call_instructions: u32,
 }
 
 impl WorkState {
@@ -122,7 +169,19 @@ impl WorkState {
             working: false,
             stopped: false,
             sections: 0,
+            spl_call_instructions: 0,
         }
+    }
+
+    /// The workload changes (seed 004's phases): the stretch under way goes on, with the new
+    /// sections; the next stretch and idle gap follow the new busy fraction.
+    pub fn set_spec(&mut self, spec: WorkloadSpec) {
+        self.section_rate_per_ps = spec.section.iter().map(|s| s.per_busy_s * 1e-12).sum();
+        self.spec = spec;
+    }
+
+    pub fn spec(&self) -> &WorkloadSpec {
+        &self.spec
     }
 
     fn exponential(&mut self, mean_ps: f64) -> u64 {
@@ -200,10 +259,20 @@ impl WorkState {
         let s = self.spec.section[pick].clone();
         let held = SimDuration::from_ps(self.length(&s));
         self.sections += 1;
-        match s.kind {
-            SectionKind::IrqsOff => {
+        match s.kind.spl() {
+            None => {
                 self.queue
                     .extend([Piece::Cli, Piece::Held(held), Piece::Sti]);
+            }
+            Some(class) => {
+                let call = Piece::Code(self.spl_call_instructions);
+                self.queue.extend([
+                    call,
+                    Piece::Spl(class),
+                    Piece::Syscall(held),
+                    Piece::Splx,
+                    call,
+                ]);
             }
         }
         Piece::Busy(SimDuration::from_ps(gap.max(1)))
@@ -219,6 +288,7 @@ mod tests {
         WorkloadSpec {
             busy_fraction,
             busy_ms: 1.0,
+            cold_fraction: 0.0,
             section: vec![SectionSpec {
                 kind: SectionKind::IrqsOff,
                 per_busy_s: 10_000.0,
@@ -247,7 +317,11 @@ mod tests {
                     done += 1;
                 }
                 Piece::Rest(None) => panic!("work stopped"),
-                Piece::Cli | Piece::Sti => {}
+                Piece::Syscall(d) => {
+                    held += d.as_ps() as f64;
+                    n += 1;
+                }
+                Piece::Cli | Piece::Sti | Piece::Spl(_) | Piece::Splx | Piece::Code(_) => {}
             }
         }
         (busy, idle, held, n)

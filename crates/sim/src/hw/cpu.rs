@@ -15,6 +15,9 @@ pub struct CpuTiming {
     pub iret_cycles: f64,
     /// One access to a Local APIC register (on the core, no bus cycle).
     pub lapic_access_cycles: f64,
+    /// The interrupt gate's extra work when it interrupts user mode (stack switch, segment
+    /// loads).
+    pub privilege_change_cycles: f64,
     /// Leaving HLT (C1) when an interrupt arrives.
     pub halt_exit: SimDuration,
 }
@@ -27,6 +30,7 @@ pub struct CpuCosts {
     vectoring: SimDuration,
     iret: SimDuration,
     lapic_access: SimDuration,
+    privilege_change: SimDuration,
 }
 
 impl CpuTiming {
@@ -39,6 +43,7 @@ impl CpuTiming {
             vectoring: self.cycles(self.interrupt_vectoring_cycles),
             iret: self.cycles(self.iret_cycles),
             lapic_access: self.cycles(self.lapic_access_cycles),
+            privilege_change: self.cycles(self.privilege_change_cycles),
         }
     }
 }
@@ -55,5 +60,8 @@ impl CpuCosts {
     }
     pub fn lapic_access(&self) -> SimDuration {
         self.lapic_access
+    }
+    pub fn privilege_change(&self) -> SimDuration {
+        self.privilege_change
     }
 }

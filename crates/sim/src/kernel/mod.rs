@@ -15,6 +15,7 @@ pub mod linux;
 pub mod program;
 pub mod sched;
 pub mod softirq;
+pub mod spl;
 
 use costs::{IdleCosts, KernelInstructions};
 pub use program::Entry;
@@ -118,6 +119,8 @@ pub struct Kernel {
     pub entries: linux::Entries,
     /// The idle task runs the scenario's workload before it halts (`workload.rs`).
     pub workload: bool,
+    /// FreeBSD's `cpl` masking policy, for a kernel that has it (`kernel/freebsd.rs`).
+    pub spl: Option<spl::SplPolicy>,
 }
 
 impl Kernel {
@@ -136,6 +139,7 @@ impl Kernel {
             idt: vec![NO_ENTRY; 512],
             entries: linux::Entries::default(),
             workload: false,
+            spl: None,
         }
     }
 

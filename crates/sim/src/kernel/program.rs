@@ -24,6 +24,7 @@
 
 use super::context::PreemptCount;
 use super::softirq::{SoftirqState, TaskletId};
+use super::spl::Replay;
 use super::Kernel;
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
@@ -74,6 +75,11 @@ pub enum Idt {
 pub enum Step {
     /// Execute this many instructions (a counted block of the path; not cut by an interrupt).
     Run(u32),
+    /// Execute this many instructions, which an interrupt cuts at the next instruction boundary
+    /// when interrupts are on (FreeBSD's handlers run with interrupts on, and an interrupt of
+    /// another class is taken in the middle of one). Each cache line the block spans may have
+    /// been evicted since it last ran (the core's cold-code model).
+    Code(u32),
     /// The microcoded interrupt delivery (IDT gate, frame push).
     Vectoring,
     /// Uncached load from memory-mapped I/O: non-posted, the core waits for the completion.
@@ -82,6 +88,8 @@ pub enum Step {
     Write(Mmio, Operand),
     /// IN: non-posted.
     In(u16),
+    /// `inw`: a 16-bit port read (a programmed-I/O data port).
+    InW(u16),
     /// OUT: non-posted too (Intel SDM vol. 3, 8.2.5: x86 waits for I/O writes).
     Out(u16, Operand),
     LapicRead(u32),
@@ -93,6 +101,9 @@ pub enum Step {
     Call(Entry),
     /// Call through the IDT with the frame's vector.
     CallVector(Idt),
+    /// Go on at the IDT's entry for the frame's vector, in this frame (the interrupt gate's
+    /// target is the stub itself, as FreeBSD's `INTR` stubs are).
+    JumpVector(Idt),
     /// Call the function of the tasklet in the frame's first local.
     CallTasklet,
     Return(Operand),
@@ -101,6 +112,8 @@ pub enum Step {
     BranchIfClear(u32, Entry),
     /// Branch if the frame's first local is not zero.
     BranchIfLocal(Entry),
+    /// Branch if the variable has any of these bits set.
+    BranchIfSet(Var, u32, Entry),
     /// Branch unless `irq_exit` would run softirqs: still in interrupt context, or none
     /// pending.
     BranchIfNoSoftirq(Entry),
@@ -155,6 +168,12 @@ pub enum Step {
     NextTasklet {
         done: Entry,
     },
+    /// FreeBSD's `Xresume`: save `cpl` in the frame's second local and raise it by the IRQ's
+    /// class mask (the kernel's [`super::SplPolicy`]).
+    SplEnter(u32),
+    /// `doreti`: restore `cpl` from the frame's second local; if an interrupt it held off is
+    /// pending and now unmasked, take it from `ipending` and go on at its replay entry.
+    Doreti,
 }
 
 impl Step {
@@ -164,6 +183,7 @@ impl Step {
             Step::Jump(to)
             | Step::BranchIfClear(_, to)
             | Step::BranchIfLocal(to)
+            | Step::BranchIfSet(_, _, to)
             | Step::BranchIfNoSoftirq(to)
             | Step::SoftirqRestart { to, .. }
             | Step::NextTasklet { done: to }
@@ -181,8 +201,8 @@ pub enum Access {
     MmioRead { addr: u64 },
     /// Uncached store: the core waits until the FSB has accepted it; it is posted beyond.
     MmioWrite { addr: u64, data: u32 },
-    /// IN: non-posted.
-    PortIn { port: u16 },
+    /// IN: non-posted; `wide`: a 16-bit access.
+    PortIn { port: u16, wide: bool },
     /// OUT: non-posted too; x86 waits for I/O writes to complete (Intel SDM vol. 3, 8.2.5).
     PortOut { port: u16, data: u8 },
     /// Local APIC register read: on the core, no bus cycle.
@@ -210,9 +230,14 @@ pub enum Op {
     Halt {
         sti: bool,
     },
-    /// Process code with interrupts on for this long: an interrupt cuts it at the next
-    /// instruction boundary.
-    Busy(SimDuration),
+    /// Process code with interrupts on for this long, in user mode or in the kernel (a system
+    /// call's work): an interrupt cuts it at the next instruction boundary.
+    Busy {
+        d: SimDuration,
+        user: bool,
+    },
+    /// Instructions an interrupt may cut ([`Step::Code`]).
+    Code(u32),
     /// Code with interrupts off for this long.
     Held(SimDuration),
     /// The workload's busy stretch is spent; the next arrives after this gap (`None`: when
@@ -381,6 +406,7 @@ impl Frame {
             vars,
             tasklets,
             idt,
+            spl,
             ..
         } = &mut *cx.kernel;
         let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -403,6 +429,7 @@ impl Frame {
                         break Op::Run(n);
                     }
                 }
+                Step::Code(n) => break Op::Code(n),
                 Step::Vectoring => break Op::Vectoring,
                 Step::Read(r) => {
                     break Op::Access(Access::MmioRead {
@@ -415,7 +442,8 @@ impl Frame {
                         data: self.operand(d, vars),
                     })
                 }
-                Step::In(port) => break Op::Access(Access::PortIn { port }),
+                Step::In(port) => break Op::Access(Access::PortIn { port, wide: false }),
+                Step::InW(port) => break Op::Access(Access::PortIn { port, wide: true }),
                 Step::Out(port, d) => {
                     let data = self.operand(d, vars) as u8;
                     break Op::Access(Access::PortOut { port, data });
@@ -428,6 +456,7 @@ impl Frame {
                 Step::CallVector(t) => {
                     break Op::Call(Frame::at(idt[t as usize * 256 + (self.a & 0xFF) as usize]))
                 }
+                Step::JumpVector(t) => pc = idt[t as usize * 256 + (self.a & 0xFF) as usize],
                 Step::CallTasklet => break Op::Call(Frame::at(tasklets[self.a as usize].func)),
                 Step::Return(v) => break Op::Return(self.operand(v, vars)),
                 Step::Jump(to) => pc = to,
@@ -438,6 +467,11 @@ impl Frame {
                 }
                 Step::BranchIfLocal(to) => {
                     if self.a != 0 {
+                        pc = to;
+                    }
+                }
+                Step::BranchIfSet(v, bits, to) => {
+                    if vars[usize::from(v.0)] & u64::from(bits) != 0 {
                         pc = to;
                     }
                 }
@@ -459,8 +493,9 @@ impl Frame {
                     match w.next_piece() {
                         Piece::Busy(d) => {
                             debug_assert!(*cx.irqs_enabled, "process code runs with IF set");
-                            break Op::Busy(d);
+                            break Op::Busy { d, user: true };
                         }
+                        Piece::Syscall(d) => break Op::Busy { d, user: false },
                         Piece::Cli => *cx.irqs_enabled = false,
                         Piece::Sti => *cx.irqs_enabled = true,
                         // Folded as a `Run` with interrupts off is.
@@ -475,6 +510,23 @@ impl Frame {
                             pc = idle;
                             break Op::Rest(gap);
                         }
+                        Piece::Spl(kind) => {
+                            let p = spl.as_ref().expect("spl sections need an spl kernel");
+                            let cpl = &mut vars[usize::from(p.cpl.0)];
+                            self.b = *cpl as u32;
+                            *cpl = p.raise(kind, *cpl);
+                        }
+                        Piece::Splx => {
+                            let p = spl.as_ref().expect("spl sections need an spl kernel");
+                            vars[usize::from(p.cpl.0)] = u64::from(self.b);
+                            // `splz`: an interrupt held off and now unmasked is taken through
+                            // a software `int` to its stub, with interrupts off.
+                            if let Some(e) = p.unpend(vars, Replay::Splz) {
+                                *cx.irqs_enabled = false;
+                                break Op::Call(Frame::at(e));
+                            }
+                        }
+                        Piece::Code(n) => break Op::Code(n),
                     }
                 }
                 Step::Inc(v) => vars[usize::from(v.0)] += 1,
@@ -508,6 +560,19 @@ impl Frame {
                     // Swapping the two lists keeps both buffers: no allocation per run.
                     debug_assert!(cx.softirq.tasklet_running.is_empty());
                     std::mem::swap(&mut cx.softirq.tasklet_vec, &mut cx.softirq.tasklet_running);
+                }
+                Step::SplEnter(mask) => {
+                    let p = spl.as_ref().expect("SplEnter in an spl kernel");
+                    let cpl = &mut vars[usize::from(p.cpl.0)];
+                    self.b = *cpl as u32;
+                    *cpl |= u64::from(mask);
+                }
+                Step::Doreti => {
+                    let p = spl.as_ref().expect("Doreti in an spl kernel");
+                    vars[usize::from(p.cpl.0)] = u64::from(self.b);
+                    if let Some(e) = p.unpend(vars, Replay::Doreti) {
+                        pc = e;
+                    }
                 }
                 Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
                     Some(t) => {
@@ -582,6 +647,7 @@ mod tests {
             interrupt_vectoring_cycles: 0.0,
             iret_cycles: 0.0,
             lapic_access_cycles: 0.0,
+            privilege_change_cycles: 0.0,
             halt_exit: SimDuration::ZERO,
         }
         .costs();

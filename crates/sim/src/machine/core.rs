@@ -5,6 +5,7 @@
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
 use crate::engine::{EventQueue, SimDuration, SimTime};
+use crate::hw::bus::Cycle;
 use crate::hw::cpu::{CpuCosts, CpuTiming};
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::{self, LocalApic};
@@ -57,6 +58,42 @@ pub struct Core {
     pub(super) busy: Option<(SimTime, SimTime)>,
     /// Counts busy runs started or cut: a `BusyDone` event of an older one is stale.
     pub(super) busy_gen: u32,
+    /// The busy run under way is user-mode code (an interrupt that cuts it changes privilege).
+    pub(super) busy_user: bool,
+    /// The core runs user-mode code: an interrupt taken now goes through a privilege change.
+    pub(super) in_user: bool,
+    /// The interrupt being delivered came from user mode.
+    pub(super) from_user: bool,
+    /// Cache lines of kernel code that may have gone cold, if the platform models it.
+    pub cold: Option<ColdCode>,
+}
+
+/// The cold-code model: a block of kernel code spans `ceil(n * instruction_bytes /
+/// line_bytes)` cache lines, each evicted since it last ran with the workload's
+/// `cold_fraction`; a miss costs a line fill from memory. Seed 004's K6 (32-byte lines, no
+/// prefetch of code worth modelling).
+#[derive(Clone, Debug)]
+pub struct ColdCode {
+    pub line_bytes: f64,
+    pub instruction_bytes: f64,
+    pub line_fill: SimDuration,
+    pub rng: crate::engine::Stream,
+    /// Lines missed so far.
+    pub misses: u64,
+}
+
+impl ColdCode {
+    /// The extra time `n` instructions of kernel code take for the lines they miss.
+    fn misses(&mut self, n: u32, cold: f64) -> SimDuration {
+        if cold <= 0.0 || n == 0 {
+            return SimDuration::ZERO;
+        }
+        use rand::Rng as _;
+        let lines = (f64::from(n) * self.instruction_bytes / self.line_bytes).ceil() as u64;
+        let missed = rand_distr::Binomial::new(lines, cold).map_or(0, |b| self.rng.sample(b));
+        self.misses += missed;
+        self.line_fill * missed
+    }
 }
 
 impl Core {
@@ -78,6 +115,19 @@ impl Core {
             work: None,
             busy: None,
             busy_gen: 0,
+            busy_user: false,
+            in_user: false,
+            from_user: false,
+            cold: None,
+        }
+    }
+
+    /// The time `n` instructions of kernel code take, with the lines they miss.
+    fn code_time(&mut self, n: u32) -> SimDuration {
+        let t = self.timing.instructions(n);
+        match (&mut self.cold, &self.work) {
+            (Some(c), Some(w)) => t + c.misses(n, w.spec().cold_fraction),
+            _ => t,
         }
     }
 
@@ -95,6 +145,7 @@ impl Core {
     /// task's stack.
     fn take_interrupt(&mut self, entries: &Entries) {
         self.interrupts += 1;
+        self.from_user = std::mem::take(&mut self.in_user);
         // An interrupt gate clears IF as part of delivery.
         self.ctx.irqs_enabled = false;
         let frame = if self.lapic.enabled {
@@ -158,7 +209,15 @@ impl Machine {
         let (_, end) = core.busy.take().expect("a busy run");
         core.busy_gen = core.busy_gen.wrapping_add(1);
         let depth = core.ctx.stack.len();
-        core.ctx.parked.push((depth, Op::Busy(end.since(at))));
+        let user = std::mem::take(&mut core.busy_user);
+        core.in_user = user;
+        core.ctx.parked.push((
+            depth,
+            Op::Busy {
+                d: end.since(at),
+                user,
+            },
+        ));
         core.state = CpuState::Running;
         self.q.schedule_at(resume, Ev::CpuResume(c as u8));
     }
@@ -275,7 +334,19 @@ impl Machine {
                         op
                     }
                 };
+                if !matches!(op, Op::Busy { .. }) {
+                    core.in_user = false;
+                }
+                let op = match op {
+                    // Code an interrupt may cut, with interrupts on: a busy run of kernel code.
+                    Op::Code(n) if core.ctx.irqs_enabled => Op::Busy {
+                        d: core.code_time(n),
+                        user: false,
+                    },
+                    op => op,
+                };
                 match op {
+                    Op::Code(n) => acc += core.code_time(n),
                     Op::Run(0) => {}
                     Op::Run(n) => {
                         acc += core.timing.instructions(n);
@@ -286,9 +357,14 @@ impl Machine {
                             break Next::Resume;
                         }
                     }
-                    Op::Vectoring => acc += core.timing.vectoring(),
+                    Op::Vectoring => {
+                        acc += core.timing.vectoring();
+                        if core.from_user {
+                            acc += core.timing.privilege_change();
+                        }
+                    }
                     Op::Held(d) => acc += d,
-                    Op::Busy(d) => {
+                    Op::Busy { d, user } => {
                         // Once the run has its samples, the workload starts no new busy
                         // stretches, so that the run can end.
                         let probed = &self.devices[usize::from(self.probed_device)];
@@ -309,6 +385,7 @@ impl Machine {
                             continue;
                         }
                         // Nothing can arrive before it ends: it runs ahead, exactly.
+                        core.in_user = user;
                         if ahead(&self.q, strict, acc + d) {
                             acc += d;
                             continue;
@@ -319,6 +396,7 @@ impl Machine {
                         }
                         // Run it as an event an interrupt may cut (`poke_cpu_at`).
                         core.busy = Some((now, now + d));
+                        core.busy_user = user;
                         core.busy_gen = core.busy_gen.wrapping_add(1);
                         self.q
                             .schedule_at(now + d, Ev::BusyDone(c as u8, core.busy_gen));
@@ -424,6 +502,7 @@ impl Machine {
     /// for accesses the core completes by itself (Local APIC); `None` when it waits for the bus.
     pub(super) fn issue(&mut self, c: usize, a: Access, at: SimDuration) -> Option<SimDuration> {
         let lapic_cost = self.cores[c].timing.lapic_access();
+        let mut cycle = Cycle::Narrow;
         let (tlp, dest, posted) = match a {
             Access::LapicRead { reg } => {
                 self.cores[c].ctx.value = self.cores[c].lapic.read(reg);
@@ -466,9 +545,12 @@ impl Machine {
                 self.decode(addr),
                 true,
             ),
-            Access::PortIn { port } => (
+            Access::PortIn { port, wide } => (
                 {
                     self.port_ios += 1;
+                    if wide {
+                        cycle = Cycle::Wide;
+                    }
                     self.root_request(c, TlpKind::IoRead, u64::from(port), 0)
                 },
                 Endpoint::Ich,
@@ -485,6 +567,7 @@ impl Machine {
             Access::IntAck => (
                 {
                     self.interrupt_acknowledges += 1;
+                    cycle = Cycle::IntAck;
                     self.root_request(c, TlpKind::IntAck, 0, 0)
                 },
                 Endpoint::Ich,
@@ -492,7 +575,7 @@ impl Machine {
             ),
         };
         let t = self.q.now() + at;
-        match self.send_packet(Endpoint::Core(c as u8), dest, tlp, t, posted, true) {
+        match self.send_packet(Endpoint::Core(c as u8), dest, tlp, t, posted, true, cycle) {
             // A store the FSB took at once: the core goes on from then, no event needed.
             (_, Some(released)) => Some(released.since(self.q.now() + at)),
             _ => None,

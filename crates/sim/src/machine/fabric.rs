@@ -15,7 +15,7 @@
 //! die, so the same kinds of link serve it with other parameters.
 
 use crate::engine::{SimDuration, SimTime};
-use crate::hw::bus::{BusTiming, SharedBus};
+use crate::hw::bus::{BusTiming, ClockedCrossing, Cycle, IsaBus, SharedBus};
 use crate::hw::pcie::{Dir, Link, LinkConfig};
 use crate::topology::{LinkKind, PartId, PartKind, Topology};
 
@@ -27,6 +27,9 @@ pub enum LinkState {
     Bus(SharedBus),
     /// A crossing with a fixed latency and no state (inside a hub).
     Delay(SimDuration),
+    /// A crossing timed in its bus's clocks, with no state.
+    Clocked(ClockedCrossing),
+    Isa(IsaBus),
 }
 
 /// One hop of a route: a link and the direction it is crossed in.
@@ -170,6 +173,12 @@ impl Fabric {
                     transaction_clocks,
                 })),
                 LinkKind::Delay { ns: d } => LinkState::Delay(ns(d)),
+                LinkKind::Clocked {
+                    clock_hz,
+                    down_clocks,
+                    up_clocks,
+                } => LinkState::Clocked(ClockedCrossing::new(clock_hz, down_clocks, up_clocks)),
+                LinkKind::IsaBus(ref t) => LinkState::Isa(IsaBus::new(t)),
             })
             .collect();
         let parts: Vec<PartId> = ends
@@ -271,9 +280,18 @@ impl Fabric {
         }
     }
 
-    /// Cross `hop` with a packet of `wire_bytes` (PCIe framing included) entering at `now`.
-    pub fn cross(&mut self, hop: Hop, now: SimTime, wire_bytes: u32) -> Crossing {
+    /// Cross `hop` with a packet of `wire_bytes` (PCIe framing included) and bus cycle `cycle`
+    /// entering at `now`.
+    pub fn cross(&mut self, hop: Hop, now: SimTime, wire_bytes: u32, cycle: Cycle) -> Crossing {
         match &mut self.links[usize::from(hop.link)] {
+            LinkState::Clocked(c) => Crossing {
+                arrival: c.cross(now, hop.dir == Dir::Down),
+                wire_start: None,
+            },
+            LinkState::Isa(b) => Crossing {
+                arrival: b.cross(now, hop.dir == Dir::Down, cycle),
+                wire_start: None,
+            },
             LinkState::Bus(b) => Crossing {
                 arrival: b.transact(now),
                 wire_start: None,

@@ -5,6 +5,7 @@ use super::fabric::{Endpoint, Route};
 use super::{CpuState, Ev, Machine};
 use crate::devices::exerciser::Reaction;
 use crate::engine::{SimDuration, SimTime};
+use crate::hw::bus::Cycle;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Tlp, TlpKind};
 
@@ -15,6 +16,8 @@ pub(super) struct Packet {
     pub(super) route: Route,
     pub(super) hop: u8,
     pub(super) dest: Endpoint,
+    /// The bus cycle it needs where buses tell them apart (ISA: 8 or 16 bits, INTA).
+    pub(super) cycle: Cycle,
     /// A CPU store: the core may go on once the FSB has taken it.
     pub(super) releases_cpu: bool,
     pub(super) live: bool,
@@ -49,8 +52,16 @@ impl Machine {
         tlp: Tlp,
         delay: SimDuration,
     ) -> u32 {
-        self.send_packet(from, to, tlp, self.q.now() + delay, false, true)
-            .0
+        self.send_packet(
+            from,
+            to,
+            tlp,
+            self.q.now() + delay,
+            false,
+            true,
+            Cycle::of(&tlp),
+        )
+        .0
     }
 
     /// Start `tlp` on its way at `at`. `early`: it may cross hops ahead of the clock right away.
@@ -65,12 +76,13 @@ impl Machine {
         at: SimTime,
         early: bool,
     ) {
-        self.send_packet(from, to, tlp, at, false, early);
+        self.send_packet(from, to, tlp, at, false, early, Cycle::of(&tlp));
     }
 
     /// Start a packet at `t`; `releases_cpu` marks a CPU store, which lets the core go on once
-    /// the FSB has taken it; `early` as for [`Self::send_at`]. Returns the packet and, if it
-    /// already crossed the FSB, when that was.
+    /// the FSB has taken it; `early` as for [`Self::send_at`]; `cycle`: the bus cycle it needs.
+    /// Returns the packet and, if it already crossed the FSB, when that was.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn send_packet(
         &mut self,
         from: Endpoint,
@@ -79,6 +91,7 @@ impl Machine {
         t: SimTime,
         releases_cpu: bool,
         early: bool,
+        cycle: Cycle,
     ) -> (u32, Option<SimTime>) {
         let p = self.alloc(Packet {
             tlp,
@@ -86,6 +99,7 @@ impl Machine {
             route: self.fabric.route(from, to),
             hop: 0,
             dest: to,
+            cycle,
             releases_cpu,
             live: true,
         });
@@ -130,13 +144,18 @@ impl Machine {
     ) -> Option<SimTime> {
         let mut released = None;
         let pkt = &self.packets[p as usize];
-        let (route, wire_bytes, releases, mut i) =
-            (pkt.route, pkt.wire_bytes, pkt.releases_cpu, pkt.hop);
+        let (route, wire_bytes, cycle, releases, mut i) = (
+            pkt.route,
+            pkt.wire_bytes,
+            pkt.cycle,
+            pkt.releases_cpu,
+            pkt.hop,
+        );
         let len = route.len();
         loop {
             let hop = route.at(i);
             i += 1;
-            let crossing = self.fabric.cross(hop, t, wire_bytes);
+            let crossing = self.fabric.cross(hop, t, wire_bytes, cycle);
             if let (true, Some(start)) = (hop.link == self.analyzed_link, crossing.wire_start) {
                 let tlp = &self.packets[p as usize].tlp;
                 self.analyzer.observe(start, hop.dir, tlp);

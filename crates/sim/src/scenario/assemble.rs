@@ -168,6 +168,10 @@ impl Scenario {
                         interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
                         iret_cycles: p.cpu.iret_cycles,
                         lapic_access_cycles: p.cpu.lapic_access_cycles,
+                        // These platform files give no figure for an interrupt from user mode
+                        // (their scenarios interrupt the idle loop; a workload's busy stretches
+                        // are charged as kernel-mode interrupts): not modelled here yet.
+                        privilege_change_cycles: 0.0,
                         halt_exit: ns(p.cpu.halt_exit_ns),
                     },
                     lapic,

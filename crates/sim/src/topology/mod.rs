@@ -16,6 +16,7 @@
 
 pub mod route;
 
+use crate::hw::bus::IsaTiming;
 use crate::hw::pcie::{Bdf, IntxPin, LinkGen, LinkWidth};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -99,6 +100,17 @@ pub enum LinkKind {
     },
     /// A fixed latency, no contention.
     Delay { ns: f64 },
+    /// A crossing timed in its bus's clocks without contention: from the next clock edge,
+    /// `down_clocks` away from the host bridge, `up_clocks` towards it (a bridge's host-to-PCI
+    /// path, a PCI target's decode, a host bus's edge synchronisation).
+    Clocked {
+        clock_hz: f64,
+        down_clocks: u32,
+        up_clocks: u32,
+    },
+    /// An ISA bus behind its PCI-to-ISA bridge: 8- and 16-bit I/O cycles in SYSCLKs with the
+    /// bridge's recovery time between them ([`crate::hw::bus::IsaBus`]).
+    IsaBus(IsaTiming),
 }
 
 /// A link: one upstream end and its downstream ends.
@@ -193,6 +205,8 @@ pub enum LinkKindName {
     Serial,
     SharedBus,
     Delay,
+    Clocked,
+    IsaBus,
 }
 
 /// `[part.NAME]`: `kind` and the keys that kind takes.
@@ -283,6 +297,26 @@ pub struct LinkSection {
     /// delay: the crossing's latency.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ns: Option<f64>,
+    /// clocked: clocks away from the host bridge and towards it, from the next clock edge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub down_clocks: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub up_clocks: Option<u32>,
+    /// isa-bus: SYSCLK as the bridge's PCI clock (`clock_hz`) divided by this; the lengths of
+    /// 8- and 16-bit I/O cycles and the recovery after each, in SYSCLKs; the bridge's own
+    /// interrupt acknowledge, in SYSCLKs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pci_clock_divisor: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io8_clocks: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io16_clocks: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io8_recovery_clocks: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io16_recovery_clocks: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intack_clocks: Option<u32>,
 }
 
 /// `[[wire]]`: `from = "router"`, `from_line = 0`, `to = "ioapic"`, `to_line = 16`.
@@ -731,7 +765,7 @@ fn link_kind(name: &str, s: &LinkSection) -> Result<LinkKind, TopologyError> {
         return Err(invalid(
             format!("link.{name}"),
             what(),
-            "has no `kind`: use serial, shared-bus or delay",
+            "has no `kind`: use serial, shared-bus, delay, clocked or isa-bus",
         ));
     };
     let kind_name = serde_kebab(kind);
@@ -748,6 +782,16 @@ fn link_kind(name: &str, s: &LinkSection) -> Result<LinkKind, TopologyError> {
         LinkKindName::Serial => &["generation", "width", "pipeline_ns"],
         LinkKindName::SharedBus => &["clock_hz", "request_phase_clocks", "transaction_clocks"],
         LinkKindName::Delay => &["ns"],
+        LinkKindName::Clocked => &["clock_hz", "down_clocks", "up_clocks"],
+        LinkKindName::IsaBus => &[
+            "clock_hz",
+            "pci_clock_divisor",
+            "io8_clocks",
+            "io16_clocks",
+            "io8_recovery_clocks",
+            "io16_recovery_clocks",
+            "intack_clocks",
+        ],
     };
     let given = [
         ("generation", s.generation.is_some()),
@@ -757,6 +801,14 @@ fn link_kind(name: &str, s: &LinkSection) -> Result<LinkKind, TopologyError> {
         ("request_phase_clocks", s.request_phase_clocks.is_some()),
         ("transaction_clocks", s.transaction_clocks.is_some()),
         ("ns", s.ns.is_some()),
+        ("down_clocks", s.down_clocks.is_some()),
+        ("up_clocks", s.up_clocks.is_some()),
+        ("pci_clock_divisor", s.pci_clock_divisor.is_some()),
+        ("io8_clocks", s.io8_clocks.is_some()),
+        ("io16_clocks", s.io16_clocks.is_some()),
+        ("io8_recovery_clocks", s.io8_recovery_clocks.is_some()),
+        ("io16_recovery_clocks", s.io16_recovery_clocks.is_some()),
+        ("intack_clocks", s.intack_clocks.is_some()),
     ];
     if let Some((key, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
         return Err(invalid(
@@ -833,5 +885,31 @@ fn link_kind(name: &str, s: &LinkSection) -> Result<LinkKind, TopologyError> {
         LinkKindName::Delay => LinkKind::Delay {
             ns: in_range(need(s.ns, "ns")?, "ns", 0.0, 1e9, "ns")?,
         },
+        LinkKindName::Clocked => {
+            let clocks = |v: Option<u32>, key: &str| -> Result<u32, TopologyError> {
+                Ok(in_range(need(v.map(f64::from), key)?, key, 0.0, 1e6, "clocks")? as u32)
+            };
+            LinkKind::Clocked {
+                clock_hz: in_range(need(s.clock_hz, "clock_hz")?, "clock_hz", 1e5, 1e11, "Hz")?,
+                down_clocks: clocks(s.down_clocks, "down_clocks")?,
+                up_clocks: clocks(s.up_clocks, "up_clocks")?,
+            }
+        }
+        LinkKindName::IsaBus => {
+            let clocks = |v: Option<u32>, key: &str, lo: f64| -> Result<u32, TopologyError> {
+                Ok(in_range(need(v.map(f64::from), key)?, key, lo, 1e3, "clocks")? as u32)
+            };
+            let recovery =
+                |v: Option<f64>, key: &str| in_range(need(v, key)?, key, 0.0, 100.0, "SYSCLKs");
+            LinkKind::IsaBus(IsaTiming {
+                pci_clock_hz: in_range(need(s.clock_hz, "clock_hz")?, "clock_hz", 1e6, 1e9, "Hz")?,
+                pci_clock_divisor: clocks(s.pci_clock_divisor, "pci_clock_divisor", 1.0)?,
+                io8_clocks: clocks(s.io8_clocks, "io8_clocks", 1.0)?,
+                io16_clocks: clocks(s.io16_clocks, "io16_clocks", 1.0)?,
+                io8_recovery_clocks: recovery(s.io8_recovery_clocks, "io8_recovery_clocks")?,
+                io16_recovery_clocks: recovery(s.io16_recovery_clocks, "io16_recovery_clocks")?,
+                intack_clocks: clocks(s.intack_clocks, "intack_clocks", 0.0)?,
+            })
+        }
     })
 }

@@ -142,7 +142,7 @@ impl Topology {
         // A conventional PCI device drives a wire, which the board routes.
         let on_bus = part
             .up
-            .is_some_and(|l| matches!(self.links[usize::from(l)].kind, LinkKind::SharedBus { .. }));
+            .is_some_and(|l| !matches!(self.links[usize::from(l)].kind, LinkKind::Serial { .. }));
         if on_bus {
             let w = self
                 .wires

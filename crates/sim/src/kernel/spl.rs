@@ -1,0 +1,97 @@
+//! FreeBSD's interrupt masking policy before SMPng (`sys/i386/isa/ipl_funcs.c`, `icu_ipl.s`,
+//! `icu_vector.s` of 1998): a software priority mask, `cpl`, holds interrupts off by class
+//! instead of the processor's interrupt flag. An interrupt that arrives while its bit is set in
+//! `cpl` is acknowledged, masked in the 8259 and remembered in `ipending`; `doreti` (on the way
+//! out of an interrupt) and `splx` (when process code lowers `cpl`) replay it.
+//!
+//! The policy is data the programs of `kernel/freebsd.rs` and the workload's `spl` sections use
+//! through three steps ([`super::program::Step::SplEnter`], `Doreti`, and the workload's
+//! `Spl`/`Splx` pieces).
+
+use super::program::{Entry, Var, NO_ENTRY};
+use crate::workload::SplClass;
+
+/// Every hardware interrupt's bit in `cpl` (`HWI_MASK`: the 16 lines of the 8259 pair).
+pub const HWI_MASK: u32 = 0xFFFF;
+
+/// How a held-off interrupt is replayed.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Replay {
+    /// `doreti`: jump to the IRQ's `Xresume` (the stub's second half: it is already masked and
+    /// acknowledged).
+    Doreti,
+    /// `splz`: a software `int` to the IRQ's stub, from the top.
+    Splz,
+}
+
+/// The kernel's `cpl` policy: its variables, the class masks and where replays go.
+#[derive(Clone, Debug)]
+pub struct SplPolicy {
+    pub cpl: Var,
+    pub ipending: Var,
+    /// `tty_imask`, `net_imask`, `bio_imask` (isa.c: each class's IRQs) and `HWI_MASK` for
+    /// `splhigh`/`splclock`, by [`SplClass`].
+    pub masks: [u32; 4],
+    /// Each IRQ's replay entry from `doreti` and from `splz` ([`NO_ENTRY`]: no handler).
+    pub doreti: [Entry; 16],
+    pub splz: [Entry; 16],
+}
+
+impl SplPolicy {
+    pub fn new(cpl: Var, ipending: Var) -> SplPolicy {
+        SplPolicy {
+            cpl,
+            ipending,
+            masks: [0, 0, 0, HWI_MASK],
+            doreti: [NO_ENTRY; 16],
+            splz: [NO_ENTRY; 16],
+        }
+    }
+
+    /// `cpl` after `splXXX()`: raised by the class's mask, or set (`splhigh`).
+    pub fn raise(&self, class: SplClass, cpl: u64) -> u64 {
+        let mask = u64::from(self.masks[class as usize]);
+        match class {
+            SplClass::High => mask,
+            _ => cpl | mask,
+        }
+    }
+
+    /// The lowest pending IRQ that `cpl` no longer masks, taken out of `ipending`, and the
+    /// entry that replays it (`bsfl` on `ipending & ~cpl`).
+    pub fn unpend(&self, vars: &mut [u64], how: Replay) -> Option<Entry> {
+        let cpl = vars[usize::from(self.cpl.0)];
+        let pending = &mut vars[usize::from(self.ipending.0)];
+        let unmasked = *pending & !cpl & u64::from(HWI_MASK);
+        if unmasked == 0 {
+            return None;
+        }
+        let irq = unmasked.trailing_zeros() as usize;
+        *pending &= !(1 << irq);
+        Some(match how {
+            Replay::Doreti => self.doreti[irq],
+            Replay::Splz => self.splz[irq],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lowest_unmasked_pending_irq_is_replayed_first_and_only_once() {
+        let mut p = SplPolicy::new(Var(0), Var(1));
+        p.doreti[3] = 30;
+        p.doreti[7] = 70;
+        p.masks[SplClass::Tty as usize] = 1 << 7;
+        let mut vars = vec![1 << 7, (1 << 7) | (1 << 3)];
+        assert_eq!(p.unpend(&mut vars, Replay::Doreti), Some(30));
+        assert_eq!(p.unpend(&mut vars, Replay::Doreti), None, "IRQ 7 is masked");
+        vars[0] = 0;
+        assert_eq!(p.unpend(&mut vars, Replay::Doreti), Some(70));
+        assert_eq!(vars[1], 0);
+        assert_eq!(p.raise(SplClass::Tty, 1 << 3), (1 << 3) | (1 << 7));
+        assert_eq!(p.raise(SplClass::High, 1 << 3), u64::from(HWI_MASK));
+    }
+}
