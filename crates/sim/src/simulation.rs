@@ -1,8 +1,10 @@
 //! A scenario file, whichever model it runs on, loaded and run into the neutral [`RunResult`]:
 //! the one entry point of the CLI and the validation runner.
 //!
-//! Seed 004's ISA PC is still a machine of its own (`pps/`), told apart by the file's `model`
-//! key; this is the only place that knows. When it runs on the one machine, this enum goes.
+//! Every scenario runs on the one machine; seed 004's files still have a format of their own
+//! (`pps/`: its PC's sections, its phases), told apart by the file's `model` key, and this is the
+//! only place that knows. When the PC's platform file is written in the topology schema, this
+//! enum goes.
 
 use crate::result::RunResult;
 use crate::scenario::{Scenario, ScenarioError};

@@ -1,3 +1,163 @@
-//! Interrupt sources.
+//! The devices of a machine, each in a file named after it. Two kinds sit on its buses:
+//!
+//! - **PCIe endpoints** (`exerciser.rs`): the seed-000 exerciser, seed 002's round-trip card and
+//!   the generic device are configurations of one card that sends TLPs (MSI, INTx messages,
+//!   DMA) and answers the CPU's reads and writes.
+//! - **Board devices** ([`Board`]): devices of a PC's board and its ISA/PCI slots that drive an
+//!   interrupt line of the 8259 pair and answer port or memory accesses: the 8254's clock
+//!   (`pit.rs`), the RTC (`rtc.rs`), the parallel port (`parallel_port.rs`) with a GPS
+//!   receiver's pulse-per-second on its nACK pin (`gps.rs`), the counter card that timestamps
+//!   (`counter_card.rs`), and cards that interrupt at a rate (`irq_source.rs`).
+//!
+//! Every device has the same interface to the machine: it answers an access that reaches it
+//! (`receive` for the endpoints, [`Board::access`] for board devices) and reacts to its own
+//! timers; what it asks of the machine (a TLP, a level on its line, its next timer) comes back as
+//! a value. What is measured is the probes' business (`probes/`), not the devices'.
 
+pub mod counter_card;
 pub mod exerciser;
+pub mod gps;
+pub mod irq_source;
+pub mod parallel_port;
+pub mod pit;
+pub mod rtc;
+
+use crate::engine::{SimDuration, SimTime, Stream};
+
+/// What a board device asks of the machine.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Effects {
+    /// Drive its interrupt line: (IRQ, level).
+    pub line: Option<(u8, bool)>,
+    /// Its timers to set: (when, which).
+    pub timers: [Option<(SimTime, u8)>; 2],
+    /// A pulse leaves it on the board's wire (the GPS receiver's output): the devices with an
+    /// input on it take it.
+    pub pulse: bool,
+}
+
+impl Effects {
+    fn timer(mut self, at: SimTime, which: u8) -> Effects {
+        let slot = self.timers.iter_mut().find(|t| t.is_none());
+        *slot.expect("two timers at most") = Some((at, which));
+        self
+    }
+}
+
+/// A board device's answer to an access: the data of a read, after a delay of its own (wait
+/// states), and the effects of the access.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Answer {
+    pub data: u32,
+    pub delay: SimDuration,
+    pub effects: Effects,
+}
+
+/// A device on the board or in an ISA/PCI slot.
+#[derive(Clone, Debug)]
+pub enum Board {
+    Pit(pit::Pit),
+    Rtc(rtc::Rtc),
+    ParallelPort(parallel_port::ParallelPort),
+    Gps(gps::Gps),
+    CounterCard(counter_card::CounterCard),
+    IrqSource(irq_source::IrqSource),
+}
+
+impl Board {
+    /// Its name, for counters and errors.
+    pub fn name(&self) -> &str {
+        match self {
+            Board::Pit(_) => "8254",
+            Board::Rtc(_) => "rtc",
+            Board::ParallelPort(_) => "lpt",
+            Board::Gps(_) => "gps",
+            Board::CounterCard(_) => "counter card",
+            Board::IrqSource(s) => &s.name,
+        }
+    }
+
+    /// Does it answer port `port`?
+    pub fn claims_port(&self, port: u16) -> bool {
+        let ports = match self {
+            Board::Rtc(_) => rtc::PORTS,
+            Board::ParallelPort(p) => (p.base, p.base + 2),
+            Board::IrqSource(s) => match s.ports {
+                Some(p) => p,
+                None => return false,
+            },
+            _ => return false,
+        };
+        (ports.0..=ports.1).contains(&port)
+    }
+
+    /// Does it answer memory address `addr`?
+    pub fn claims_mem(&self, addr: u64) -> bool {
+        match self {
+            Board::CounterCard(c) => (c.base..c.base + counter_card::WINDOW).contains(&addr),
+            Board::IrqSource(s) => s.mem.is_some_and(|b| (b..b + 0x1000).contains(&addr)),
+            _ => false,
+        }
+    }
+
+    /// Its first timers, from the machine's start.
+    pub fn start(&mut self) -> Effects {
+        match self {
+            Board::Pit(p) => p.start(),
+            Board::Rtc(r) => r.start(),
+            Board::Gps(g) => g.start(),
+            Board::IrqSource(s) => s.start(),
+            _ => Effects::default(),
+        }
+    }
+
+    /// Timer `which` fires at `now`.
+    pub fn timer(&mut self, now: SimTime, which: u8) -> Effects {
+        match self {
+            Board::Pit(p) => p.timer(now, which),
+            Board::Rtc(r) => r.timer(now),
+            Board::ParallelPort(p) => p.timer(now, which),
+            Board::Gps(g) => g.timer(now, which),
+            Board::IrqSource(s) => s.timer(now, which),
+            Board::CounterCard(_) => Effects::default(),
+        }
+    }
+
+    /// The board's pulse wire changes (the GPS receiver's output rises).
+    pub fn pulse(&mut self, now: SimTime) -> Effects {
+        match self {
+            Board::ParallelPort(p) => p.ack(now),
+            Board::CounterCard(c) => {
+                c.latch_now(now);
+                Effects::default()
+            }
+            _ => Effects::default(),
+        }
+    }
+
+    /// A read (`write: None`) or write of `addr` (a port or a memory address) reaches it at
+    /// `now`.
+    pub fn access(&mut self, now: SimTime, addr: u64, write: Option<u32>) -> Answer {
+        let quiet = |data| Answer {
+            data,
+            delay: SimDuration::ZERO,
+            effects: Effects::default(),
+        };
+        match self {
+            Board::Rtc(r) => r.access(addr as u16, write),
+            Board::ParallelPort(p) => quiet(p.status()),
+            Board::CounterCard(c) => Answer {
+                data: c.read(now),
+                delay: c.data_delay,
+                effects: Effects::default(),
+            },
+            Board::IrqSource(s) => s.access(),
+            Board::Pit(_) | Board::Gps(_) => quiet(0xFF),
+        }
+    }
+}
+
+/// An exponential gap with mean `1 / rate_per_s`.
+pub(crate) fn poisson_gap(rng: &mut Stream, rate_per_s: f64) -> SimDuration {
+    crate::engine::exponential(rng, SimDuration::from_ps((1e12 / rate_per_s) as u64))
+}

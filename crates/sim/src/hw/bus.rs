@@ -110,6 +110,8 @@ pub struct IsaBus {
     intack: SimDuration,
     /// When the last I/O's recovery time ends.
     free: SimTime,
+    /// I/O cycles run.
+    pub cycles: u64,
 }
 
 /// An ISA bus's timing in SYSCLKs.
@@ -138,6 +140,7 @@ impl IsaBus {
             recovery16: frac(t.io16_recovery_clocks),
             intack: sysclk * u64::from(t.intack_clocks),
             free: SimTime::ZERO,
+            cycles: 0,
         }
     }
 
@@ -151,6 +154,7 @@ impl IsaBus {
             Cycle::Narrow => (self.io8, self.recovery8),
             Cycle::Wide => (self.io16, self.recovery16),
         };
+        self.cycles += 1;
         let end = now.max(self.free).next_edge(self.sysclk) + length;
         self.free = end + recovery;
         end

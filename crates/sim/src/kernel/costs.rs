@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Instructions per code path. Each field names the kernel function(s) it covers; the kernel
 /// file documents how each was counted.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct KernelInstructions {
     /// `irq_entries_start` stub + `common_interrupt` + SAVE_ALL.

@@ -11,6 +11,7 @@ pub mod context;
 pub mod costs;
 pub mod cpuidle;
 pub mod drivers;
+pub mod freebsd;
 pub mod linux;
 pub mod program;
 pub mod sched;

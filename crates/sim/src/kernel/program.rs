@@ -108,6 +108,9 @@ pub enum Step {
     CallTasklet,
     Return(Operand),
     Jump(Entry),
+    /// Go on at another program's entry (an absolute position: FreeBSD's stubs jump to
+    /// `doreti` and to each other rather than call).
+    Goto(Entry),
     /// Branch if the last value read has none of these bits set.
     BranchIfClear(u32, Entry),
     /// Branch if the frame's first local is not zero.
@@ -133,6 +136,8 @@ pub enum Step {
         idle: Entry,
     },
     Inc(Var),
+    /// Keep the last value read in a variable.
+    Store(Var),
     SetBits(Var, u32),
     ClearBits(Var, u32),
     /// `retval |= action_ret` of `handle_IRQ_event`: the frame's first local notes whether the
@@ -222,6 +227,8 @@ pub enum Op {
     Vectoring,
     Access(Access),
     Call(Frame),
+    /// A software interrupt (`int`): enter the frame as an interrupt, saving the registers.
+    Int(Frame),
     /// Return to the caller with a value (an ISR's irqreturn_t, for instance).
     Return(u32),
     /// Leave the interrupt frame: IRET restores the interrupted context's flags.
@@ -459,7 +466,7 @@ impl Frame {
                 Step::JumpVector(t) => pc = idt[t as usize * 256 + (self.a & 0xFF) as usize],
                 Step::CallTasklet => break Op::Call(Frame::at(tasklets[self.a as usize].func)),
                 Step::Return(v) => break Op::Return(self.operand(v, vars)),
-                Step::Jump(to) => pc = to,
+                Step::Jump(to) | Step::Goto(to) => pc = to,
                 Step::BranchIfClear(mask, to) => {
                     if cx.value & mask == 0 {
                         pc = to;
@@ -523,13 +530,14 @@ impl Frame {
                             // a software `int` to its stub, with interrupts off.
                             if let Some(e) = p.unpend(vars, Replay::Splz) {
                                 *cx.irqs_enabled = false;
-                                break Op::Call(Frame::at(e));
+                                break Op::Int(Frame::at(e));
                             }
                         }
                         Piece::Code(n) => break Op::Code(n),
                     }
                 }
                 Step::Inc(v) => vars[usize::from(v.0)] += 1,
+                Step::Store(v) => vars[usize::from(v.0)] = u64::from(cx.value),
                 Step::SetBits(v, m) => vars[usize::from(v.0)] |= u64::from(m),
                 Step::ClearBits(v, m) => vars[usize::from(v.0)] &= !u64::from(m),
                 Step::NoteHandled => self.a |= u32::from(cx.value == IRQ_HANDLED),

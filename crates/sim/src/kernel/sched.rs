@@ -61,6 +61,9 @@ pub struct TaskContext {
     pub parked: Vec<(usize, Op)>,
     /// The value of the last completed read, or the last callee's return value.
     pub value: u32,
+    /// The interrupted code's `value`, one per interrupt frame on the stack: the interrupt saves
+    /// the registers it holds (`pushal`) and IRET's path restores them.
+    pub saved_values: Vec<u32>,
     /// EFLAGS.IF.
     pub irqs_enabled: bool,
     pub preempt: PreemptCount,

@@ -148,6 +148,7 @@ impl Core {
         self.from_user = std::mem::take(&mut self.in_user);
         // An interrupt gate clears IF as part of delivery.
         self.ctx.irqs_enabled = false;
+        self.ctx.saved_values.push(self.ctx.value);
         let frame = if self.lapic.enabled {
             let vector = self.lapic.acknowledge().expect("deliverable");
             Frame {
@@ -367,8 +368,14 @@ impl Machine {
                     Op::Busy { d, user } => {
                         // Once the run has its samples, the workload starts no new busy
                         // stretches, so that the run can end.
-                        let probed = &self.devices[usize::from(self.probed_device)];
-                        if probed.generated >= self.target_samples {
+                        let done = match &self.pps {
+                            Some(p) => p.done(),
+                            None => {
+                                self.devices[usize::from(self.probed_device)].generated
+                                    >= self.target_samples
+                            }
+                        };
+                        if done {
                             if let Some(w) = &mut core.work {
                                 w.stopped = true;
                             }
@@ -416,12 +423,19 @@ impl Machine {
                         break Next::Issue(a);
                     }
                     Op::Call(f) => core.ctx.stack.push(f),
+                    Op::Int(f) => {
+                        core.ctx.saved_values.push(core.ctx.value);
+                        core.ctx.stack.push(f);
+                    }
                     Op::Return(v) => {
                         core.ctx.stack.pop();
                         core.ctx.value = v;
                     }
                     Op::Iret => {
                         core.ctx.stack.pop();
+                        if let Some(v) = core.ctx.saved_values.pop() {
+                            core.ctx.value = v;
+                        }
                         acc += core.timing.iret();
                         core.ctx.irqs_enabled = true;
                     }
@@ -491,6 +505,8 @@ impl Machine {
     pub(super) fn decode(&self, addr: u64) -> Endpoint {
         if let Some(k) = self.devices.iter().position(|d| d.claims(addr)) {
             Endpoint::Device(k as u8)
+        } else if let Some(j) = self.board.iter().position(|b| b.claims_mem(addr)) {
+            Endpoint::Device((self.devices.len() + j) as u8)
         } else if (IOAPIC_BASE..IOAPIC_BASE + 0x1000).contains(&addr) {
             Endpoint::Ich
         } else {
@@ -553,7 +569,7 @@ impl Machine {
                     }
                     self.root_request(c, TlpKind::IoRead, u64::from(port), 0)
                 },
-                Endpoint::Ich,
+                self.decode_port(port),
                 false,
             ),
             Access::PortOut { port, data } => (
@@ -561,7 +577,7 @@ impl Machine {
                     self.port_ios += 1;
                     self.root_request(c, TlpKind::IoWrite, u64::from(port), u32::from(data))
                 },
-                Endpoint::Ich,
+                self.decode_port(port),
                 false,
             ),
             Access::IntAck => (

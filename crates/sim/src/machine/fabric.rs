@@ -310,6 +310,17 @@ impl Fabric {
         }
     }
 
+    /// I/O cycles the ISA buses ran.
+    pub fn isa_cycles(&self) -> u64 {
+        self.links
+            .iter()
+            .map(|l| match l {
+                LinkState::Isa(b) => b.cycles,
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Replayed TLPs on every serial link.
     pub fn replays(&self) -> u64 {
         self.links

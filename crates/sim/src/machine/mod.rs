@@ -20,13 +20,15 @@ use crate::kernel::Kernel;
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use fabric::{Endpoint, Fabric};
 
+pub mod board;
 mod core;
 pub mod fabric;
 mod hub;
 mod packets;
 
-pub use self::core::Core;
+pub use self::board::Phase;
 use self::core::CpuState;
+pub use self::core::{ColdCode, Core};
 use self::packets::Packet;
 
 /// Events. Small and `Copy`: packets live in a slab and are named by index.
@@ -58,6 +60,10 @@ enum Ev {
     BusyDone(u8, u32),
     /// Core c's workload has its next busy stretch.
     WorkArrives(u8),
+    /// Board device j's timer w fires.
+    Board(u8, u8),
+    /// The workload's phase i begins.
+    Phase(u8),
 }
 
 /// Counters a run reports besides the latencies.
@@ -111,6 +117,15 @@ pub struct Machine {
     /// context is loaded in the core from the start.
     pub sched: Scheduler,
     pub devices: Vec<Exerciser>,
+    /// Devices of the board and its ISA/PCI slots (ends after the PCIe devices).
+    pub board: Vec<crate::devices::Board>,
+    /// The workload's phases, by sample number, and the current one.
+    pub phases: Vec<Phase>,
+    phase: usize,
+    /// Seed 004's probe: the kernel's PPS timestamps against the counter card's latch.
+    pub pps: Option<crate::probes::pps::PpsProbe>,
+    /// The counter card the PPS probe reads (a board index).
+    pub pps_card: usize,
     packets: Vec<Packet>,
     free: Vec<u32>,
     pub analyzer: Analyzer,
@@ -239,6 +254,11 @@ impl Machine {
             apic_core,
             kernel,
             devices,
+            board: Vec::new(),
+            phases: Vec::new(),
+            phase: 0,
+            pps: None,
+            pps_card: 0,
             packets: Vec::with_capacity(16),
             free: Vec::new(),
             analyzer,
@@ -282,6 +302,7 @@ impl Machine {
             self.next_smi = SimTime::ZERO + gap;
             self.q.schedule_in(gap, Ev::Smi);
         }
+        self.start_board();
         for k in 0..self.devices.len() {
             if self.devices[k].cfg.generates {
                 let gap = self.devices[k].first_gap();
@@ -327,10 +348,21 @@ impl Machine {
                 Ev::Smi => self.on_smi(),
                 Ev::BusyDone(c, g) => self.busy_done(usize::from(c), g),
                 Ev::WorkArrives(c) => self.work_arrives(usize::from(c)),
+                Ev::Board(j, w) => self.on_board_timer(j, w),
+                Ev::Phase(i) => self.set_phase(usize::from(i)),
+            }
+            if let Some(p) = &mut self.pps {
+                if let crate::devices::Board::CounterCard(card) = &self.board[self.pps_card] {
+                    p.poll(&self.kernel, card);
+                }
+                if p.done() {
+                    break;
+                }
             }
         }
+        let probed = self.devices.get(usize::from(self.probed_device));
         Counters {
-            interrupts_generated: self.devices[usize::from(self.probed_device)].generated,
+            interrupts_generated: probed.map_or(0, |d| d.generated),
             spurious_interrupts: self.kernel.var(crate::kernel::SPURIOUS_8259),
             unhandled_interrupts: self
                 .kernel
@@ -339,7 +371,7 @@ impl Machine {
                 .map(|d| self.kernel.var(d.unhandled))
                 .sum(),
             overlapped_samples: self.probe.overlapped,
-            held_triggers: self.devices[usize::from(self.probed_device)].held_triggers,
+            held_triggers: probed.map_or(0, |d| d.held_triggers),
             port_ios: self.port_ios,
             interrupt_acknowledges: self.interrupt_acknowledges,
             mmio_reads: self.mmio_reads,
@@ -361,7 +393,10 @@ impl Machine {
 
     /// Every generator runs until the measured device has raised the run's sample count.
     pub(super) fn wants_more(&self) -> bool {
-        self.devices[usize::from(self.probed_device)].generated < self.target_samples
+        match &self.pps {
+            Some(p) => !p.done(),
+            None => self.devices[usize::from(self.probed_device)].generated < self.target_samples,
+        }
     }
 
     pub(super) fn on_generate(&mut self, k: u8) {

@@ -189,7 +189,7 @@ impl Machine {
             let pkt = &self.packets[p as usize];
             let (tlp, dest) = (pkt.tlp, pkt.dest);
             match dest {
-                Endpoint::Device(k) => {
+                Endpoint::Device(k) if !self.is_board(k) => {
                     self.release(p);
                     self.last_inline = self.last_inline.max(t);
                     self.device_receives(k, tlp, t, !ahead);
@@ -220,6 +220,10 @@ impl Machine {
         let pkt = &self.packets[p as usize];
         let (tlp, dest) = (pkt.tlp, pkt.dest);
         match dest {
+            Endpoint::Device(k) if self.is_board(k) => {
+                self.release(p);
+                self.board_receives(k, tlp);
+            }
             Endpoint::Device(k) => {
                 self.release(p);
                 self.device_receives(k, tlp, self.q.now(), true);

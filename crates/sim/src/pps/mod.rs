@@ -2,9 +2,12 @@
 //! timestamping a GPS pulse-per-second on the parallel port's interrupt (IRQ 7) against a
 //! 90.112 MHz counter on a PCI card that also latches the pulse itself.
 //!
-//! This machine has no PCIe and no Local APIC, so it is its own model rather than a
-//! configuration of [`crate::machine::Machine`]; it shares the engine, the 8259A pair
-//! ([`crate::hw::pic8259`]), the histograms and the reports. What it models:
+//! This module reads the seed's scenario, platform and kernel files and assembles the PC as an
+//! instance of the one machine ([`crate::machine::Machine`], `assemble.rs`): its buses are links
+//! of the topology (`clocked` crossings and the PIIX4's `isa-bus`), its devices are board
+//! devices (`devices/`), FreeBSD's paths are programs of the step language
+//! (`kernel/freebsd.rs`, `kernel/spl.rs`), the load is the workload generator in phases, and the
+//! measurement is a probe (`probes/pps.rs`). What it models:
 //!
 //! - **Buses with clocks.** A CPU port access crosses the host bridge to PCI (next PCI clock
 //!   edge, then a few clocks), and the PIIX4 runs it as an ISA cycle that starts on an ISA clock
@@ -28,9 +31,8 @@
 //! process work go on between the pulses, so the phase of each against the pulse is the one the
 //! clocks give, not a fresh draw.
 
-mod machine;
+mod assemble;
 
-use crate::engine::SimDuration;
 use crate::result::{Count, Counts, Measured, RunResult};
 use crate::scenario::{Configured, NamesParts, ScenarioError};
 use irqlab_stats::series::SampleSeries;
@@ -611,7 +613,7 @@ impl PpsScenario {
 
     /// Run `samples` pulses with `seed`.
     pub fn run(&self, seed: u64, samples: u64) -> Result<PpsResult, ScenarioError> {
-        machine::run(self, seed, samples, None)
+        assemble::run(self, seed, samples, None)
     }
 
     /// Independent replications on all cores, merged; the series and the samples are the first
@@ -626,14 +628,10 @@ impl PpsScenario {
         let merged = crate::scenario::replicate(
             seed,
             replications,
-            |_, s| machine::run(self, s, samples, progress.as_deref()).map(Some),
+            |_, s| assemble::run(self, s, samples, progress.clone()).map(Some),
             PpsResult::absorb,
         )?;
         Ok(merged.expect("at least one replication"))
-    }
-
-    pub(crate) fn duration_us(us: f64) -> SimDuration {
-        SimDuration::from_ns_f64(us * 1e3)
     }
 }
 
