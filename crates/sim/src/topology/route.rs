@@ -140,9 +140,12 @@ impl Topology {
             });
         };
         // A conventional PCI device drives a wire, which the board routes.
-        let on_bus = part
-            .up
-            .is_some_and(|l| !matches!(self.links[usize::from(l)].kind, LinkKind::Serial { .. }));
+        let on_bus = part.up.is_some_and(|l| {
+            matches!(
+                self.links[usize::from(l)].kind,
+                LinkKind::SharedBus { .. } | LinkKind::Clocked { .. } | LinkKind::IsaBus(_)
+            )
+        });
         if on_bus {
             let w = self
                 .wires
