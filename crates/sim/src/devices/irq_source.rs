@@ -48,10 +48,6 @@ impl IrqSource {
         }
     }
 
-    pub fn start(&mut self) -> Effects {
-        Effects::default()
-    }
-
     /// A new rate from `now` (a workload phase): the next request after a fresh gap.
     pub fn set_rate(&mut self, now: SimTime, rate_per_s: f64) -> Effects {
         self.gen = self.gen.wrapping_add(1);

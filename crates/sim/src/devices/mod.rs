@@ -65,18 +65,6 @@ pub enum Board {
 }
 
 impl Board {
-    /// Its name, for counters and errors.
-    pub fn name(&self) -> &str {
-        match self {
-            Board::Pit(_) => "8254",
-            Board::Rtc(_) => "rtc",
-            Board::ParallelPort(_) => "lpt",
-            Board::Gps(_) => "gps",
-            Board::CounterCard(_) => "counter card",
-            Board::IrqSource(s) => &s.name,
-        }
-    }
-
     /// Does it answer port `port`?
     pub fn claims_port(&self, port: u16) -> bool {
         let ports = match self {
@@ -106,7 +94,7 @@ impl Board {
             Board::Pit(p) => p.start(),
             Board::Rtc(r) => r.start(),
             Board::Gps(g) => g.start(),
-            Board::IrqSource(s) => s.start(),
+            // A source starts with its phase's rate (`IrqSource::set_rate`).
             _ => Effects::default(),
         }
     }

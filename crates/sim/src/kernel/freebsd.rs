@@ -23,6 +23,7 @@ use super::spl::SplPolicy;
 use super::{Kernel, SPURIOUS_8259};
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
 use crate::workload::SplClass;
+use serde::{Deserialize, Serialize};
 use Step::*;
 
 /// The 8259 pair's vector base (`ICU_OFFSET`).
@@ -30,14 +31,21 @@ pub const ICU_OFFSET: u8 = 0x20;
 /// The unused port `rtcin` reads for a delay (`inb 0x84`, a DMA page register).
 const DELAY_PORT: u16 = 0x84;
 
-/// The `INTR` stub's instruction counts (`[stub]` of the kernel file).
-#[derive(Clone, Debug)]
+/// The `INTR` macro of `icu_vector.s` and its neighbours, in instructions (`[stub]` of the kernel file).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StubCosts {
+    /// Pushes and segment loads before the IMR write.
     pub entry: u32,
+    /// From the EOI to the `cpl` test.
     pub check: u32,
+    /// `Xresume`: counters, `cpl` raise, `sti`, the call.
     pub resume: u32,
+    /// After the handler: `cli`, the IMR byte, then (after the write) the jump to `doreti`.
     pub exit: u32,
+    /// `doreti` or the deferral, to the `iret`.
     pub leave: u32,
+    /// `splz`: find the pending bit and `int` to the stub.
     pub splz: u32,
 }
 

@@ -6,7 +6,6 @@
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
 use crate::devices::{Board, Effects};
-use crate::engine::SimTime;
 use crate::hw::pcie::{Bdf, Tlp, TlpKind};
 use crate::workload::WorkloadSpec;
 
@@ -139,10 +138,5 @@ impl Machine {
     /// Is the end device `k` a board device?
     pub(super) fn is_board(&self, k: u8) -> bool {
         usize::from(k) >= self.devices.len()
-    }
-
-    /// The run's time so far, for what the board counts.
-    pub fn time(&self) -> SimTime {
-        self.q.now()
     }
 }

@@ -18,7 +18,7 @@ use crate::hw::lapic::LocalApic;
 use crate::hw::pcie::Bdf;
 use crate::hw::pic8259::{MASTER_DATA, SLAVE_DATA};
 use crate::kernel::costs::KernelInstructions;
-use crate::kernel::freebsd::{self, Intr, StubCosts};
+use crate::kernel::freebsd::{self, Intr};
 use crate::kernel::program::{Builder, Operand, Step, Var};
 use crate::kernel::spl::HWI_MASK;
 use crate::kernel::{Kernel, SPURIOUS_8259, TICKS};
@@ -396,16 +396,7 @@ pub(super) fn build(
             elcr |= 1 << d.irq; // PIRQ lines: level-triggered (BIOS)
         }
     }
-    let st = &k.stub;
-    let costs = StubCosts {
-        entry: st.entry,
-        check: st.check,
-        resume: st.resume,
-        exit: st.exit,
-        leave: st.leave,
-        splz: st.splz,
-    };
-    let (vars, deferrals) = freebsd::link(&mut kernel, &costs, &intrs, class);
+    let (vars, deferrals) = freebsd::link(&mut kernel, &k.stub, &intrs, class);
 
     // ---- the south bridge ------------------------------------------------------------------
     // The PIIX4's own timing is in the ISA link; its 8259 pair answers when the cycle ends.

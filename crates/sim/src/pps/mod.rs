@@ -159,30 +159,12 @@ pub struct BsdKernel {
     pub hz: u32,
     /// `pseudo-device sl`: tty_imask and net_imask merged.
     pub slip: bool,
-    pub stub: StubCosts,
+    pub stub: crate::kernel::freebsd::StubCosts,
     pub clock: ClockCosts,
     pub statclock: StatclockCosts,
     pub pps: PpsCosts,
     /// `splXXX()` / `splx()` without a pending interrupt.
     pub spl_instructions: u32,
-}
-
-/// The `INTR` macro of `icu_vector.s` and its neighbours, in instructions.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StubCosts {
-    /// Pushes and segment loads before the IMR write.
-    pub entry: u32,
-    /// From the EOI to the `cpl` test.
-    pub check: u32,
-    /// `Xresume`: counters, `cpl` raise, `sti`, the call.
-    pub resume: u32,
-    /// After the handler: `cli`, the IMR byte, then (after the write) the jump to `doreti`.
-    pub exit: u32,
-    /// `doreti` or the deferral, to the `iret`.
-    pub leave: u32,
-    /// `splz`: find the pending bit and `int` to the stub.
-    pub splz: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
