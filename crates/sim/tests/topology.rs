@@ -396,8 +396,8 @@ fn the_shipped_platforms_route_as_the_fixed_table_did() {
         let link = format!("{}-link", s.file.device[0].name);
         let hops = |from, to| -> Vec<String> {
             let r = fabric.route(from, to);
-            (0..r.len())
-                .map(|i| t.links[usize::from(r.at(i).link)].name.clone())
+            (0..fabric.route_len(r))
+                .map(|i| t.links[usize::from(fabric.hop(r, i).link)].name.clone())
                 .collect()
         };
         let (cpu, dev) = (Endpoint::Core(0), Endpoint::Device(0));
@@ -425,8 +425,7 @@ fn the_shipped_platforms_route_as_the_fixed_table_did() {
             [bus],
             "{scenario}: an IPI is one bus transaction"
         );
-        let r = fabric.route(dev, cpu);
-        assert_eq!(r.at(0).dir, Dir::Up);
-        assert_eq!(fabric.route(cpu, dev).at(2).dir, Dir::Down);
+        assert_eq!(fabric.hop(fabric.route(dev, cpu), 0).dir, Dir::Up);
+        assert_eq!(fabric.hop(fabric.route(cpu, dev), 2).dir, Dir::Down);
     }
 }

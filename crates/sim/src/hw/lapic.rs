@@ -105,6 +105,27 @@ impl LocalApic {
         (v >> 4 > self.ppr_class()).then_some(v)
     }
 
+    /// Is an interrupt waiting for the core: a deliverable vector, or the 8259's INTR (the
+    /// core's `intr_line`) when the Local APIC is off?
+    pub fn interrupt_pending(&self, intr_line: bool) -> bool {
+        if self.enabled {
+            self.deliverable().is_some()
+        } else {
+            intr_line
+        }
+    }
+
+    /// Is no interrupt requested at all: IRR empty, or the INTR line low when the Local APIC is
+    /// off? (Cheaper than [`Self::interrupt_pending`], which also weighs priorities; a caller
+    /// that only needs a sufficient condition for "nothing to take" asks this.)
+    pub fn nothing_requested(&self, intr_line: bool) -> bool {
+        if self.enabled {
+            self.irr.0 == [0; 4]
+        } else {
+            !intr_line
+        }
+    }
+
     /// The core takes the interrupt: IRR -> ISR.
     pub fn acknowledge(&mut self) -> Option<u8> {
         let v = self.deliverable()?;

@@ -28,6 +28,7 @@ use super::spl::Replay;
 use super::Kernel;
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
+use crate::hw::lapic::LocalApic;
 use crate::workload::{Piece, WorkState};
 
 /// The position of a step in the kernel's code; a program's entry is its first step.
@@ -385,6 +386,13 @@ pub struct StepCtx<'a> {
     /// Folding may not reach this far past the clock (the next SMI, which the interrupt flag
     /// does not hold).
     pub horizon: SimDuration,
+    /// The next queued event (which may bring an interrupt) or SMI, past the clock. With
+    /// interrupts on and none pending, the frame may go on by itself while its time ahead stays
+    /// below it: the core's loop would find nothing to take between two steps.
+    pub quiet: SimDuration,
+    /// The core's Local APIC and INTR line, to ask whether an interrupt is pending.
+    pub lapic: &'a LocalApic,
+    pub intr_line: bool,
     /// The core's compute time ahead of the clock, with the instructions folded into this step
     /// added: they pass before the returned op.
     pub ahead: SimDuration,
@@ -401,200 +409,271 @@ pub struct StepCtx<'a> {
 /// `irqreturn_t`'s IRQ_HANDLED.
 pub const IRQ_HANDLED: u32 = 1;
 
-impl Frame {
-    /// Run to the next action. Inlined into the CPU's loop: it runs ~25 times per interrupt,
-    /// and the call and context setup cost more than many of the steps.
-    #[inline(always)]
-    pub fn step(&mut self, cx: &mut StepCtx<'_>) -> Op {
-        // The code and the tables are read through locals, and the position is kept in a
-        // register and stored when the frame hands an op back.
-        let Kernel {
-            code,
-            vars,
-            tasklets,
-            idt,
-            spl,
-            ..
-        } = &mut *cx.kernel;
-        let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
-        let mut pc = self.pc;
-        let op = loop {
-            // Matched in place: the step's fields are read as its variant needs them.
-            let at = pc as usize;
-            pc += 1;
-            match steps[at] {
-                // Run `n` instructions before the frame's next action. With interrupts off
-                // nothing can come between them and that action, so (outside the reference
-                // mode) their time is charged to the step and the frame goes straight on: one
-                // step instead of two, the same time. With interrupts on they are an
-                // [`Op::Run`] of their own, after which the CPU checks for an interrupt.
-                Step::Run(n) => {
-                    let t = cx.costs.instructions(n);
-                    if cx.fold && !*cx.irqs_enabled && cx.ahead + t < cx.horizon {
-                        cx.ahead += t;
-                    } else {
-                        break Op::Run(n);
-                    }
-                }
-                Step::Code(n) => break Op::Code(n),
-                Step::Vectoring => break Op::Vectoring,
-                Step::Read(r) => {
-                    break Op::Access(Access::MmioRead {
-                        addr: addrs[usize::from(r.0)],
-                    })
-                }
-                Step::Write(r, d) => {
-                    break Op::Access(Access::MmioWrite {
-                        addr: addrs[usize::from(r.0)],
-                        data: self.operand(d, vars),
-                    })
-                }
-                Step::In(port) => break Op::Access(Access::PortIn { port, wide: false }),
-                Step::InW(port) => break Op::Access(Access::PortIn { port, wide: true }),
-                Step::Out(port, d) => {
-                    let data = self.operand(d, vars) as u8;
-                    break Op::Access(Access::PortOut { port, data });
-                }
-                Step::LapicRead(reg) => break Op::Access(Access::LapicRead { reg }),
-                Step::LapicWrite(reg, data) => break Op::Access(Access::LapicWrite { reg, data }),
-                Step::IntAck => break Op::Access(Access::IntAck),
-                Step::TakeVector => self.a = cx.value & 0xFF,
-                Step::Call(e) => break Op::Call(Frame::at(e)),
-                Step::CallVector(t) => {
-                    break Op::Call(Frame::at(idt[t as usize * 256 + (self.a & 0xFF) as usize]))
-                }
-                Step::JumpVector(t) => pc = idt[t as usize * 256 + (self.a & 0xFF) as usize],
-                Step::CallTasklet => break Op::Call(Frame::at(tasklets[self.a as usize].func)),
-                Step::Return(v) => break Op::Return(self.operand(v, vars)),
-                Step::Jump(to) | Step::Goto(to) => pc = to,
-                Step::BranchIfClear(mask, to) => {
-                    if cx.value & mask == 0 {
-                        pc = to;
-                    }
-                }
-                Step::BranchIfLocal(to) => {
-                    if self.a != 0 {
-                        pc = to;
-                    }
-                }
-                Step::BranchIfSet(v, bits, to) => {
-                    if vars[usize::from(v.0)] & u64::from(bits) != 0 {
-                        pc = to;
-                    }
-                }
-                Step::BranchIfNoSoftirq(to) => {
-                    if cx.preempt.in_interrupt() || cx.softirq.pending == 0 {
-                        pc = to;
-                    }
-                }
-                Step::Cli => *cx.irqs_enabled = false,
-                Step::Sti => *cx.irqs_enabled = true,
-                Step::Halt { sti } => break Op::Halt { sti },
-                Step::Iret => break Op::Iret,
-                Step::Work { idle } => {
-                    let Some(w) = cx.work.as_deref_mut() else {
-                        pc = idle;
-                        continue;
-                    };
-                    pc -= 1; // back here for the next piece
-                    match w.next_piece() {
-                        Piece::Busy(d) => {
-                            debug_assert!(*cx.irqs_enabled, "process code runs with IF set");
-                            break Op::Busy { d, user: true };
-                        }
-                        Piece::Syscall(d) => break Op::Busy { d, user: false },
-                        Piece::Cli => *cx.irqs_enabled = false,
-                        Piece::Sti => *cx.irqs_enabled = true,
-                        // Folded as a `Run` with interrupts off is.
-                        Piece::Held(d) => {
-                            if cx.fold && !*cx.irqs_enabled && cx.ahead + d < cx.horizon {
-                                cx.ahead += d;
-                            } else {
-                                break Op::Held(d);
-                            }
-                        }
-                        Piece::Rest(gap) => {
-                            pc = idle;
-                            break Op::Rest(gap);
-                        }
-                        Piece::Spl(kind) => {
-                            let p = spl.as_ref().expect("spl sections need an spl kernel");
-                            let cpl = &mut vars[usize::from(p.cpl.0)];
-                            self.b = *cpl as u32;
-                            *cpl = p.raise(kind, *cpl);
-                        }
-                        Piece::Splx => {
-                            let p = spl.as_ref().expect("spl sections need an spl kernel");
-                            vars[usize::from(p.cpl.0)] = u64::from(self.b);
-                            // `splz`: an interrupt held off and now unmasked is taken through
-                            // a software `int` to its stub, with interrupts off.
-                            if let Some(e) = p.unpend(vars, Replay::Splz) {
-                                *cx.irqs_enabled = false;
-                                break Op::Int(Frame::at(e));
-                            }
-                        }
-                        Piece::Code(n) => break Op::Code(n),
-                    }
-                }
-                Step::Inc(v) => vars[usize::from(v.0)] += 1,
-                Step::Store(v) => vars[usize::from(v.0)] = u64::from(cx.value),
-                Step::SetBits(v, m) => vars[usize::from(v.0)] |= u64::from(m),
-                Step::ClearBits(v, m) => vars[usize::from(v.0)] &= !u64::from(m),
-                Step::NoteHandled => self.a |= u32::from(cx.value == IRQ_HANDLED),
-                Step::HardirqEnter => cx.preempt.hardirq += 1,
-                Step::HardirqLeave => cx.preempt.hardirq -= 1,
-                Step::SoftirqEnter => cx.preempt.softirq += 1,
-                Step::SoftirqLeave => cx.preempt.softirq -= 1,
-                Step::RaiseSoftirq(nr) => cx.softirq.raise(u32::from(nr)),
-                Step::TaskletSchedule(t) => super::tasklet_schedule(tasklets, cx.softirq, t),
-                Step::TakeSoftirqs => {
-                    self.a = std::mem::take(&mut cx.softirq.pending);
-                    *cx.irqs_enabled = true;
-                }
-                Step::TakeSoftirq { nr, absent } => {
-                    if self.a & (1 << nr) != 0 {
-                        self.a &= !(1 << nr);
-                    } else {
-                        pc = absent;
-                    }
-                }
-                Step::SoftirqRestart { max, to } => {
-                    if cx.softirq.pending != 0 && self.b + 1 < u32::from(max) {
-                        self.b += 1;
-                        pc = to;
-                    }
-                }
-                Step::SpliceTasklets => {
-                    // Swapping the two lists keeps both buffers: no allocation per run.
-                    debug_assert!(cx.softirq.tasklet_running.is_empty());
-                    std::mem::swap(&mut cx.softirq.tasklet_vec, &mut cx.softirq.tasklet_running);
-                }
-                Step::SplEnter(mask) => {
-                    let p = spl.as_ref().expect("SplEnter in an spl kernel");
-                    let cpl = &mut vars[usize::from(p.cpl.0)];
-                    self.b = *cpl as u32;
-                    *cpl |= u64::from(mask);
-                }
-                Step::Doreti => {
-                    let p = spl.as_ref().expect("Doreti in an spl kernel");
-                    vars[usize::from(p.cpl.0)] = u64::from(self.b);
-                    if let Some(e) = p.unpend(vars, Replay::Doreti) {
-                        pc = e;
-                    }
-                }
-                Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
-                    Some(t) => {
-                        self.a = u32::from(t);
-                        tasklets[usize::from(t)].scheduled = false;
-                    }
-                    None => pc = done,
-                },
+/// Run the top frame of `stack` to the next action the core must see. Inlined into the CPU's
+/// loop: it runs several times per interrupt, and the call and context setup cost more than
+/// many of the steps.
+///
+/// Where folding is allowed, calls and returns happen here too when nothing can come between
+/// them and the callee's (or caller's) next step: with interrupts off before the next SMI
+/// (`horizon`), with interrupts on before the next event (`quiet`) and with no interrupt
+/// requested. The core's loop would only push or pop the frame and come back: the same frames,
+/// values and times, in fewer rounds. Instructions run with interrupts on fold under the same
+/// condition. (The test `calls_and_returns_run_inline_only_where_the_core_would_find_nothing_
+/// to_take` and the reference-mode comparisons hold it to that.)
+#[inline(always)]
+pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
+    // The code and the tables are read through locals, and the top frame is kept in registers
+    // and stored when the frame hands an op back.
+    let Kernel {
+        code,
+        vars,
+        tasklets,
+        idt,
+        spl,
+        ..
+    } = &mut *cx.kernel;
+    let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
+    let mut top = stack.len() - 1;
+    let mut this = stack[top];
+    let mut pc = this.pc;
+    // How far ahead the frame may go on by itself with the interrupt flag as it is: to the next
+    // SMI with interrupts off; with them on to the next event (`quiet`), and not at all with an
+    // interrupt requested (nothing in a step changes that); never in the reference mode.
+    // Computed again where a step changes the flag.
+    macro_rules! limit {
+        () => {
+            if !cx.fold {
+                SimDuration::ZERO
+            } else if !*cx.irqs_enabled {
+                cx.horizon
+            } else if cx.lapic.nothing_requested(cx.intr_line) {
+                cx.quiet
+            } else {
+                SimDuration::ZERO
             }
         };
-        self.pc = pc;
-        op
     }
+    let mut limit = limit!();
+    // May a call or return happen here rather than in the core's loop?
+    macro_rules! inline {
+        () => {
+            cx.ahead < limit
+        };
+    }
+    macro_rules! call {
+        ($entry:expr) => {{
+            let callee = Frame::at($entry);
+            if !inline!() {
+                break Op::Call(callee);
+            }
+            stack[top] = Frame { pc, ..this };
+            stack.push(callee);
+            top += 1;
+            this = callee;
+            pc = callee.pc;
+        }};
+    }
+    let op = loop {
+        // Matched in place: the step's fields are read as its variant needs them.
+        let at = pc as usize;
+        pc += 1;
+        match steps[at] {
+            // Run `n` instructions before the frame's next action. With interrupts off
+            // nothing can come between them and that action, so (outside the reference
+            // mode) their time is charged to the step and the frame goes straight on: one
+            // step instead of two, the same time. With interrupts on the same holds while no
+            // event can come before they end (`calm`); otherwise they are an [`Op::Run`] of
+            // their own, after which the CPU checks for an interrupt.
+            Step::Run(n) => {
+                let t = cx.costs.instructions(n);
+                if cx.ahead + t < limit {
+                    cx.ahead += t;
+                } else {
+                    break Op::Run(n);
+                }
+            }
+            Step::Code(n) => break Op::Code(n),
+            Step::Vectoring => break Op::Vectoring,
+            Step::Read(r) => {
+                break Op::Access(Access::MmioRead {
+                    addr: addrs[usize::from(r.0)],
+                })
+            }
+            Step::Write(r, d) => {
+                break Op::Access(Access::MmioWrite {
+                    addr: addrs[usize::from(r.0)],
+                    data: this.operand(d, vars),
+                })
+            }
+            Step::In(port) => break Op::Access(Access::PortIn { port, wide: false }),
+            Step::InW(port) => break Op::Access(Access::PortIn { port, wide: true }),
+            Step::Out(port, d) => {
+                let data = this.operand(d, vars) as u8;
+                break Op::Access(Access::PortOut { port, data });
+            }
+            Step::LapicRead(reg) => break Op::Access(Access::LapicRead { reg }),
+            Step::LapicWrite(reg, data) => break Op::Access(Access::LapicWrite { reg, data }),
+            Step::IntAck => break Op::Access(Access::IntAck),
+            Step::TakeVector => this.a = cx.value & 0xFF,
+            Step::Call(e) => call!(e),
+            Step::CallVector(t) => call!(idt[t as usize * 256 + (this.a & 0xFF) as usize]),
+            Step::JumpVector(t) => pc = idt[t as usize * 256 + (this.a & 0xFF) as usize],
+            Step::CallTasklet => call!(tasklets[this.a as usize].func),
+            Step::Return(v) => {
+                let v = this.operand(v, vars);
+                // A task's first frame is never popped: its return goes to the core's loop.
+                if top == 0 || !inline!() {
+                    break Op::Return(v);
+                }
+                stack.pop();
+                top -= 1;
+                this = stack[top];
+                pc = this.pc;
+                cx.value = v;
+            }
+            Step::Jump(to) | Step::Goto(to) => pc = to,
+            Step::BranchIfClear(mask, to) => {
+                if cx.value & mask == 0 {
+                    pc = to;
+                }
+            }
+            Step::BranchIfLocal(to) => {
+                if this.a != 0 {
+                    pc = to;
+                }
+            }
+            Step::BranchIfSet(v, bits, to) => {
+                if vars[usize::from(v.0)] & u64::from(bits) != 0 {
+                    pc = to;
+                }
+            }
+            Step::BranchIfNoSoftirq(to) => {
+                if cx.preempt.in_interrupt() || cx.softirq.pending == 0 {
+                    pc = to;
+                }
+            }
+            Step::Cli => {
+                *cx.irqs_enabled = false;
+                limit = limit!();
+            }
+            Step::Sti => {
+                *cx.irqs_enabled = true;
+                limit = limit!();
+            }
+            Step::Halt { sti } => break Op::Halt { sti },
+            Step::Iret => break Op::Iret,
+            Step::Work { idle } => {
+                let Some(w) = cx.work.as_deref_mut() else {
+                    pc = idle;
+                    continue;
+                };
+                pc -= 1; // back here for the next piece
+                match w.next_piece() {
+                    Piece::Busy(d) => {
+                        debug_assert!(*cx.irqs_enabled, "process code runs with IF set");
+                        break Op::Busy { d, user: true };
+                    }
+                    Piece::Syscall(d) => break Op::Busy { d, user: false },
+                    Piece::Cli => {
+                        *cx.irqs_enabled = false;
+                        limit = limit!();
+                    }
+                    Piece::Sti => {
+                        *cx.irqs_enabled = true;
+                        limit = limit!();
+                    }
+                    // Folded as a `Run` with interrupts off is.
+                    Piece::Held(d) => {
+                        if cx.fold && !*cx.irqs_enabled && cx.ahead + d < cx.horizon {
+                            cx.ahead += d;
+                        } else {
+                            break Op::Held(d);
+                        }
+                    }
+                    Piece::Rest(gap) => {
+                        pc = idle;
+                        break Op::Rest(gap);
+                    }
+                    Piece::Spl(kind) => {
+                        let p = spl.as_ref().expect("spl sections need an spl kernel");
+                        let cpl = &mut vars[usize::from(p.cpl.0)];
+                        this.b = *cpl as u32;
+                        *cpl = p.raise(kind, *cpl);
+                    }
+                    Piece::Splx => {
+                        let p = spl.as_ref().expect("spl sections need an spl kernel");
+                        vars[usize::from(p.cpl.0)] = u64::from(this.b);
+                        // `splz`: an interrupt held off and now unmasked is taken through
+                        // a software `int` to its stub, with interrupts off.
+                        if let Some(e) = p.unpend(vars, Replay::Splz) {
+                            *cx.irqs_enabled = false;
+                            break Op::Int(Frame::at(e));
+                        }
+                    }
+                    Piece::Code(n) => break Op::Code(n),
+                }
+            }
+            Step::Inc(v) => vars[usize::from(v.0)] += 1,
+            Step::Store(v) => vars[usize::from(v.0)] = u64::from(cx.value),
+            Step::SetBits(v, m) => vars[usize::from(v.0)] |= u64::from(m),
+            Step::ClearBits(v, m) => vars[usize::from(v.0)] &= !u64::from(m),
+            Step::NoteHandled => this.a |= u32::from(cx.value == IRQ_HANDLED),
+            Step::HardirqEnter => cx.preempt.hardirq += 1,
+            Step::HardirqLeave => cx.preempt.hardirq -= 1,
+            Step::SoftirqEnter => cx.preempt.softirq += 1,
+            Step::SoftirqLeave => cx.preempt.softirq -= 1,
+            Step::RaiseSoftirq(nr) => cx.softirq.raise(u32::from(nr)),
+            Step::TaskletSchedule(t) => super::tasklet_schedule(tasklets, cx.softirq, t),
+            Step::TakeSoftirqs => {
+                this.a = std::mem::take(&mut cx.softirq.pending);
+                *cx.irqs_enabled = true;
+                limit = limit!();
+            }
+            Step::TakeSoftirq { nr, absent } => {
+                if this.a & (1 << nr) != 0 {
+                    this.a &= !(1 << nr);
+                } else {
+                    pc = absent;
+                }
+            }
+            Step::SoftirqRestart { max, to } => {
+                if cx.softirq.pending != 0 && this.b + 1 < u32::from(max) {
+                    this.b += 1;
+                    pc = to;
+                }
+            }
+            Step::SpliceTasklets => {
+                // Swapping the two lists keeps both buffers: no allocation per run.
+                debug_assert!(cx.softirq.tasklet_running.is_empty());
+                std::mem::swap(&mut cx.softirq.tasklet_vec, &mut cx.softirq.tasklet_running);
+            }
+            Step::SplEnter(mask) => {
+                let p = spl.as_ref().expect("SplEnter in an spl kernel");
+                let cpl = &mut vars[usize::from(p.cpl.0)];
+                this.b = *cpl as u32;
+                *cpl |= u64::from(mask);
+            }
+            Step::Doreti => {
+                let p = spl.as_ref().expect("Doreti in an spl kernel");
+                vars[usize::from(p.cpl.0)] = u64::from(this.b);
+                if let Some(e) = p.unpend(vars, Replay::Doreti) {
+                    pc = e;
+                }
+            }
+            Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
+                Some(t) => {
+                    this.a = u32::from(t);
+                    tasklets[usize::from(t)].scheduled = false;
+                }
+                None => pc = done,
+            },
+        }
+    };
+    stack[top] = Frame { pc, ..this };
+    op
+}
 
+impl Frame {
     #[inline(always)]
     fn operand(&self, o: Operand, vars: &[u64]) -> u32 {
         match o {
@@ -640,6 +719,20 @@ mod tests {
         })
     }
 
+    /// A core at 1 GHz, one instruction per cycle, nothing else costed.
+    fn one_ns_per_instruction() -> CpuCosts {
+        CpuTiming {
+            clock_hz: 1e9,
+            cycles_per_instruction: 1.0,
+            interrupt_vectoring_cycles: 0.0,
+            iret_cycles: 0.0,
+            lapic_access_cycles: 0.0,
+            privilege_change_cycles: 0.0,
+            halt_exit: SimDuration::ZERO,
+        }
+        .costs()
+    }
+
     /// Step a frame as the core does, with interrupts `irqs` and the given last value; the op
     /// and the time folded into it.
     fn step(
@@ -649,22 +742,17 @@ mod tests {
         irqs: &mut bool,
         s: &mut SoftirqState,
     ) -> (Op, SimDuration) {
-        let costs = CpuTiming {
-            clock_hz: 1e9,
-            cycles_per_instruction: 1.0,
-            interrupt_vectoring_cycles: 0.0,
-            iret_cycles: 0.0,
-            lapic_access_cycles: 0.0,
-            privilege_change_cycles: 0.0,
-            halt_exit: SimDuration::ZERO,
-        }
-        .costs();
+        let costs = one_ns_per_instruction();
         let mut preempt = PreemptCount::default();
         let mut cx = StepCtx {
             kernel: k,
             costs: &costs,
             fold: true,
             horizon: SimDuration::from_ps(u64::MAX),
+            // An interrupt may come at any time: with interrupts on, every step is the core's.
+            quiet: SimDuration::ZERO,
+            lapic: &LocalApic::default(),
+            intr_line: false,
             ahead: SimDuration::ZERO,
             value,
             irqs_enabled: irqs,
@@ -672,7 +760,14 @@ mod tests {
             softirq: s,
             work: None,
         };
-        let op = f.step(&mut cx);
+        let mut stack = vec![*f];
+        let op = super::step(&mut stack, &mut cx);
+        assert_eq!(
+            stack.len(),
+            1,
+            "the helper steps one frame (no call made inline)"
+        );
+        *f = stack[0];
         (op, cx.ahead)
     }
 
@@ -713,6 +808,90 @@ mod tests {
         let mut irqs = true;
         let (op, ahead) = step(&mut k, &mut Frame::at(isr), 0, &mut irqs, &mut s);
         assert_eq!((op, ahead), (Op::Run(100), SimDuration::ZERO));
+    }
+
+    /// Run `stack` as the core does, with the given flag, fold mode, quiet time and Local APIC.
+    fn run_stack(
+        k: &mut Kernel,
+        stack: &mut Vec<Frame>,
+        irqs: bool,
+        fold: bool,
+        quiet_ns: u64,
+        lapic: &LocalApic,
+    ) -> (Op, SimDuration, u32) {
+        let costs = one_ns_per_instruction();
+        let (mut irqs, mut preempt, mut s) =
+            (irqs, PreemptCount::default(), SoftirqState::default());
+        let mut cx = StepCtx {
+            kernel: k,
+            costs: &costs,
+            fold,
+            horizon: SimDuration::from_ps(u64::MAX),
+            quiet: SimDuration::from_ns(quiet_ns),
+            lapic,
+            intr_line: false,
+            ahead: SimDuration::ZERO,
+            value: 0,
+            irqs_enabled: &mut irqs,
+            preempt: &mut preempt,
+            softirq: &mut s,
+            work: None,
+        };
+        let op = super::step(stack, &mut cx);
+        (op, cx.ahead, cx.value)
+    }
+
+    #[test]
+    fn calls_and_returns_run_inline_only_where_the_core_would_find_nothing_to_take() {
+        // caller: run 10, call callee, branch on its value, read the status; callee: run 20,
+        // return 4.
+        let mut k = kernel();
+        let status = k.code.mmio(0xFAFF_2004);
+        let callee = k.code.add(
+            "callee",
+            vec![Step::Run(20), Step::Return(Operand::Const(4))].into(),
+        );
+        let mut b: Builder = vec![Step::Run(10), Step::Call(callee)].into();
+        let test = b.here();
+        b.push(Step::BranchIfClear(0x4, 0)).push(Step::Read(status));
+        let skip = b.here();
+        b.patch(test, skip);
+        b.push(Step::Return(Operand::Const(0)));
+        let caller = k.code.add("caller", b);
+        let read = Op::Access(Access::MmioRead { addr: 0xFAFF_2004 });
+        let idle = LocalApic::new(0, true);
+
+        // Interrupts off, folding: the call and the return happen within the step, the callee's
+        // value reaches the caller's branch, and the time is the sum of both runs.
+        let mut stack = vec![Frame::at(caller)];
+        let (op, ahead, value) = run_stack(&mut k, &mut stack, false, true, 0, &idle);
+        assert_eq!((op, value), (read, 4));
+        assert_eq!(ahead, SimDuration::from_ns(30));
+        assert_eq!(stack.len(), 1, "the callee's frame is gone");
+
+        // The reference mode: the call is the core's.
+        let mut stack = vec![Frame::at(caller)];
+        let (op, ..) = run_stack(&mut k, &mut stack, false, false, 0, &idle);
+        assert_eq!(op, Op::Run(10));
+
+        // Interrupts on and the next event 100 ns away: the same as with them off.
+        let mut stack = vec![Frame::at(caller)];
+        let (op, ahead, value) = run_stack(&mut k, &mut stack, true, true, 100, &idle);
+        assert_eq!((op, ahead, value), (read, SimDuration::from_ns(30), 4));
+
+        // ... but an event 25 ns away ends the callee's run as an op of its own (the core must
+        // look at what the event brings before the return), ...
+        let mut stack = vec![Frame::at(caller)];
+        let (op, ahead, _) = run_stack(&mut k, &mut stack, true, true, 25, &idle);
+        assert_eq!((op, ahead), (Op::Run(20), SimDuration::from_ns(10)));
+        assert_eq!(stack.len(), 2, "the call was made inline");
+
+        // ... and an interrupt requested stops it at once.
+        let mut requested = LocalApic::new(0, true);
+        requested.accept(0x41, false);
+        let mut stack = vec![Frame::at(caller)];
+        let (op, ahead, _) = run_stack(&mut k, &mut stack, true, true, 100, &requested);
+        assert_eq!((op, ahead), (Op::Run(10), SimDuration::ZERO));
     }
 
     #[test]

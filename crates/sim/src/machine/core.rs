@@ -13,7 +13,7 @@ use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::linux::Entries;
-use crate::kernel::program::{Access, Frame, Op, StepCtx};
+use crate::kernel::program::{self, Access, Frame, Op, StepCtx};
 use crate::kernel::sched::TaskContext;
 use crate::kernel::softirq::SoftirqState;
 use crate::workload::WorkState;
@@ -134,11 +134,7 @@ impl Core {
     /// Is an interrupt waiting for this core: a deliverable vector in its Local APIC, or the
     /// 8259's INTR when the Local APIC is off?
     fn interrupt_pending(&self) -> bool {
-        if self.lapic.enabled {
-            self.lapic.deliverable().is_some()
-        } else {
-            self.intr_line
-        }
+        self.lapic.interrupt_pending(self.intr_line)
     }
 
     /// Take the pending interrupt at this instruction boundary: its frame goes on the running
@@ -313,16 +309,21 @@ impl Machine {
                 let op = match core.ctx.parked.last() {
                     Some((d, _)) if *d == depth => core.ctx.parked.pop().expect("present").1,
                     _ => {
-                        let frame = core
-                            .ctx
-                            .stack
-                            .last_mut()
-                            .expect("a task's first frame is never popped");
+                        // With interrupts on, the loop must look again before the next queued
+                        // event or SMI (`StepCtx::quiet`), and at once with an interrupt
+                        // pending (asked only if the frame turns them on).
+                        let quiet = match self.q.peek_time() {
+                            Some(t) => t.since_or_zero(now).min(horizon),
+                            None => horizon,
+                        };
                         let mut cx = StepCtx {
                             kernel: &mut self.kernel,
                             costs: &core.timing,
                             fold: !strict,
                             horizon,
+                            quiet,
+                            lapic: &core.lapic,
+                            intr_line: core.intr_line,
                             ahead: acc,
                             value: core.ctx.value,
                             irqs_enabled: &mut core.ctx.irqs_enabled,
@@ -330,24 +331,31 @@ impl Machine {
                             softirq: &mut core.softirq,
                             work: core.work.as_mut(),
                         };
-                        let op = frame.step(&mut cx);
+                        let op = program::step(&mut core.ctx.stack, &mut cx);
                         acc = cx.ahead;
+                        core.ctx.value = cx.value;
                         op
                     }
                 };
-                if !matches!(op, Op::Busy { .. }) {
-                    core.in_user = false;
-                }
-                let op = match op {
-                    // Code an interrupt may cut, with interrupts on: a busy run of kernel code.
-                    Op::Code(n) if core.ctx.irqs_enabled => Op::Busy {
-                        d: core.code_time(n),
-                        user: false,
-                    },
-                    op => op,
-                };
+                // `in_user`: the last op was process code in user mode (an interrupt taken now
+                // changes privilege). Only the ops a workload gives after a busy stretch reset it
+                // (held, rest, code, int): the others never follow one without an interrupt in
+                // between, which takes the flag.
                 match op {
-                    Op::Code(n) => acc += core.code_time(n),
+                    // Code an interrupt may cut, with interrupts on: a busy run of kernel code,
+                    // parked here and run by the `Busy` arm at the next pass.
+                    Op::Code(n) if core.ctx.irqs_enabled => {
+                        core.in_user = false;
+                        let busy = Op::Busy {
+                            d: core.code_time(n),
+                            user: false,
+                        };
+                        core.ctx.parked.push((core.ctx.stack.len(), busy));
+                    }
+                    Op::Code(n) => {
+                        core.in_user = false;
+                        acc += core.code_time(n);
+                    }
                     Op::Run(0) => {}
                     Op::Run(n) => {
                         acc += core.timing.instructions(n);
@@ -364,7 +372,10 @@ impl Machine {
                             acc += core.timing.privilege_change();
                         }
                     }
-                    Op::Held(d) => acc += d,
+                    Op::Held(d) => {
+                        core.in_user = false;
+                        acc += d;
+                    }
                     Op::Busy { d, user } => {
                         // Once the run has its samples, the workload starts no new busy
                         // stretches, so that the run can end.
@@ -410,6 +421,7 @@ impl Machine {
                         break Next::Wait;
                     }
                     Op::Rest(gap) => {
+                        core.in_user = false;
                         let pending = core.work.as_ref().is_some_and(|w| w.pending);
                         if let (Some(g), false) = (gap, pending) {
                             self.q.schedule_at(now + acc + g, Ev::WorkArrives(c as u8));
@@ -424,6 +436,7 @@ impl Machine {
                     }
                     Op::Call(f) => core.ctx.stack.push(f),
                     Op::Int(f) => {
+                        core.in_user = false;
                         core.ctx.saved_values.push(core.ctx.value);
                         core.ctx.stack.push(f);
                     }

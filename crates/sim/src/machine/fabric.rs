@@ -62,9 +62,6 @@ impl Route {
         r.hops[..hops.len()].copy_from_slice(hops);
         r
     }
-    pub fn hop(&self, i: u8) -> Option<Hop> {
-        (i < self.len).then(|| self.hops[usize::from(i)])
-    }
     /// Hop `i`, which the caller knows to be on the route (`i < len()`).
     pub fn at(&self, i: u8) -> Hop {
         debug_assert!(i < self.len, "hop {i} of a {}-hop route", self.len);
@@ -77,6 +74,10 @@ impl Route {
         self.len == 0
     }
 }
+
+/// A route of the fabric's table (see [`Fabric::route`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RouteId(u32);
 
 /// Where a transaction starts or ends, in the machine's terms.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -259,9 +260,19 @@ impl Fabric {
         }
     }
 
-    /// The route from one end to another.
-    pub fn route(&self, from: Endpoint, to: Endpoint) -> Route {
-        self.routes[self.end(from) * self.ends + self.end(to)]
+    /// The route from one end to another, by its index (a packet keeps the index, not a copy).
+    pub fn route(&self, from: Endpoint, to: Endpoint) -> RouteId {
+        RouteId((self.end(from) * self.ends + self.end(to)) as u32)
+    }
+
+    /// The number of hops of a route.
+    pub fn route_len(&self, r: RouteId) -> u8 {
+        self.routes[r.0 as usize].len()
+    }
+
+    /// Hop `i` of route `r` (`i` < its length).
+    pub fn hop(&self, r: RouteId, i: u8) -> Hop {
+        self.routes[r.0 as usize].at(i)
     }
 
     /// The serial link device `k` sits on.

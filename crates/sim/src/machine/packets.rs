@@ -1,7 +1,7 @@
 //! Transactions on the fabric: a packet crosses its route hop by hop (ahead of the clock where
 //! that is exact) and reaches its endpoint: a device, host memory, the core or the hub.
 
-use super::fabric::{Endpoint, Route};
+use super::fabric::{Endpoint, RouteId};
 use super::{CpuState, Ev, Machine};
 use crate::devices::exerciser::Reaction;
 use crate::engine::{SimDuration, SimTime};
@@ -13,7 +13,7 @@ pub(super) struct Packet {
     pub(super) tlp: Tlp,
     /// `tlp.wire_bytes()`, computed once: every stateful hop needs it.
     pub(super) wire_bytes: u32,
-    pub(super) route: Route,
+    pub(super) route: RouteId,
     pub(super) hop: u8,
     pub(super) dest: Endpoint,
     /// The bus cycle it needs where buses tell them apart (ISA: 8 or 16 bits, INTA).
@@ -118,7 +118,7 @@ impl Machine {
     pub(super) fn on_hop(&mut self, p: u32) {
         let pkt = &self.packets[p as usize];
         debug_assert!(pkt.live);
-        if pkt.route.hop(pkt.hop).is_none() {
+        if pkt.hop >= self.fabric.route_len(pkt.route) {
             self.deliver(p);
             return;
         }
@@ -151,9 +151,9 @@ impl Machine {
             pkt.releases_cpu,
             pkt.hop,
         );
-        let len = route.len();
+        let len = self.fabric.route_len(route);
         loop {
-            let hop = route.at(i);
+            let hop = self.fabric.hop(route, i);
             i += 1;
             let crossing = self.fabric.cross(hop, t, wire_bytes, cycle);
             if let (true, Some(start)) = (hop.link == self.analyzed_link, crossing.wire_start) {
@@ -173,7 +173,7 @@ impl Machine {
             // Hub crossings are pure delays: fold them in.
             t = crossing.arrival;
             while i < len {
-                match self.fabric.pure_delay(route.at(i)) {
+                match self.fabric.pure_delay(self.fabric.hop(route, i)) {
                     Some(d) => {
                         t += d;
                         i += 1;
