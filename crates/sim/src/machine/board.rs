@@ -6,6 +6,7 @@
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
 use crate::devices::{Board, Effects};
+use crate::engine::SimTime;
 use crate::hw::pcie::{Bdf, Tlp, TlpKind};
 use crate::workload::WorkloadSpec;
 
@@ -24,7 +25,7 @@ impl Machine {
     pub(super) fn start_board(&mut self) {
         for j in 0..self.board.len() {
             let e = self.board[j].start();
-            self.apply(j, e);
+            self.apply(j, e, self.q.now());
         }
         if !self.phases.is_empty() {
             self.set_phase(0);
@@ -35,19 +36,21 @@ impl Machine {
     pub(super) fn on_board_timer(&mut self, j: u8, which: u8) {
         let now = self.q.now();
         let e = self.board[usize::from(j)].timer(now, which);
-        self.apply(usize::from(j), e);
+        self.apply(usize::from(j), e, now);
     }
 
-    /// Do what board device `j` asks.
-    pub(super) fn apply(&mut self, j: usize, e: Effects) {
+    /// Do what board device `j` asks at `at` (the clock's time, or ahead of it for an access
+    /// delivered there: see `board_receives`).
+    pub(super) fn apply(&mut self, j: usize, e: Effects, at: SimTime) {
         for (at, which) in e.timers.into_iter().flatten() {
             self.q.schedule_at(at, Ev::Board(j as u8, which));
         }
         if let Some((irq, level)) = e.line {
             self.ich.pics.set_irq(irq, level);
-            self.update_intr();
+            self.update_intr_at(at);
         }
         if e.pulse {
+            debug_assert_eq!(at, self.q.now(), "pulses come from timers, at events");
             self.on_pulse(j);
         }
     }
@@ -60,7 +63,7 @@ impl Machine {
         for j in 0..self.board.len() {
             if j != from {
                 let e = self.board[j].pulse(now);
-                self.apply(j, e);
+                self.apply(j, e, now);
             }
         }
         let Board::Gps(g) = &self.board[from] else {
@@ -84,7 +87,7 @@ impl Machine {
         for (j, rate) in rates {
             if let Board::IrqSource(s) = &mut self.board[usize::from(j)] {
                 let e = s.set_rate(now, rate);
-                self.apply(usize::from(j), e);
+                self.apply(usize::from(j), e, now);
             }
         }
         if i > 0 {
@@ -97,17 +100,18 @@ impl Machine {
         }
     }
 
-    /// A request reaches board device `j` (at its event: a board device's effects change the
-    /// 8259's inputs, which only happens at the clock's time).
-    pub(super) fn board_receives(&mut self, k: u8, tlp: Tlp) {
+    /// A request reaches board device `j` at `at`: at its event, or ahead of the clock when
+    /// nothing is scheduled before then and the core that sent it waits for the answer (see
+    /// `advance`): its effects on the 8259's inputs reach the cores at `at`, and nothing else
+    /// can see them in between.
+    pub(super) fn board_receives(&mut self, k: u8, tlp: Tlp, at: SimTime) {
         let j = usize::from(k) - self.devices.len();
-        let now = self.q.now();
         let write = match tlp.kind {
             TlpKind::MemWrite | TlpKind::IoWrite => Some(tlp.data),
             _ => None,
         };
-        let a = self.board[j].access(now, tlp.addr, write);
-        self.apply(j, a.effects);
+        let a = self.board[j].access(at, tlp.addr, write);
+        self.apply(j, a.effects, at);
         let reply = match tlp.kind {
             TlpKind::MemRead | TlpKind::IoRead => TlpKind::CplD,
             TlpKind::IoWrite => TlpKind::Cpl,
@@ -123,7 +127,7 @@ impl Machine {
             data: a.data,
         };
         let to = self.core_of(&cpl);
-        self.send_at(Endpoint::Device(k), to, cpl, now + a.delay, true);
+        self.send_at(Endpoint::Device(k), to, cpl, at + a.delay, true);
     }
 
     /// The board device that answers port `port`, as an end of the machine (the hub's

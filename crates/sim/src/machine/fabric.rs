@@ -283,10 +283,14 @@ impl Fabric {
         }
     }
 
-    /// A hop that only delays (no queue, no state): crossing it needs no event of its own.
-    pub fn pure_delay(&self, hop: Hop) -> Option<SimDuration> {
-        match self.links[usize::from(hop.link)] {
-            LinkState::Delay(d) => Some(d),
+    /// When a packet entering `hop` at `now` leaves it, if the hop has no state (a delay, a
+    /// clocked crossing, an ISA bus's reply riding in its cycle): whatever else happens
+    /// meanwhile, the crossing takes the same time, so it needs no event of its own.
+    pub fn stateless_cross(&self, hop: Hop, now: SimTime) -> Option<SimTime> {
+        match &self.links[usize::from(hop.link)] {
+            LinkState::Delay(d) => Some(now + *d),
+            LinkState::Clocked(c) => Some(c.cross(now, hop.dir == Dir::Down)),
+            LinkState::Isa(_) if hop.dir == Dir::Up => Some(now),
             _ => None,
         }
     }

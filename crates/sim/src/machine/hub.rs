@@ -4,7 +4,7 @@
 
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
-use crate::engine::SimDuration;
+use crate::engine::{SimDuration, SimTime};
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
@@ -121,6 +121,11 @@ impl Machine {
     }
 
     pub(super) fn update_intr(&mut self) {
+        self.update_intr_at(self.q.now());
+    }
+
+    /// The 8259's INTR output as it is at `at` (the clock's time, or an access's ahead of it).
+    pub(super) fn update_intr_at(&mut self, at: SimTime) {
         let level = self.ich.pics.intr();
         // The boot CPU's INTR (LINT0) pin: the other cores mask theirs (Linux programs LINT0 as
         // ExtINT on the boot CPU only, `setup_local_APIC`).
@@ -128,7 +133,7 @@ impl Machine {
         if level != bsp.intr_line {
             bsp.intr_line = level;
             if level && !bsp.lapic.enabled {
-                self.poke_cpu(0);
+                self.poke_cpu_at(0, at);
             }
         }
     }

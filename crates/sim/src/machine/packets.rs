@@ -170,12 +170,13 @@ impl Machine {
                     self.q.schedule_at(crossing.arrival, Ev::CpuResume(c));
                 }
             }
-            // Hub crossings are pure delays: fold them in.
+            // Crossings without state (a hub's delays, clocked decode paths) take the same time
+            // whatever else happens: fold them in up to the next hop that has state.
             t = crossing.arrival;
             while i < len {
-                match self.fabric.pure_delay(self.fabric.hop(route, i)) {
-                    Some(d) => {
-                        t += d;
+                match self.fabric.stateless_cross(self.fabric.hop(route, i), t) {
+                    Some(arrival) => {
+                        t = arrival;
                         i += 1;
                     }
                     None => break,
@@ -189,6 +190,14 @@ impl Machine {
             let pkt = &self.packets[p as usize];
             let (tlp, dest) = (pkt.tlp, pkt.dest);
             match dest {
+                // A board device's effects (the 8259's inputs) reach the cores at once, so it
+                // takes a request ahead of the clock only while the core that sent it waits.
+                Endpoint::Device(k) if self.is_board(k) && !ahead => {
+                    self.release(p);
+                    self.last_inline = self.last_inline.max(t);
+                    self.board_receives(k, tlp, t);
+                    return released;
+                }
                 Endpoint::Device(k) if !self.is_board(k) => {
                     self.release(p);
                     self.last_inline = self.last_inline.max(t);
@@ -222,7 +231,7 @@ impl Machine {
         match dest {
             Endpoint::Device(k) if self.is_board(k) => {
                 self.release(p);
-                self.board_receives(k, tlp);
+                self.board_receives(k, tlp, self.q.now());
             }
             Endpoint::Device(k) => {
                 self.release(p);
