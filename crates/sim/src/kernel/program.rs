@@ -8,7 +8,7 @@
 //! interrupt exit are stack operations; a task switch swaps the core's stack for the next
 //! task's (`kernel/sched.rs`).
 //!
-//! [`Frame::step`] runs the frame to its next observable action and returns it as an [`Op`]:
+//! [`step`] runs the top frame to its next observable action and returns it as an [`Op`]:
 //! run some instructions, access a register (which the CPU turns into a bus transaction,
 //! stalling for reads and non-posted writes), call, return, take the vector, leave the
 //! interrupt, halt. Steps that only change kernel state (a counter, the interrupt flag, a
@@ -18,7 +18,8 @@
 //!
 //! One rule decides what a core sees between steps: an interrupt is taken only where the
 //! interpreter hands an op back to the core (after a `Run` with interrupts on, at a call or a
-//! return). A `Run` of a Linux path is a block counted as a whole and is not cut by an
+//! return; the interpreter makes a call or return itself, and folds a `Run`, only where the
+//! core would find nothing to take). A `Run` of a Linux path is a block counted as a whole and is not cut by an
 //! interrupt; the CPU checks for one at its end, as the model always has (seeds 000 and 002's
 //! outputs were made so).
 
