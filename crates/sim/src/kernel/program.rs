@@ -25,7 +25,6 @@
 
 use super::context::PreemptCount;
 use super::softirq::{SoftirqState, TaskletId};
-use super::spl::Replay;
 use super::Kernel;
 use crate::engine::SimDuration;
 use crate::hw::cpu::CpuCosts;
@@ -606,7 +605,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                         vars[usize::from(p.cpl.0)] = u64::from(this.b);
                         // `splz`: an interrupt held off and now unmasked is taken through
                         // a software `int` to its stub, with interrupts off.
-                        if let Some(e) = p.unpend(vars, Replay::Splz) {
+                        if let Some(e) = p.splz_replay(vars) {
                             *cx.irqs_enabled = false;
                             break Op::Int(Frame::at(e));
                         }
@@ -657,7 +656,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::Doreti => {
                 let p = spl.as_ref().expect("Doreti in an spl kernel");
                 vars[usize::from(p.cpl.0)] = u64::from(this.b);
-                if let Some(e) = p.unpend(vars, Replay::Doreti) {
+                if let Some(e) = p.doreti_replay(vars) {
                     pc = e;
                 }
             }

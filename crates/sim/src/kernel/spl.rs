@@ -16,7 +16,7 @@ pub const HWI_MASK: u32 = 0xFFFF;
 
 /// How a held-off interrupt is replayed.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Replay {
+enum Replay {
     /// `doreti`: jump to the IRQ's `Xresume` (the stub's second half: it is already masked and
     /// acknowledged).
     Doreti,
@@ -57,9 +57,20 @@ impl SplPolicy {
         }
     }
 
+    /// `doreti`'s replay: the lowest pending IRQ that `cpl` no longer masks, taken out of
+    /// `ipending`, and its `Xresume` to jump to.
+    pub fn doreti_replay(&self, vars: &mut [u64]) -> Option<Entry> {
+        self.unpend(vars, Replay::Doreti)
+    }
+
+    /// `splz`'s replay: as `doreti`'s, with the IRQ's stub to `int` to.
+    pub fn splz_replay(&self, vars: &mut [u64]) -> Option<Entry> {
+        self.unpend(vars, Replay::Splz)
+    }
+
     /// The lowest pending IRQ that `cpl` no longer masks, taken out of `ipending`, and the
     /// entry that replays it (`bsfl` on `ipending & ~cpl`).
-    pub fn unpend(&self, vars: &mut [u64], how: Replay) -> Option<Entry> {
+    fn unpend(&self, vars: &mut [u64], how: Replay) -> Option<Entry> {
         let cpl = vars[usize::from(self.cpl.0)];
         let pending = &mut vars[usize::from(self.ipending.0)];
         let unmasked = *pending & !cpl & u64::from(HWI_MASK);

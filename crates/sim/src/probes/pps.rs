@@ -51,7 +51,7 @@ impl PpsProbe {
             missed: 0,
             latency: LatencyHistogram::new(),
             counts: Vec::with_capacity(target.min(1 << 20) as usize),
-            series: SampleSeries::new(crate::scenario::SERIES_POINTS),
+            series: SampleSeries::new(super::SERIES_POINTS),
             progress: None,
         }
     }

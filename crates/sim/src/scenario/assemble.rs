@@ -5,7 +5,7 @@
 use super::check::{pirq_letter, NOT_WIRED};
 use super::error::ScenarioError;
 use super::files::{DeviceSection, DriverName, Interrupts, IntervalFrom};
-use super::{Scenario, SERIES_POINTS};
+use super::Scenario;
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
 };
@@ -24,6 +24,7 @@ use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
 use crate::machine::{Core, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
+use crate::probes::SERIES_POINTS;
 use crate::topology::route::Request;
 use crate::topology::{
     LinkKindName, LinkSection as TopologyLinkSection, PartId, PartKind, PartKindName, PartSection,

@@ -30,9 +30,6 @@ use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use std::path::Path;
 
-/// Points of a run's sample series: exact up to this many samples, min/max per stretch beyond.
-pub const SERIES_POINTS: usize = 4096;
-
 /// The loaded, overridden and checked configuration of one scenario of the PCIe-era model.
 pub type Scenario = Configured<ScenarioFile, PlatformFile, KernelFile>;
 
