@@ -1,10 +1,10 @@
 //! A scenario file, whichever model it runs on, loaded and run into the neutral [`RunResult`]:
 //! the one entry point of the CLI and the validation runner.
 //!
-//! Every scenario runs on the one machine; seed 004's files still have a format of their own
-//! (`pps/`: its PC's sections, its phases), told apart by the file's `model` key, and this is the
-//! only place that knows. When the PC's platform file is written in the topology schema, this
-//! enum goes.
+//! Every scenario runs on the one machine, and every platform file has one schema. Seed 004's
+//! scenario and kernel files still have formats of their own (`pps/`: the pulse, cards with
+//! FreeBSD's interrupt classes, load phases; FreeBSD's costs), told apart by the scenario's
+//! `model` key, and this is the only place that knows: it picks the assembler.
 
 use crate::result::RunResult;
 use crate::scenario::{Scenario, ScenarioError};

@@ -78,7 +78,7 @@ fn seed004_rows() {
 #[test]
 fn the_step_period_follows_the_isa_clock() {
     for (divisor, period_ns) in [(4, 120.0), (3, 90.0)] {
-        let set = format!("platform.isa.pci_clock_divisor={divisor}");
+        let set = format!("platform.link.isa.pci_clock_divisor={divisor}");
         let r = idle(&[&set], 400);
         let p = step_period(&r.counts, r.count_ns, 40.0, 400.0).expect("edges");
         assert!(
@@ -94,7 +94,7 @@ fn the_step_period_follows_the_isa_clock() {
 #[test]
 fn two_isa_cycles_precede_the_timestamp() {
     let min = |clocks: u32| {
-        let set = format!("platform.isa.io8_clocks={clocks}");
+        let set = format!("platform.link.isa.io8_clocks={clocks}");
         idle(&[&set], 300).latency.min_ns().expect("samples") as f64
     };
     let d = min(7) - min(6);
@@ -227,7 +227,12 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
             "phase.0.section.0.mask=splvm",
             "expected one of `tty`, `net`, `bio`, `high`, `cli`",
         ),
-        ("platform.isa.io8_clockz=6", "no key 'io8_clockz'"),
+        ("platform.link.isa.io8_clockz=6", "no key 'io8_clockz'"),
+        // The board's devices are parts of the platform, read and checked as such.
+        ("platform.part.xrpu.counter_bits=40", "give 1 to 32 bits"),
+        ("platform.part.rtc.periodic_hz=1.0", "outside the range"),
+        ("platform.part.lpt.irq=8", "IRQ 8 is already the RTC's"),
+        ("device.0.decode_clocks=5000", "outside the range"),
         ("platform.cpu.clock_hz=fast", "is a decimal number"),
     ] {
         let e = err(set);
@@ -257,4 +262,72 @@ fn an_unknown_key_names_file_line_and_column() {
             && e.contains("unknown field `jitter_us`"),
         "{e}"
     );
+}
+
+#[test]
+fn the_pc_is_a_platform_of_the_one_schema_and_says_what_each_machine_lacks() {
+    // The workstation's exerciser scenario on the PC: the platform file reads (one schema),
+    // and the PCIe-era machine says what this board does not have.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(repo.join("experiments/seed000/ws.toml")).expect("reads");
+    let text = text.replace("ws-2008-core2-ich9.toml", "pc-1998-k6-233-tx97.toml");
+    let dir = std::env::temp_dir().join(format!("irqlab-schema-{}", std::process::id()));
+    let sub = dir.join("experiments/seed000");
+    std::fs::create_dir_all(&sub).expect("temp dir");
+    std::fs::create_dir_all(dir.join("platforms")).expect("temp dir");
+    std::fs::create_dir_all(dir.join("kernels")).expect("temp dir");
+    for f in [
+        "platforms/pc-1998-k6-233-tx97.toml",
+        "kernels/linux-2.6.18-i386-up.toml",
+    ] {
+        std::fs::copy(repo.join(f), dir.join(f)).expect("copies");
+    }
+    let path = sub.join("ws.toml");
+    std::fs::write(&path, text).expect("writes");
+    let load = |path: &std::path::Path| {
+        irqlab_sim::scenario::Scenario::load(path, &[])
+            .expect_err("the PCIe-era machine on the PC")
+            .to_string()
+    };
+    let e = load(&path);
+    assert!(
+        e.contains("device.0.port") && e.contains("it has none (no part of kind \"bridge\")"),
+        "{e}"
+    );
+    // The workstation without its [ich]: the machine reads its interrupt block from it.
+    let ws =
+        std::fs::read_to_string(repo.join("platforms/ws-2008-core2-ich9.toml")).expect("reads");
+    let (head, rest) = ws.split_once("\n[ich]\n").expect("an [ich]");
+    let tail = &rest[rest.find("\n# ---- The topology").expect("the topology")..];
+    std::fs::write(dir.join("platforms/ws.toml"), format!("{head}\n{tail}")).expect("writes");
+    let text = std::fs::read_to_string(&path).expect("reads");
+    std::fs::write(&path, text.replace("pc-1998-k6-233-tx97.toml", "ws.toml")).expect("writes");
+    let e = load(&path);
+    assert!(
+        e.contains("platform.ich") && e.contains("has no [ich] section"),
+        "{e}"
+    );
+    // And the PC's own machine refuses an [ich] it would not read.
+    let pc =
+        std::fs::read_to_string(repo.join("platforms/pc-1998-k6-233-tx97.toml")).expect("reads");
+    let ich = &ws[ws.find("\n[ich]\n").expect("an [ich]")
+        ..ws.find("\n# ---- The topology").expect("the topology")];
+    let (head, tail) = pc.split_once("\n[cpu]\n").expect("a [cpu]");
+    std::fs::write(
+        dir.join("platforms/pc-1998-k6-233-tx97.toml"),
+        format!("{head}\n{ich}\n[cpu]\n{tail}"),
+    )
+    .expect("writes");
+    std::fs::create_dir_all(dir.join("experiments/seed004")).expect("temp dir");
+    for f in [
+        "experiments/seed004/pps.toml",
+        "kernels/freebsd-1998-07-i386.toml",
+    ] {
+        std::fs::copy(repo.join(f), dir.join(f)).expect("copies");
+    }
+    let e = PpsScenario::load(dir.join("experiments/seed004/pps.toml"), &[])
+        .expect_err("an [ich] on the PC")
+        .to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(e.to_string().contains("remove [ich]"), "{e}");
 }

@@ -429,3 +429,42 @@ fn the_shipped_platforms_route_as_the_fixed_table_did() {
         assert_eq!(fabric.hop(fabric.route(cpu, dev), 2).dir, Dir::Down);
     }
 }
+
+/// Every shipped platform, from the 1998 PC to the 2017 desktop, is an instance of the one
+/// schema: it reads as a `PlatformFile`, its parts and links build a topology, and a core's port
+/// I/O to the 8259 pair finds the part that decodes it.
+#[test]
+fn every_shipped_platform_is_one_schema() {
+    use irqlab_sim::scenario::PlatformFile;
+    use irqlab_sim::topology::route::Request;
+    use irqlab_sim::topology::{PartKind, TopologyFile};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms");
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = e.path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let p: PlatformFile = toml::from_str(&text).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let t = Topology::from_file(&TopologyFile {
+            part: p.part.clone(),
+            link: p.link.clone(),
+            wire: p.wire.clone(),
+        })
+        .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let pics = t.claimant(Request::Io(0x20)).expect("an 8259 pair");
+        let core = t
+            .parts
+            .iter()
+            .position(|x| matches!(x.kind, PartKind::Core { .. }))
+            .expect("a core");
+        // The port I/O goes up from the core to the host bridge and down to the 8259 pair.
+        assert!(t.ancestry(core as u16).contains(&t.root), "{path:?}");
+        assert!(t.ancestry(pics).contains(&t.root), "{path:?}");
+        names.push(p.name);
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        ["desktop-2017", "pc-1998-k6-233-tx97", "soc-2008", "ws-2008"],
+        "a platform added or renamed: list it here"
+    );
+}

@@ -23,23 +23,20 @@ use crate::kernel::program::{Builder, Operand, Step, Var};
 use crate::kernel::spl::HWI_MASK;
 use crate::kernel::{Kernel, SPURIOUS_8259, TICKS};
 use crate::machine::fabric::{Ends, Fabric};
-use crate::machine::{ColdCode, Core, Machine, Phase};
+use crate::machine::{Core, Machine, Phase};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::pps::PpsProbe;
 use crate::result::Count;
-use crate::scenario::ScenarioError;
+use crate::scenario::{cold_code, ScenarioError};
+use crate::topology::route::Request;
 use crate::topology::{
-    LinkKindName, LinkSection, PartKindName, PartSection, Topology, TopologyFile,
+    LinkKindName, LinkSection, PartKind, PartKindName, PartSection, Topology, TopologyError,
+    TopologyFile,
 };
 use crate::workload::{LengthDistribution, SectionKind, SectionSpec, WorkState, WorkloadSpec};
 use rand::Rng;
 
-const PIT_IRQ: u8 = 0;
-const RTC_IRQ: u8 = 8;
-/// The parallel port's registers (LPT1).
-const LPT_BASE: u16 = 0x378;
-/// The counter card's and the PCI cards' memory windows (BARs the BIOS would assign).
-const XRPU_BASE: u64 = 0xE000_0000;
+/// The scenario's PCI cards' memory windows (BARs the BIOS would assign).
 const CARD_BASE: u64 = 0xE010_0000;
 /// The ISA cards' I/O windows: 32 ports each from here (their addresses change no timing).
 const ISA_BASE: u16 = 0x300;
@@ -51,6 +48,258 @@ pub(super) struct Handles {
     sources: Vec<usize>,
 }
 
+/// The 8254: its part's name, the line counter 0 drives and its input clock.
+pub(super) struct PitPart {
+    pub name: String,
+    pub irq: u8,
+    pub clock_hz: f64,
+}
+
+/// The RTC: its line, its periodic rate and its own crystal's error.
+pub(super) struct RtcPart {
+    pub name: String,
+    pub irq: u8,
+    pub periodic_hz: f64,
+    pub crystal_ppm: f64,
+}
+
+/// The parallel port: its line, its registers' base and its nACK-to-IRQ delay.
+pub(super) struct LptPart {
+    pub name: String,
+    pub irq: u8,
+    pub base: u16,
+    pub ack_to_irq_ns: f64,
+}
+
+/// The counter card: its window, its counter, and its data phase in its bus's clocks.
+pub(super) struct CounterPart {
+    pub base: u64,
+    pub counter_hz: f64,
+    pub counter_bits: u32,
+    pub data_delay: SimDuration,
+}
+
+/// The board devices of the PC, read from their parts of the platform file and checked once;
+/// and where the scenario's cards go (the PCI bus part and its clock, the ISA bus link).
+pub(super) struct BoardParts {
+    pub pit: PitPart,
+    pub rtc: RtcPart,
+    pub lpt: LptPart,
+    pub xrpu: CounterPart,
+    /// The PCI bus's clock: that of the link the part `pci` hangs from.
+    pub pci_clock_hz: Option<f64>,
+    /// The `isa-bus` link (the ISA cards join its `down`) and its PCI clock (the south
+    /// bridge's legacy block runs on it).
+    pub isa_link: String,
+    pub isa_clock_hz: f64,
+}
+
+/// The part of the platform of `kind`: exactly one, since this machine has one of each.
+fn one_part<'a>(
+    s: &'a PpsScenario,
+    kind: PartKindName,
+    what: &str,
+) -> Result<(&'a String, &'a PartSection), ScenarioError> {
+    let p = &s.platform;
+    let found: Vec<_> = p
+        .part
+        .iter()
+        .filter(|(_, x)| x.kind == Some(kind))
+        .collect();
+    let kind_name = toml::Value::try_from(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(s.invalid(
+            "platform.part",
+            format!(
+                "platform '{}' has no part of kind \"{kind_name}\": seed 004's PC needs {what}; \
+                 add a [part.NAME] table with kind = \"{kind_name}\"",
+                p.name
+            ),
+        )),
+        [_, second, ..] => Err(s.invalid(
+            &format!("platform.part.{}", second.0),
+            format!(
+                "a second part of kind \"{kind_name}\" (after '{}'): this machine has one, {what}",
+                found[0].0
+            ),
+        )),
+    }
+}
+
+/// The clock of the link `part` hangs from, if it is a clocked crossing or bus.
+fn clock_above(s: &PpsScenario, part: &str) -> Option<f64> {
+    s.platform
+        .link
+        .values()
+        .find(|l| l.down.iter().any(|d| d == part))
+        .and_then(|l| l.clock_hz)
+}
+
+impl BoardParts {
+    pub(super) fn read(s: &PpsScenario) -> Result<BoardParts, ScenarioError> {
+        let need = |name: &str, key: &str, v: Option<f64>| {
+            v.ok_or_else(|| {
+                s.invalid(
+                    &format!("platform.part.{name}"),
+                    format!("part '{name}' needs `{key}`"),
+                )
+            })
+        };
+        let range = |name: &str, key: &str, v: f64, lo: f64, hi: f64, unit: &str| {
+            s.in_range(&format!("platform.part.{name}.{key}"), v, lo, hi, unit)
+                .map(|()| v)
+        };
+        let irq = |name: &str, p: &PartSection| {
+            p.irq.ok_or_else(|| {
+                s.invalid(
+                    &format!("platform.part.{name}"),
+                    format!("part '{name}' needs `irq`, the 8259 line it drives"),
+                )
+            })
+        };
+        let (name, x) = one_part(s, PartKindName::Pit, "its 8254 (the clock interrupt)")?;
+        let pit = PitPart {
+            name: name.clone(),
+            irq: irq(name, x)?,
+            clock_hz: range(
+                name,
+                "clock_hz",
+                need(name, "clock_hz", x.clock_hz)?,
+                1e3,
+                1e8,
+                "Hz",
+            )?,
+        };
+        let (name, x) = one_part(s, PartKindName::Rtc, "its RTC (the statistics clock)")?;
+        let rtc = RtcPart {
+            name: name.clone(),
+            irq: irq(name, x)?,
+            periodic_hz: range(
+                name,
+                "periodic_hz",
+                need(name, "periodic_hz", x.periodic_hz)?,
+                2.0,
+                8192.0,
+                "Hz",
+            )?,
+            crystal_ppm: range(
+                name,
+                "crystal_ppm",
+                x.crystal_ppm.unwrap_or(0.0),
+                -1000.0,
+                1000.0,
+                "ppm",
+            )?,
+        };
+        let (name, x) = one_part(
+            s,
+            PartKindName::ParallelPort,
+            "its parallel port (the pulse's input)",
+        )?;
+        let lpt = LptPart {
+            name: name.clone(),
+            irq: irq(name, x)?,
+            base: x.io.first().map(|w| w[0]).ok_or_else(|| {
+                s.invalid(
+                    &format!("platform.part.{name}"),
+                    "the parallel port needs `io`, its registers' window (data, status, control)",
+                )
+            })?,
+            ack_to_irq_ns: range(
+                name,
+                "ack_to_irq_ns",
+                need(name, "ack_to_irq_ns", x.ack_to_irq_ns)?,
+                0.0,
+                1e6,
+                "ns",
+            )?,
+        };
+        let (name, x) = one_part(
+            s,
+            PartKindName::CounterCard,
+            "its counter card (the timestamps)",
+        )?;
+        let counter_bits = x.counter_bits.ok_or_else(|| {
+            s.invalid(
+                &format!("platform.part.{name}"),
+                format!("part '{name}' needs `counter_bits`"),
+            )
+        })?;
+        if !(1..=32).contains(&counter_bits) {
+            return Err(s.invalid(
+                &format!("platform.part.{name}.counter_bits"),
+                "give 1 to 32 bits",
+            ));
+        }
+        let data_clocks = need(name, "data_clocks", x.data_clocks.map(f64::from))?;
+        range(name, "data_clocks", data_clocks, 0.0, 1e3, "clocks")?;
+        let bus_hz = clock_above(s, name).ok_or_else(|| {
+            s.invalid(
+                &format!("platform.part.{name}"),
+                "the counter card's data phase is counted in its bus's clocks: hang it from a \
+                 clocked link (its decode)",
+            )
+        })?;
+        let xrpu = CounterPart {
+            base: x.mem.first().map(|w| w[0]).ok_or_else(|| {
+                s.invalid(
+                    &format!("platform.part.{name}"),
+                    "the counter card needs `mem`, its register window",
+                )
+            })?,
+            counter_hz: range(
+                name,
+                "counter_hz",
+                need(name, "counter_hz", x.counter_hz)?,
+                1e6,
+                1e9,
+                "Hz",
+            )?,
+            counter_bits,
+            data_delay: SimDuration::period_of(bus_hz) * data_clocks as u64,
+        };
+        let isa: Vec<(&String, &LinkSection)> = s
+            .platform
+            .link
+            .iter()
+            .filter(|(_, l)| l.kind == Some(LinkKindName::IsaBus))
+            .collect();
+        let (isa_link, isa_clock_hz) = match isa.as_slice() {
+            [(name, l)] => ((*name).clone(), l.clock_hz.unwrap_or(0.0)),
+            _ => {
+                return Err(s.invalid(
+                    "platform.link",
+                    format!(
+                        "seed 004's PC has one ISA bus (a link of kind \"isa-bus\"), the \
+                         platform has {}",
+                        isa.len()
+                    ),
+                ))
+            }
+        };
+        if s.platform.ich.is_some() {
+            return Err(s.invalid(
+                "platform.ich",
+                "this PC's south bridge answers within its ISA bus's cycles (the isa-bus link \
+                 holds its timing): remove [ich], which this machine does not read",
+            ));
+        }
+        Ok(BoardParts {
+            pit,
+            rtc,
+            lpt,
+            xrpu,
+            pci_clock_hz: clock_above(s, "pci"),
+            isa_link,
+            isa_clock_hz,
+        })
+    }
+}
+
 /// The PC of `s`, ready to run `samples` pulses with `seed`.
 pub(super) fn build(
     s: &PpsScenario,
@@ -60,182 +309,122 @@ pub(super) fn build(
     let p = &s.platform;
     let k = &s.kernel;
     let f = &s.file;
+    let bp = BoardParts::read(s)?;
     let streams = RngStreams::new(seed);
-    let pci = SimDuration::period_of(p.pci.clock_hz);
-    let cycle_ps = 1e12 / p.cpu.clock_hz;
 
-    // ---- the topology ----------------------------------------------------------------------
-    let mut t = TopologyFile::default();
-    let part = |kind, f: &dyn Fn(&mut PartSection)| {
-        let mut s = PartSection {
-            kind: Some(kind),
+    // ---- the topology: the platform's parts and links, and the scenario's cards ------------
+    let mut t = TopologyFile {
+        part: p.part.clone(),
+        link: p.link.clone(),
+        wire: p.wire.clone(),
+    };
+    let card = |d: &super::IsaPcDevice| format!("card-{}", d.name);
+    for (i, d) in f.device.iter().enumerate() {
+        let name = card(d);
+        let mut part = PartSection {
+            kind: Some(PartKindName::Function),
             ..PartSection::default()
         };
-        f(&mut s);
-        s
-    };
-    t.part.insert(
-        "cpu0".into(),
-        part(PartKindName::Core, &|s| s.apic_id = Some(0)),
-    );
-    t.part.insert(
-        "430tx".into(),
-        part(PartKindName::HostBridge, &|s| {
-            s.requester_id = Some(Bdf::new(0, 0, 0))
-        }),
-    );
-    t.part.insert(
-        "dram".into(),
-        part(PartKindName::Memory, &|s| {
-            s.base = Some(0);
-            s.size = Some(64 << 20);
-            s.read_ns = Some(0.0);
-        }),
-    );
-    t.part
-        .insert("pci".into(), part(PartKindName::Hub, &|_| {}));
-    t.part
-        .insert("piix4".into(), part(PartKindName::Hub, &|_| {}));
-    let function = |io: Vec<[u16; 2]>, mem: Vec<[u64; 2]>| {
-        part(PartKindName::Function, &move |s| {
-            s.io = io.clone();
-            s.mem = mem.clone();
-        })
-    };
-    t.part.insert(
-        "pics".into(),
-        function(vec![[0x20, 0x21], [0xA0, 0xA1], [0x80, 0x8F]], vec![]),
-    );
-    t.part
-        .insert("rtc".into(), function(vec![[0x70, 0x71]], vec![]));
-    t.part.insert(
-        "lpt".into(),
-        function(vec![[LPT_BASE, LPT_BASE + 2]], vec![]),
-    );
-    t.part
-        .insert("xrpu".into(), function(vec![], vec![[XRPU_BASE, 0x1000]]));
-    let link = |kind, up: &str, down: &[&str], f: &dyn Fn(&mut LinkSection)| {
-        let mut s = LinkSection {
-            kind: Some(kind),
-            up: up.into(),
-            down: down.iter().map(|d| d.to_string()).collect(),
-            ..LinkSection::default()
-        };
-        f(&mut s);
-        s
-    };
-    let clocked = |hz: f64, down: u32, up: u32| {
-        move |s: &mut LinkSection| {
-            s.clock_hz = Some(hz);
-            s.down_clocks = Some(down);
-            s.up_clocks = Some(up);
-        }
-    };
-    // The Socket 7 bus: the CPU's cycle is synchronised to its clock (the bridge's host-to-PCI
-    // clocks count the rest of it).
-    t.link.insert(
-        "host-bus".into(),
-        link(
-            LinkKindName::Clocked,
-            "430tx",
-            &["cpu0"],
-            &clocked(p.host_bus.clock_hz, 0, 0),
-        ),
-    );
-    t.link.insert(
-        "memory".into(),
-        link(LinkKindName::Delay, "430tx", &["dram"], &|s| {
-            s.ns = Some(0.0)
-        }),
-    );
-    t.link.insert(
-        "host-to-pci".into(),
-        link(
-            LinkKindName::Clocked,
-            "430tx",
-            &["pci"],
-            &clocked(
-                p.pci.clock_hz,
-                p.pci.host_to_pci_clocks,
-                p.pci.pci_to_host_clocks,
-            ),
-        ),
-    );
-    // The PIIX4 claims the I/O cycle (DEVSEL#).
-    t.link.insert(
-        "piix4-decode".into(),
-        link(
-            LinkKindName::Clocked,
-            "pci",
-            &["piix4"],
-            &clocked(p.pci.clock_hz, p.isa.decode_pci_clocks, 0),
-        ),
-    );
-    t.link.insert(
-        "xrpu-decode".into(),
-        link(
-            LinkKindName::Clocked,
-            "pci",
-            &["xrpu"],
-            &clocked(p.pci.clock_hz, p.xrpu.decode_clocks, 0),
-        ),
-    );
-    let mut isa_down: Vec<String> = vec!["pics".into(), "rtc".into(), "lpt".into()];
-    for (i, d) in f.device.iter().enumerate() {
-        let name = format!("card-{}", d.name);
         match d.bus {
             DeviceBus::Pci => {
-                let base = CARD_BASE + 0x10000 * i as u64;
-                t.part
-                    .insert(name.clone(), function(vec![], vec![[base, 0x1000]]));
+                part.mem = vec![[CARD_BASE + 0x10000 * i as u64, 0x1000]];
+                let clock_hz = bp.pci_clock_hz.ok_or_else(|| {
+                    s.invalid(
+                        &format!("device.{i}.bus"),
+                        format!(
+                            "{} is a PCI card, and the platform has no PCI bus for it: a part \
+                             named \"pci\" below a clocked link",
+                            d.name
+                        ),
+                    )
+                })?;
+                // The card claims its read (DEVSEL#) in its decode clocks.
                 t.link.insert(
                     format!("{name}-decode"),
-                    link(
-                        LinkKindName::Clocked,
-                        "pci",
-                        &[&name],
-                        &clocked(p.pci.clock_hz, p.pci.device_decode_clocks, 0),
-                    ),
+                    LinkSection {
+                        kind: Some(LinkKindName::Clocked),
+                        up: "pci".into(),
+                        down: vec![name.clone()],
+                        clock_hz: Some(clock_hz),
+                        down_clocks: d.decode_clocks,
+                        up_clocks: Some(0),
+                        ..LinkSection::default()
+                    },
                 );
             }
             DeviceBus::Isa8 | DeviceBus::Isa16 => {
                 let base = ISA_BASE + 0x20 * i as u16;
-                t.part
-                    .insert(name.clone(), function(vec![[base, base + 0x1F]], vec![]));
-                isa_down.push(name);
+                part.io = vec![[base, base + 0x1F]];
+                t.link
+                    .get_mut(&bp.isa_link)
+                    .expect("read from this map")
+                    .down
+                    .push(name.clone());
             }
         }
+        if t.part.insert(name.clone(), part).is_some() {
+            return Err(s.invalid(
+                &format!("device.{i}.name"),
+                format!("the platform has a part named '{name}' already: rename the card"),
+            ));
+        }
     }
-    let isa_down: Vec<&str> = isa_down.iter().map(String::as_str).collect();
-    t.link.insert(
-        "isa".into(),
-        link(LinkKindName::IsaBus, "piix4", &isa_down, &|s| {
-            s.clock_hz = Some(p.pci.clock_hz);
-            s.pci_clock_divisor = Some(p.isa.pci_clock_divisor);
-            s.io8_clocks = Some(p.isa.io8_clocks);
-            s.io16_clocks = Some(p.isa.io16_clocks);
-            s.io8_recovery_clocks = Some(p.isa.io8_recovery_clocks);
-            s.io16_recovery_clocks = Some(p.isa.io16_recovery_clocks);
-            s.intack_clocks = Some(p.isa.intack_clocks);
-        }),
-    );
-    let topology = Topology::from_file(&t).map_err(|e| s.invalid("platform", e.to_string()))?;
-    let id = |name: &str| {
+    let topology = Topology::from_file(&t).map_err(|e| match e {
+        TopologyError::Invalid { ref key, .. } => {
+            match f
+                .device
+                .iter()
+                .position(|d| key.starts_with(&format!("part.{}", card(d))))
+            {
+                Some(i) => s.invalid(&format!("device.{i}"), e.to_string()),
+                None => s.invalid(&format!("platform.{key}"), e.to_string()),
+            }
+        }
+        other => s.invalid("platform.part", other.to_string()),
+    })?;
+    let id = |name: &str| topology.part(name).expect("a part of this topology");
+    let need = |found: Option<u16>, what: &str| {
+        found.ok_or_else(|| {
+            s.invalid(
+                "platform.part",
+                format!("the platform has no part that {what}: add one"),
+            )
+        })
+    };
+    // FreeBSD 1998's i386 kernel is uniprocessor: it runs on the first core.
+    let core_part = need(
         topology
             .parts
             .iter()
-            .position(|p| p.name == name)
-            .expect("a part of this topology") as u16
+            .position(|x| matches!(x.kind, PartKind::Core { .. }))
+            .map(|i| i as u16),
+        "is a core (kind = \"core\")",
+    )?;
+    let apic_id = match topology.parts[usize::from(core_part)].kind {
+        PartKind::Core { apic_id } => apic_id,
+        _ => unreachable!("found as a core"),
     };
     // The board devices with registers first, in the order of their ends.
     let mut ends = Ends {
-        cores: vec![id("cpu0")],
-        devices: vec![id("rtc"), id("lpt"), id("xrpu")],
-        ich: id("pics"),
-        memory: id("dram"),
+        cores: vec![core_part],
+        devices: vec![id(&bp.rtc.name), id(&bp.lpt.name), {
+            let (name, _) = one_part(s, PartKindName::CounterCard, "its counter card")?;
+            id(name)
+        }],
+        ich: need(
+            topology.claimant(Request::Io(0x20)),
+            "decodes I/O port 0x20 (the 8259 pair)",
+        )?,
+        memory: need(
+            topology
+                .parts
+                .iter()
+                .position(|x| matches!(x.kind, PartKind::Memory { .. }))
+                .map(|i| i as u16),
+            "is host memory (kind = \"memory\")",
+        )?,
     };
-    ends.devices
-        .extend(f.device.iter().map(|d| id(&format!("card-{}", d.name))));
+    ends.devices.extend(f.device.iter().map(|d| id(&card(d))));
     let fabric = Fabric::new(&topology, &ends).map_err(|e| s.invalid("platform", e.to_string()))?;
 
     // ---- the board ---------------------------------------------------------------------------
@@ -243,31 +432,27 @@ pub(super) fn build(
     let mut rng_dev = streams.stream("devices");
     let second_ps = 1e12 * (1.0 + p.crystal_ppm * 1e-6);
     let rtc_period = SimDuration::from_ps(
-        (second_ps / p.rtc.periodic_hz / (1.0 + p.rtc.crystal_ppm * 1e-6)).round() as u64,
+        (second_ps / bp.rtc.periodic_hz / (1.0 + bp.rtc.crystal_ppm * 1e-6)).round() as u64,
     );
     let first_pulse = SimTime::from_ps((0.25e12 + rng_pps.gen::<f64>() * 0.5e12) as u64);
     let counter_phase = rng_pps.gen::<f64>();
     // The clocks have run since boot: the 8254's and the RTC's phases are arbitrary.
-    let pit = Pit::new(PIT_IRQ, p.timer.clock_hz, k.hz, rng_dev.gen::<f64>());
+    let pit = Pit::new(bp.pit.irq, bp.pit.clock_hz, k.hz, rng_dev.gen::<f64>());
     let rtc_first = SimTime::from_ps((rng_dev.gen::<f64>() * rtc_period.as_ps() as f64) as u64);
     let mut board = vec![
-        Board::Rtc(Rtc::new(RTC_IRQ, rtc_period, rtc_first)),
+        Board::Rtc(Rtc::new(bp.rtc.irq, rtc_period, rtc_first)),
         Board::ParallelPort(ParallelPort {
-            irq: p.lpt.irq,
-            base: LPT_BASE,
-            ack_to_irq: SimDuration::from_ns_f64(p.lpt.ack_to_irq_ns),
+            irq: bp.lpt.irq,
+            base: bp.lpt.base,
+            ack_to_irq: SimDuration::from_ns_f64(bp.lpt.ack_to_irq_ns),
             pulse_width: SimDuration::from_ns_f64(f.pps.pulse_width_ms * 1e6),
         }),
         Board::CounterCard(CounterCard {
-            base: XRPU_BASE,
-            counter_hz: p.xrpu.counter_hz,
-            mask: if p.xrpu.counter_bits >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << p.xrpu.counter_bits) - 1
-            },
+            base: bp.xrpu.base,
+            counter_hz: bp.xrpu.counter_hz,
+            mask: (1u64 << bp.xrpu.counter_bits) - 1,
             phase: counter_phase,
-            data_delay: pci * u64::from(p.xrpu.data_clocks),
+            data_delay: bp.xrpu.data_delay,
             latch: 0,
         }),
     ];
@@ -287,8 +472,8 @@ pub(super) fn build(
             mem,
             streams.stream(&format!("device.{}", d.name)),
         );
-        if d.bus == DeviceBus::Pci {
-            src.data_delay = pci * u64::from(p.pci.device_data_clocks);
+        if let (Some(hz), Some(clocks)) = (bp.pci_clock_hz, d.data_clocks) {
+            src.data_delay = SimDuration::period_of(hz) * u64::from(clocks);
         }
         sources.push(board.len());
         board.push(Board::IrqSource(src));
@@ -304,9 +489,9 @@ pub(super) fn build(
 
     // ---- the kernel --------------------------------------------------------------------------
     let mut kernel = Kernel::new(KernelInstructions::default());
-    let xrpu = kernel.code.mmio(XRPU_BASE);
+    let xrpu = kernel.code.mmio(bp.xrpu.base);
     // Interrupt classes (isa.c): each class mask holds its IRQs; `sl` merges tty and net.
-    let lpt = p.lpt.irq;
+    let lpt = bp.lpt.irq;
     let mut class = [0u32; 3];
     class[f.pps.class.index()] |= 1 << lpt;
     for d in &f.device {
@@ -338,7 +523,7 @@ pub(super) fn build(
             Step::Read(xrpu),
             Step::Code(k.pps.after_read_instructions),
             Step::Inc(sequence),
-            Step::In(LPT_BASE + 1),
+            Step::In(bp.lpt.base + 1),
             Step::Return(Operand::Const(0)),
         ]
         .into(),
@@ -346,13 +531,13 @@ pub(super) fn build(
     let rtc_count = kernel.new_var(0);
     let mut intrs = vec![
         Intr {
-            irq: PIT_IRQ,
+            irq: bp.pit.irq,
             handler: clkintr,
             mask: HWI_MASK, // clk_imask = HWI_MASK | SWI_MASK
             count: TICKS,
         },
         Intr {
-            irq: RTC_IRQ,
+            irq: bp.rtc.irq,
             handler: rtcintr,
             mask: 0, // stat_imask = SWI_CLOCK_MASK: no hardware bit
             count: rtc_count,
@@ -402,7 +587,7 @@ pub(super) fn build(
     // The PIIX4's own timing is in the ISA link; its 8259 pair answers when the cycle ends.
     let mut ich = Ich::new(
         IchTiming {
-            internal_clock_hz: p.pci.clock_hz,
+            internal_clock_hz: bp.isa_clock_hz,
             legacy_io_clocks: 0,
             intack_clocks: 0,
             ioapic_access_clocks: 0,
@@ -421,22 +606,21 @@ pub(super) fn build(
         CpuTiming {
             clock_hz: p.cpu.clock_hz,
             cycles_per_instruction: p.cpu.cycles_per_instruction,
-            interrupt_vectoring_cycles: p.cpu.interrupt_gate_cycles,
+            interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
             iret_cycles: p.cpu.iret_cycles,
-            lapic_access_cycles: 0.0,
+            // FreeBSD 1998's uniprocessor kernel never touches a Local APIC (the K6 has none;
+            // on a core with one it stays off): interrupts come on INTR from the 8259.
+            lapic_access_cycles: p.cpu.lapic_access_cycles.unwrap_or(0.0),
             privilege_change_cycles: p.cpu.privilege_change_cycles,
-            halt_exit: SimDuration::from_ps((p.cpu.halt_wake_cycles * cycle_ps).round() as u64),
+            halt_exit: SimDuration::from_ns_f64(p.cpu.halt_exit_ns),
         },
-        LocalApic::new(0, false),
+        LocalApic::new(apic_id, false),
     );
-    core.cold = Some(ColdCode {
-        line_bytes: f64::from(p.cpu.cache_line_bytes),
-        instruction_bytes: p.cpu.instruction_bytes,
-        line_fill: SimDuration::period_of(p.host_bus.clock_hz)
-            * u64::from(p.host_bus.line_fill_clocks),
-        rng: streams.stream("cache"),
-        misses: 0,
-    });
+    core.cold = p
+        .cpu
+        .cache
+        .as_ref()
+        .map(|c| cold_code(c, streams.stream("cache")));
     let phases: Vec<Phase> = f
         .phase
         .iter()

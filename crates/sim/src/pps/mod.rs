@@ -2,9 +2,10 @@
 //! timestamping a GPS pulse-per-second on the parallel port's interrupt (IRQ 7) against a
 //! 90.112 MHz counter on a PCI card that also latches the pulse itself.
 //!
-//! This module reads the seed's scenario, platform and kernel files and assembles the PC as an
-//! instance of the one machine ([`crate::machine::Machine`], `assemble.rs`): its buses are links
-//! of the topology (`clocked` crossings and the PIIX4's `isa-bus`), its devices are board
+//! This module reads the seed's scenario and kernel files (the platform file is of the one
+//! schema, [`PlatformFile`]) and assembles the PC as an instance of the one machine
+//! ([`crate::machine::Machine`], `assemble.rs`): its buses are links of the topology (`clocked`
+//! crossings and the PIIX4's `isa-bus`), its board devices are parts of the platform read into
 //! devices (`devices/`), FreeBSD's paths are programs of the step language
 //! (`kernel/freebsd.rs`, `kernel/spl.rs`), the load is the workload generator in phases, and the
 //! measurement is a probe (`probes/pps.rs`). What it models:
@@ -34,7 +35,7 @@
 mod assemble;
 
 use crate::result::{Count, Counts, Measured, RunResult};
-use crate::scenario::{Configured, NamesParts, ScenarioError};
+use crate::scenario::{Configured, NamesParts, PlatformFile, ScenarioError};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use serde::{Deserialize, Serialize};
@@ -43,111 +44,6 @@ use std::path::Path;
 
 /// The `model` key that marks a scenario file as this model's.
 pub const MODEL: &str = "isa-pps";
-
-// ---- the platform ---------------------------------------------------------------------------
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PcPlatform {
-    pub name: String,
-    pub description: String,
-    /// The board's crystal against the GPS second, in parts per million (every board clock,
-    /// CPU, PCI, ISA and the 8254, comes from it).
-    pub crystal_ppm: f64,
-    pub cpu: PcCpu,
-    pub host_bus: HostBus,
-    pub pci: PciBus,
-    pub isa: IsaBus,
-    pub timer: Timer8254,
-    pub rtc: RtcClock,
-    pub lpt: ParallelPort,
-    pub xrpu: Xrpu,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PcCpu {
-    pub clock_hz: f64,
-    pub cycles_per_instruction: f64,
-    /// Entering an interrupt gate without and with a privilege change (user mode interrupted).
-    pub interrupt_gate_cycles: f64,
-    pub privilege_change_cycles: f64,
-    pub iret_cycles: f64,
-    /// Leaving HLT when INTR rises.
-    pub halt_wake_cycles: f64,
-    pub cache_line_bytes: u32,
-    /// Average x86 instruction length, for how many cache lines a path's code spans.
-    pub instruction_bytes: f64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HostBus {
-    pub clock_hz: f64,
-    /// A cache-line fill from memory after a miss, in host clocks.
-    pub line_fill_clocks: u32,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PciBus {
-    pub clock_hz: f64,
-    /// From the CPU's bus cycle to the host bridge's PCI address phase, and back.
-    pub host_to_pci_clocks: u32,
-    pub pci_to_host_clocks: u32,
-    /// A device register read: clocks to decode, then to return data.
-    pub device_decode_clocks: u32,
-    pub device_data_clocks: u32,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IsaBus {
-    /// SYSCLK = PCICLK / this.
-    pub pci_clock_divisor: u32,
-    pub io8_clocks: u32,
-    pub io16_clocks: u32,
-    /// PCI clocks from the I/O cycle's address phase until the PIIX4 claims it (DEVSEL#).
-    pub decode_pci_clocks: u32,
-    /// I/O recovery: SYSCLKs after an 8-bit (16-bit) ISA I/O before the next may start.
-    pub io8_recovery_clocks: f64,
-    pub io16_recovery_clocks: f64,
-    /// The 8259's part of the interrupt acknowledge, in SYSCLKs.
-    pub intack_clocks: u32,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Timer8254 {
-    pub clock_hz: f64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RtcClock {
-    pub periodic_hz: f64,
-    /// The RTC's own 32.768 kHz crystal against the GPS second.
-    pub crystal_ppm: f64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ParallelPort {
-    pub irq: u8,
-    /// From the pulse's edge on pin 10 (nACK) to the IRQ line at the 8259.
-    pub ack_to_irq_ns: f64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Xrpu {
-    pub counter_hz: f64,
-    pub counter_bits: u32,
-    /// A read of the card: PCI clocks from the address phase until the card latches the
-    /// counter (the timestamp), then until its data is on the bus.
-    pub decode_clocks: u32,
-    pub data_clocks: u32,
-}
 
 // ---- the kernel ---------------------------------------------------------------------------
 
@@ -234,6 +130,12 @@ pub struct IsaPcDevice {
     /// Programmed-I/O data words per interrupt (an NE2000's packet copy).
     #[serde(default)]
     pub data_words: u32,
+    /// A PCI card's register read: PCI clocks from the address phase until it claims the
+    /// cycle (DEVSEL#), then until its data is on the bus. An ISA card's timing is its bus's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_clocks: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_clocks: Option<u32>,
 }
 
 /// One stretch of the run's workload.
@@ -269,7 +171,7 @@ pub struct Section {
 }
 
 /// A loaded, overridden and checked seed-004 scenario.
-pub type PpsScenario = Configured<PpsFile, PcPlatform, BsdKernel>;
+pub type PpsScenario = Configured<PpsFile, PlatformFile, BsdKernel>;
 
 impl NamesParts for PpsFile {
     fn platform_name(&self) -> &str {
@@ -377,6 +279,7 @@ impl PpsScenario {
                 ),
             ));
         }
+        let c = &p.cpu;
         for (key, v, lo, hi, unit) in [
             (
                 "platform.crystal_ppm",
@@ -385,100 +288,36 @@ impl PpsScenario {
                 1000.0,
                 "ppm",
             ),
-            ("platform.cpu.clock_hz", p.cpu.clock_hz, 1e6, 10e9, "Hz"),
+            ("platform.cpu.clock_hz", c.clock_hz, 1e6, 10e9, "Hz"),
             (
                 "platform.cpu.cycles_per_instruction",
-                p.cpu.cycles_per_instruction,
+                c.cycles_per_instruction,
                 0.1,
                 100.0,
                 "cycles",
             ),
             (
-                "platform.cpu.interrupt_gate_cycles",
-                p.cpu.interrupt_gate_cycles,
+                "platform.cpu.interrupt_vectoring_cycles",
+                c.interrupt_vectoring_cycles,
                 0.0,
                 1e4,
                 "cycles",
             ),
             (
                 "platform.cpu.privilege_change_cycles",
-                p.cpu.privilege_change_cycles,
+                c.privilege_change_cycles,
                 0.0,
                 1e4,
                 "cycles",
             ),
             (
                 "platform.cpu.iret_cycles",
-                p.cpu.iret_cycles,
+                c.iret_cycles,
                 0.0,
                 1e4,
                 "cycles",
             ),
-            (
-                "platform.cpu.halt_wake_cycles",
-                p.cpu.halt_wake_cycles,
-                0.0,
-                1e6,
-                "cycles",
-            ),
-            (
-                "platform.cpu.instruction_bytes",
-                p.cpu.instruction_bytes,
-                1.0,
-                15.0,
-                "bytes",
-            ),
-            (
-                "platform.host_bus.clock_hz",
-                p.host_bus.clock_hz,
-                1e6,
-                1e9,
-                "Hz",
-            ),
-            ("platform.pci.clock_hz", p.pci.clock_hz, 1e6, 1e9, "Hz"),
-            ("platform.timer.clock_hz", p.timer.clock_hz, 1e3, 1e8, "Hz"),
-            (
-                "platform.rtc.periodic_hz",
-                p.rtc.periodic_hz,
-                2.0,
-                8192.0,
-                "Hz",
-            ),
-            (
-                "platform.rtc.crystal_ppm",
-                p.rtc.crystal_ppm,
-                -1000.0,
-                1000.0,
-                "ppm",
-            ),
-            (
-                "platform.lpt.ack_to_irq_ns",
-                p.lpt.ack_to_irq_ns,
-                0.0,
-                1e6,
-                "ns",
-            ),
-            (
-                "platform.xrpu.counter_hz",
-                p.xrpu.counter_hz,
-                1e6,
-                1e9,
-                "Hz",
-            ),
-            (
-                "platform.isa.io8_recovery_clocks",
-                p.isa.io8_recovery_clocks,
-                0.0,
-                100.0,
-                "SYSCLKs",
-            ),
-            (
-                "platform.isa.io16_recovery_clocks",
-                p.isa.io16_recovery_clocks,
-                0.0,
-                100.0,
-                "SYSCLKs",
-            ),
+            ("platform.cpu.halt_exit_ns", c.halt_exit_ns, 0.0, 1e6, "ns"),
             ("pps.jitter_ns", f.pps.jitter_ns, 0.0, 1e6, "ns"),
             (
                 "pps.pulse_width_ms",
@@ -490,33 +329,36 @@ impl PpsScenario {
         ] {
             self.in_range(key, v, lo, hi, unit)?;
         }
-        if p.cpu.cache_line_bytes == 0 || !p.cpu.cache_line_bytes.is_power_of_two() {
-            return Err(self.invalid(
-                "platform.cpu.cache_line_bytes",
-                "a cache line is a power of two bytes (32 on the K6)",
-            ));
+        if let Some(cache) = &c.cache {
+            if cache.line_bytes == 0 || !cache.line_bytes.is_power_of_two() {
+                return Err(self.invalid(
+                    "platform.cpu.cache.line_bytes",
+                    "a cache line is a power of two bytes (32 on the K6)",
+                ));
+            }
+            self.in_range(
+                "platform.cpu.cache.instruction_bytes",
+                cache.instruction_bytes,
+                1.0,
+                15.0,
+                "bytes",
+            )?;
+            self.in_range(
+                "platform.cpu.cache.line_fill_ns",
+                cache.line_fill_ns,
+                0.0,
+                1e6,
+                "ns",
+            )?;
         }
-        if p.isa.pci_clock_divisor == 0 || p.isa.io8_clocks == 0 || p.isa.io16_clocks == 0 {
-            return Err(self.invalid(
-                "platform.isa",
-                "the ISA clock divisor and cycle lengths must be at least 1",
-            ));
-        }
-        if !(1..=32).contains(&p.xrpu.counter_bits) {
-            return Err(self.invalid("platform.xrpu.counter_bits", "give 1 to 32 bits"));
-        }
+        // The board's devices, read from their parts (each checked there).
+        let board = assemble::BoardParts::read(self)?;
         if !(1..=1000).contains(&self.kernel.hz) {
             return Err(self.invalid("kernel.hz", "the clock interrupt rate must be 1 to 1000 Hz"));
         }
         // IRQs: 0 is the 8254, 2 the cascade, 8 the RTC; the rest must be unique.
         let mut used: BTreeMap<u8, String> = BTreeMap::new();
-        for (irq, who) in [
-            (0, "the 8254 clock"),
-            (2, "the 8259 cascade"),
-            (8, "the RTC"),
-        ] {
-            used.insert(irq, who.to_string());
-        }
+        used.insert(2, "the 8259 cascade".to_string());
         let mut claim = |key: String, irq: u8, who: &str| -> Result<(), ScenarioError> {
             if irq > 15 {
                 return Err(
@@ -534,9 +376,50 @@ impl PpsScenario {
             }
             Ok(())
         };
-        claim("platform.lpt.irq".into(), p.lpt.irq, "the parallel port")?;
+        for (name, irq, who) in [
+            (&board.pit.name, board.pit.irq, "the 8254 clock"),
+            (&board.rtc.name, board.rtc.irq, "the RTC"),
+            (&board.lpt.name, board.lpt.irq, "the parallel port"),
+        ] {
+            claim(format!("platform.part.{name}.irq"), irq, who)?;
+        }
         for (i, d) in f.device.iter().enumerate() {
             claim(format!("device.{i}.irq"), d.irq, &d.name)?;
+            let pci = d.bus == DeviceBus::Pci;
+            for (key, v) in [
+                ("decode_clocks", d.decode_clocks),
+                ("data_clocks", d.data_clocks),
+            ] {
+                match (pci, v) {
+                    (true, None) => {
+                        return Err(self.invalid(
+                            &format!("device.{i}"),
+                            format!(
+                                "{} is a PCI card: give `{key}`, its register read's PCI clocks",
+                                d.name
+                            ),
+                        ))
+                    }
+                    (false, Some(_)) => {
+                        return Err(self.invalid(
+                            &format!("device.{i}.{key}"),
+                            format!(
+                                "{} is an ISA card: its timing is the ISA bus's (the platform's \
+                                 isa-bus link); `{key}` is for PCI cards",
+                                d.name
+                            ),
+                        ))
+                    }
+                    (true, Some(c)) => self.in_range(
+                        &format!("device.{i}.{key}"),
+                        f64::from(c),
+                        0.0,
+                        1e3,
+                        "PCI clocks",
+                    )?,
+                    (false, None) => {}
+                }
+            }
             if d.register_accesses == 0 {
                 return Err(self.invalid(
                     &format!("device.{i}.register_accesses"),

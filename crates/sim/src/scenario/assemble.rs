@@ -4,7 +4,7 @@
 
 use super::check::{pirq_letter, NOT_WIRED};
 use super::error::ScenarioError;
-use super::files::{DeviceSection, DriverName, Interrupts, IntervalFrom};
+use super::files::{CacheSection, DeviceSection, DriverName, Interrupts, IntervalFrom};
 use super::Scenario;
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
@@ -22,7 +22,7 @@ use crate::kernel::drivers::{self, Registers};
 use crate::kernel::Tick;
 use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
-use crate::machine::{Core, Machine, Smi};
+use crate::machine::{ColdCode, Core, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::SERIES_POINTS;
 use crate::topology::route::Request;
@@ -136,7 +136,8 @@ impl Scenario {
         }
         let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
         let mut elcr: u16 = 0;
-        for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
+        let ich_file = self.ich()?;
+        for (i, &irq) in ich_file.pirq_pic_irq.iter().enumerate() {
             if irq >= 0 {
                 pirq_rout[i] = irq as u8;
                 elcr |= 1 << irq; // the BIOS makes PCI lines level-sensitive
@@ -145,17 +146,18 @@ impl Scenario {
         let pirq_pins = self.pirq_pins()?;
         let mut ich = Ich::new(
             IchTiming {
-                internal_clock_hz: p.ich.internal_clock_hz,
-                legacy_io_clocks: p.ich.legacy_io_clocks,
-                intack_clocks: p.ich.intack_clocks,
-                ioapic_access_clocks: p.ich.ioapic_access_clocks,
-                ioapic_delivery_clocks: p.ich.ioapic_delivery_clocks,
+                internal_clock_hz: ich_file.internal_clock_hz,
+                legacy_io_clocks: ich_file.legacy_io_clocks,
+                intack_clocks: ich_file.intack_clocks,
+                ioapic_access_clocks: ich_file.ioapic_access_clocks,
+                ioapic_delivery_clocks: ich_file.ioapic_delivery_clocks,
             },
             pirq_rout,
             pirq_pins,
         );
         ich.pics.linux_init(elcr);
         let lapic_on = delivery != Delivery::Xtpic;
+        let lapic_access_cycles = self.lapic_access_cycles()?;
         let apic_ids = self.apic_ids(&topology, &ends);
         let cores: Vec<Core> = (0..self.cores())
             .map(|i| {
@@ -168,11 +170,8 @@ impl Scenario {
                         cycles_per_instruction: p.cpu.cycles_per_instruction,
                         interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
                         iret_cycles: p.cpu.iret_cycles,
-                        lapic_access_cycles: p.cpu.lapic_access_cycles,
-                        // These platform files give no figure for an interrupt from user mode
-                        // (their scenarios interrupt the idle loop; a workload's busy stretches
-                        // are charged as kernel-mode interrupts): not modelled here yet.
-                        privilege_change_cycles: 0.0,
+                        lapic_access_cycles,
+                        privilege_change_cycles: p.cpu.privilege_change_cycles,
                         halt_exit: ns(p.cpu.halt_exit_ns),
                     },
                     lapic,
@@ -197,6 +196,11 @@ impl Scenario {
                     self.file.workload.as_ref().map(|w| {
                         WorkState::new(w.clone(), rng.stream(&format!("workload.cpu{i}")))
                     });
+                core.cold = p
+                    .cpu
+                    .cache
+                    .as_ref()
+                    .map(|c| cold_code(c, rng.stream(&format!("cache.cpu{i}"))));
                 core
             })
             .collect();
@@ -231,7 +235,7 @@ impl Scenario {
         };
         // One vector per IO-APIC pin: PIRQs wired to the same pin share it.
         let mut ioapic_vectors: [Option<(u8, u8)>; 24] = [None; 24];
-        for (j, f) in p.ich.functions.iter().enumerate() {
+        for (j, f) in ich_file.functions.iter().enumerate() {
             let pirq = f.pirq;
             let line = self.legacy_line(
                 pirq,
@@ -458,10 +462,16 @@ impl Scenario {
                     return Err(self.invalid(
                         &key("port"),
                         format!(
-                            "'{}' is not a root port of the platform '{}'; its ports: {}",
+                            "'{}' is not a root port of the platform '{}'; {}",
                             d.port,
                             p.name,
-                            ports.join(", ")
+                            if ports.is_empty() {
+                                "it has none (no part of kind \"bridge\"): a PCIe card needs a \
+                                 platform with root ports"
+                                    .to_string()
+                            } else {
+                                format!("its ports: {}", ports.join(", "))
+                            }
                         ),
                     ));
                 }
@@ -601,9 +611,8 @@ impl Scenario {
         vectors: &mut VectorAllocator,
         ioapic_vectors: &mut [Option<(u8, u8)>; 24],
     ) -> Result<(u16, Chip, Flow, u8), ScenarioError> {
-        let p = &self.platform;
         if self.file.delivery == Delivery::Xtpic {
-            let irq = p.ich.pirq_pic_irq[usize::from(pirq)];
+            let irq = self.ich()?.pirq_pic_irq[usize::from(pirq)];
             if irq < 0 {
                 return Err(self.invalid(
                     "platform.ich.pirq_pic_irq",
@@ -643,5 +652,16 @@ impl Scenario {
             }
         };
         Ok((u16::from(io_pin), Chip::IoApic, Flow::FastEoi, vector))
+    }
+}
+
+/// The cold-code model of a platform's `[cpu.cache]`, drawing its misses from `rng`.
+pub(crate) fn cold_code(c: &CacheSection, rng: crate::engine::Stream) -> ColdCode {
+    ColdCode {
+        line_bytes: f64::from(c.line_bytes),
+        instruction_bytes: c.instruction_bytes,
+        line_fill: SimDuration::from_ns_f64(c.line_fill_ns),
+        rng,
+        misses: 0,
     }
 }

@@ -3,7 +3,7 @@
 //! (or the flag) it came from and how to fix it.
 
 use super::error::ScenarioError;
-use super::files::{DriverName, Interrupts, IntervalFrom};
+use super::files::{DriverName, IchSection, Interrupts, IntervalFrom};
 use super::Scenario;
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
@@ -14,6 +14,39 @@ use crate::topology::{PartKindName, PartSection};
 pub(super) use crate::hw::ich::NOT_WIRED;
 
 impl Scenario {
+    /// The platform's `[ich]`: the interrupt block of this machine (PIRQ routing, the legacy
+    /// block's and the IO-APIC's clocks) is read from it. Only a platform whose south bridge
+    /// answers within its bus cycles (seed 004's PIIX4) has none.
+    pub(super) fn ich(&self) -> Result<&IchSection, ScenarioError> {
+        self.platform.ich.as_ref().ok_or_else(|| {
+            self.invalid(
+                "platform.ich",
+                format!(
+                    "platform '{}' has no [ich] section, and this scenario's machine reads its \
+                     interrupt block from it (PIRQ routing, the legacy block's and the \
+                     IO-APIC's clocks): add one, as platforms/ws-2008-core2-ich9.toml has",
+                    self.platform.name
+                ),
+            )
+        })
+    }
+
+    /// An access to a core's Local APIC: the Linux kernels here end interrupts and run their
+    /// tick on it.
+    pub(super) fn lapic_access_cycles(&self) -> Result<f64, ScenarioError> {
+        self.platform.cpu.lapic_access_cycles.ok_or_else(|| {
+            self.invalid(
+                "platform.cpu.lapic_access_cycles",
+                format!(
+                    "platform '{}' gives no Local APIC access cost, so its cores have none; \
+                     the Linux kernels of this machine use the Local APIC: give the cost in \
+                     core cycles (40 on the 2008 platforms)",
+                    self.platform.name
+                ),
+            )
+        })
+    }
+
     /// Registers must lie inside their BAR, and no two BARs (nor the chipset's interrupt and
     /// IO-APIC windows) may overlap, or the driver's accesses would reach the wrong device.
     fn check_bars(&self) -> Result<(), ScenarioError> {
@@ -483,12 +516,7 @@ impl Scenario {
             if d.irq_cpu != 0 && self.file.delivery != Delivery::Xtpic && !msi {
                 let pin_of = |pirq: u8| pins.get(usize::from(pirq)).filter(|&&p| p != NOT_WIRED);
                 let pin = pin_of(lines[i].1);
-                let onboard = self
-                    .platform
-                    .ich
-                    .functions
-                    .iter()
-                    .map(|f| (f.pirq, 0u8, &f.name));
+                let onboard = self.ich()?.functions.iter().map(|f| (f.pirq, 0u8, &f.name));
                 let others = self.file.device[..i]
                     .iter()
                     .zip(lines)
@@ -542,7 +570,7 @@ impl Scenario {
                     return Err(self.unwired(&format!("device.{i}.intx_pin"), &d.name, pirq));
                 }
             }
-            for (j, f) in self.platform.ich.functions.iter().enumerate() {
+            for (j, f) in self.ich()?.functions.iter().enumerate() {
                 if pins[usize::from(f.pirq)] == NOT_WIRED {
                     return Err(self.unwired(
                         &format!("platform.ich.functions.{j}"),
@@ -553,8 +581,10 @@ impl Scenario {
             }
         }
         let p = &self.platform;
-        self.one_per_pirq("platform.ich.pirq_pic_irq", p.ich.pirq_pic_irq.len())?;
-        for (i, &irq) in p.ich.pirq_pic_irq.iter().enumerate() {
+        let ich = self.ich()?;
+        let lapic_access_cycles = self.lapic_access_cycles()?;
+        self.one_per_pirq("platform.ich.pirq_pic_irq", ich.pirq_pic_irq.len())?;
+        for (i, &irq) in ich.pirq_pic_irq.iter().enumerate() {
             if irq != -1 && !(0..=15).contains(&irq) {
                 return Err(self.invalid(
                     "platform.ich.pirq_pic_irq",
@@ -604,7 +634,7 @@ impl Scenario {
             ),
             (
                 "platform.cpu.lapic_access_cycles".into(),
-                c.lapic_access_cycles,
+                lapic_access_cycles,
                 0.0,
                 1e6,
                 "cycles",
@@ -618,35 +648,35 @@ impl Scenario {
             ),
             (
                 "platform.ich.internal_clock_hz".into(),
-                p.ich.internal_clock_hz,
+                ich.internal_clock_hz,
                 1e5,
                 1e11,
                 "Hz",
             ),
             (
                 "platform.ich.legacy_io_clocks".into(),
-                f64::from(p.ich.legacy_io_clocks),
+                f64::from(ich.legacy_io_clocks),
                 0.0,
                 1e6,
                 "clocks",
             ),
             (
                 "platform.ich.intack_clocks".into(),
-                f64::from(p.ich.intack_clocks),
+                f64::from(ich.intack_clocks),
                 0.0,
                 1e6,
                 "clocks",
             ),
             (
                 "platform.ich.ioapic_access_clocks".into(),
-                f64::from(p.ich.ioapic_access_clocks),
+                f64::from(ich.ioapic_access_clocks),
                 0.0,
                 1e6,
                 "clocks",
             ),
             (
                 "platform.ich.ioapic_delivery_clocks".into(),
-                f64::from(p.ich.ioapic_delivery_clocks),
+                f64::from(ich.ioapic_delivery_clocks),
                 0.0,
                 1e6,
                 "clocks",

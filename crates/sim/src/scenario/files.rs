@@ -9,14 +9,23 @@ use crate::topology::{LinkSection as TopologyLink, PartSection, WireSection};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// `platforms/*.toml`.
+/// `platforms/*.toml`: every platform, from the 1998 PC to the 2017 desktop, in one schema.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformFile {
     pub name: String,
     pub description: String,
+    /// The board's crystal against true time, in parts per million: every board clock comes
+    /// from it, and only a run timed against an outside reference (seed 004's GPS second) can
+    /// see it. Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub crystal_ppm: f64,
     pub cpu: CpuSection,
-    pub ich: IchSection,
+    /// The south bridge's interrupt block with its own clock (an ICH's legacy block, PIRQ
+    /// routing, IO-APIC). Absent: a south bridge whose 8259 pair answers within its bus's
+    /// cycles (the PIIX4 behind its ISA bus, a `isa-bus` link); the PCIe-era scenarios need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ich: Option<IchSection>,
     /// System Management Interrupts; absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smi: Option<SmiSection>,
@@ -62,12 +71,39 @@ pub struct CpuSection {
     pub cycles_per_instruction: f64,
     pub interrupt_vectoring_cycles: f64,
     pub iret_cycles: f64,
-    pub lapic_access_cycles: f64,
+    /// An access to the core's Local APIC; absent: the core has none (the K6, whose interrupts
+    /// come on INTR from the 8259).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapic_access_cycles: Option<f64>,
+    /// What entering an interrupt gate from user mode (a stack switch) costs besides
+    /// `interrupt_vectoring_cycles`. Absent: 0 (seeds 000 and 002 take their interrupts in the
+    /// idle loop, in kernel mode).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub privilege_change_cycles: f64,
     pub halt_exit_ns: f64,
+    /// Cold code: the interrupt path's lines may have been evicted since their last use (how
+    /// likely is the workload's `cold_fraction`). Absent: the path is always cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSection>,
     /// Idle states, shallowest first, for a kernel with cpuidle (`[idle]` in its file). Empty:
     /// HLT with `halt_exit_ns`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle_states: Vec<IdleStateSection>,
+}
+
+/// `[cpu.cache]`: what a cold line of kernel code costs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSection {
+    pub line_bytes: u32,
+    /// The average instruction length, for how many lines a path's code spans.
+    pub instruction_bytes: f64,
+    /// A line fill from memory after a miss.
+    pub line_fill_ns: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -196,6 +196,13 @@ pub enum PartKindName {
     Function,
     Endpoint,
     Hub,
+    /// Board devices: functions (they decode their windows like any other) that carry the
+    /// parameters of the device behind them (`devices/`): an 8254 timer, an MC146818 RTC, a
+    /// parallel port, a counter card.
+    Pit,
+    Rtc,
+    ParallelPort,
+    CounterCard,
 }
 
 /// The kinds of link, as a file names them.
@@ -262,6 +269,28 @@ pub struct PartSection {
     /// function, endpoint: memory windows, `[base, size]` each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mem: Vec<[u64; 2]>,
+    /// pit, rtc, parallel-port: the interrupt line it drives (an 8259 input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq: Option<u8>,
+    /// pit: its input clock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clock_hz: Option<f64>,
+    /// rtc: its periodic interrupt rate, and its own crystal against true time (ppm).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periodic_hz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crystal_ppm: Option<f64>,
+    /// parallel-port: from an edge on nACK (pin 10) to its IRQ line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack_to_irq_ns: Option<f64>,
+    /// counter-card: its counter's clock and width, and the clocks (of the link above it) from
+    /// latching the counter to its data on the bus.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter_hz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter_bits: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_clocks: Option<u32>,
 }
 
 fn is_zero(v: &u8) -> bool {
@@ -603,7 +632,7 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
             format!("part.{name}"),
             what(),
             "has no `kind`: use core, host-bridge, memory, bridge, port, pirq-router, \
-             function, endpoint or hub",
+             function, endpoint, hub, pit, rtc, parallel-port or counter-card",
         ));
     };
     let kind_name = serde_kebab(kind);
@@ -623,6 +652,10 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
         PartKindName::Function => &["io", "mem"],
         PartKindName::Endpoint => &["bdf", "intx_pin", "io", "mem"],
         PartKindName::Port | PartKindName::PirqRouter | PartKindName::Hub => &[],
+        PartKindName::Pit => &["io", "irq", "clock_hz"],
+        PartKindName::Rtc => &["io", "irq", "periodic_hz", "crystal_ppm"],
+        PartKindName::ParallelPort => &["io", "irq", "ack_to_irq_ns"],
+        PartKindName::CounterCard => &["mem", "counter_hz", "counter_bits", "data_clocks"],
     };
     let given = [
         ("apic_id", p.apic_id.is_some()),
@@ -637,6 +670,14 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
         ("intx_pin", p.intx_pin.is_some()),
         ("io", !p.io.is_empty()),
         ("mem", !p.mem.is_empty()),
+        ("irq", p.irq.is_some()),
+        ("clock_hz", p.clock_hz.is_some()),
+        ("periodic_hz", p.periodic_hz.is_some()),
+        ("crystal_ppm", p.crystal_ppm.is_some()),
+        ("ack_to_irq_ns", p.ack_to_irq_ns.is_some()),
+        ("counter_hz", p.counter_hz.is_some()),
+        ("counter_bits", p.counter_bits.is_some()),
+        ("data_clocks", p.data_clocks.is_some()),
     ];
     if let Some((key, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
         return Err(invalid(
@@ -731,7 +772,13 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
         }
         PartKindName::Port => PartKind::Port,
         PartKindName::PirqRouter => PartKind::PirqRouter,
-        PartKindName::Function => PartKind::Function {
+        // A board device routes as the function it is; its own keys are the assembler's
+        // (`pps/assemble.rs` reads them into the device).
+        PartKindName::Function
+        | PartKindName::Pit
+        | PartKindName::Rtc
+        | PartKindName::ParallelPort
+        | PartKindName::CounterCard => PartKind::Function {
             io: io(),
             mem: mem(),
         },
