@@ -47,6 +47,13 @@ impl Machine {
             }
         };
         let done = self.ich.service_done(now, clocks);
+        // A block that answers within the bus cycle that brought the request (the PIIX4's 8259
+        // pair, whose timing is its ISA bus's) answers now, when nothing else is due at this
+        // instant: its own event would be the next one taken, so this is the same order.
+        if done == now && !self.strict && self.q.peek_time().is_none_or(|next| next > now) {
+            self.on_ich_done(p);
+            return;
+        }
         self.q.schedule_at(done, Ev::IchDone(p));
     }
 
