@@ -383,14 +383,7 @@ pub(super) fn build(
         other => s.invalid("platform.part", other.to_string()),
     })?;
     let id = |name: &str| topology.part(name).expect("a part of this topology");
-    let need = |found: Option<u16>, what: &str| {
-        found.ok_or_else(|| {
-            s.invalid(
-                "platform.part",
-                format!("the platform has no part that {what}: add one"),
-            )
-        })
-    };
+    let need = |found, what: &str| s.need_part(found, what);
     // FreeBSD 1998's i386 kernel is uniprocessor: it runs on the first core.
     let core_part = need(
         topology

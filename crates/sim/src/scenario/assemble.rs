@@ -541,14 +541,7 @@ impl Scenario {
             .iter()
             .map(|d| t.part(&d.name).expect("added above"))
             .collect();
-        let need = |found: Option<PartId>, what: &str| {
-            found.ok_or_else(|| {
-                self.invalid(
-                    "platform.part",
-                    format!("the platform has no part that {what}: add one"),
-                )
-            })
-        };
+        let need = |found, what: &str| self.need_part(found, what);
         let ich = need(
             t.claimant(Request::Io(0x20)),
             "decodes I/O port 0x20 (the 8259 pair)",

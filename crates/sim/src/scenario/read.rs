@@ -155,6 +155,17 @@ where
         }
     }
 
+    /// The part `found` for the machine, or an error saying the platform has no part that
+    /// `what` (does, or is).
+    pub(crate) fn need_part<T>(&self, found: Option<T>, what: &str) -> Result<T, ScenarioError> {
+        found.ok_or_else(|| {
+            self.invalid(
+                "platform.part",
+                format!("the platform has no part that {what}: add one"),
+            )
+        })
+    }
+
     /// A physical quantity must lie in the range the model accepts: beyond it the picosecond
     /// clock would overflow or round to nothing, and the model would mean nothing.
     pub(crate) fn in_range(
