@@ -233,6 +233,12 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
         ("platform.part.rtc.periodic_hz=1.0", "outside the range"),
         ("platform.part.lpt.irq=8", "IRQ 8 is already the RTC's"),
         ("device.0.decode_clocks=5000", "outside the range"),
+        // The topology with the cards in it is checked as the files load, not at the run.
+        ("platform.link.isa.clock_hz=5.0", "outside the range"),
+        (
+            "platform.link.xrpu-decode.up=\"nosuch\"",
+            "no [part.nosuch] table",
+        ),
         ("platform.cpu.clock_hz=fast", "is a decimal number"),
     ] {
         let e = err(set);

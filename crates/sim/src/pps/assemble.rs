@@ -300,19 +300,14 @@ impl BoardParts {
     }
 }
 
-/// The PC of `s`, ready to run `samples` pulses with `seed`.
-pub(super) fn build(
+/// The PC's topology: the platform's parts and links, and the scenario's cards (PCI cards below
+/// the part `pci` on a clocked decode link, ISA cards on the ISA bus); and the machine's ends.
+pub(super) fn topology(
     s: &PpsScenario,
-    seed: u64,
-    samples: u64,
-) -> Result<(Machine, Handles), ScenarioError> {
+    bp: &BoardParts,
+) -> Result<(Topology, Ends), ScenarioError> {
     let p = &s.platform;
-    let k = &s.kernel;
     let f = &s.file;
-    let bp = BoardParts::read(s)?;
-    let streams = RngStreams::new(seed);
-
-    // ---- the topology: the platform's parts and links, and the scenario's cards ------------
     let mut t = TopologyFile {
         part: p.part.clone(),
         link: p.link.clone(),
@@ -393,10 +388,6 @@ pub(super) fn build(
             .map(|i| i as u16),
         "is a core (kind = \"core\")",
     )?;
-    let apic_id = match topology.parts[usize::from(core_part)].kind {
-        PartKind::Core { apic_id } => apic_id,
-        _ => unreachable!("found as a core"),
-    };
     // The board devices with registers first, in the order of their ends.
     let mut ends = Ends {
         cores: vec![core_part],
@@ -418,8 +409,26 @@ pub(super) fn build(
         )?,
     };
     ends.devices.extend(f.device.iter().map(|d| id(&card(d))));
-    let fabric = Fabric::new(&topology, &ends).map_err(|e| s.invalid("platform", e.to_string()))?;
+    Ok((topology, ends))
+}
 
+/// The PC of `s`, ready to run `samples` pulses with `seed`.
+pub(super) fn build(
+    s: &PpsScenario,
+    seed: u64,
+    samples: u64,
+) -> Result<(Machine, Handles), ScenarioError> {
+    let p = &s.platform;
+    let k = &s.kernel;
+    let f = &s.file;
+    let bp = BoardParts::read(s)?;
+    let streams = RngStreams::new(seed);
+    let (topology, ends) = topology(s, &bp)?;
+    let fabric = Fabric::new(&topology, &ends).map_err(|e| s.invalid("platform", e.to_string()))?;
+    let apic_id = match topology.parts[usize::from(ends.cores[0])].kind {
+        PartKind::Core { apic_id } => apic_id,
+        _ => unreachable!("found as a core"),
+    };
     // ---- the board ---------------------------------------------------------------------------
     let mut rng_pps = streams.stream("pps");
     let mut rng_dev = streams.stream("devices");

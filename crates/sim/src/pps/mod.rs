@@ -353,6 +353,8 @@ impl PpsScenario {
         }
         // The board's devices, read from their parts (each checked there).
         let board = assemble::BoardParts::read(self)?;
+        // The parts and links with the cards in them, checked now rather than at the run.
+        assemble::topology(self, &board)?;
         if !(1..=1000).contains(&self.kernel.hz) {
             return Err(self.invalid("kernel.hz", "the clock interrupt rate must be 1 to 1000 Hz"));
         }
