@@ -337,3 +337,18 @@ fn the_pc_is_a_platform_of_the_one_schema_and_says_what_each_machine_lacks() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(e.to_string().contains("remove [ich]"), "{e}");
 }
+
+#[test]
+fn keys_a_platform_may_leave_out_are_still_reached_by_set() {
+    // `--set` edits the files as read, with every default in place: a key at its default (the
+    // crystal's error, the user-mode gate's extra cycles) is there to be set.
+    let s = PpsScenario::load(scenario_path(), &["platform.crystal_ppm=5".to_string()]).unwrap();
+    assert_eq!(s.platform.crystal_ppm, 5.0);
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ws = irqlab_sim::scenario::Scenario::load(
+        repo.join("experiments/seed000/ws.toml"),
+        &["platform.cpu.privilege_change_cycles=30".to_string()],
+    )
+    .unwrap();
+    assert_eq!(ws.platform.cpu.privilege_change_cycles, 30.0);
+}

@@ -17,8 +17,8 @@ pub struct PlatformFile {
     pub description: String,
     /// The board's crystal against true time, in parts per million: every board clock comes
     /// from it, and only a run timed against an outside reference (seed 004's GPS second) can
-    /// see it. Absent: 0.
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    /// see it. Absent: 0. (Serialized even at 0, so that `--set` reaches it.)
+    #[serde(default)]
     pub crystal_ppm: f64,
     pub cpu: CpuSection,
     /// The south bridge's interrupt block with its own clock (an ICH's legacy block, PIRQ
@@ -78,7 +78,7 @@ pub struct CpuSection {
     /// What entering an interrupt gate from user mode (a stack switch) costs besides
     /// `interrupt_vectoring_cycles`. Absent: 0 (seeds 000 and 002 take their interrupts in the
     /// idle loop, in kernel mode).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    #[serde(default)]
     pub privilege_change_cycles: f64,
     pub halt_exit_ns: f64,
     /// Cold code: the interrupt path's lines may have been evicted since their last use (how
@@ -100,10 +100,6 @@ pub struct CacheSection {
     pub instruction_bytes: f64,
     /// A line fill from memory after a miss.
     pub line_fill_ns: f64,
-}
-
-fn is_zero_f64(v: &f64) -> bool {
-    *v == 0.0
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
