@@ -12,7 +12,6 @@ use crate::devices::pit::Pit;
 use crate::devices::rtc::Rtc;
 use crate::devices::Board;
 use crate::engine::{RngStreams, SimDuration, SimTime};
-use crate::hw::cpu::CpuTiming;
 use crate::hw::ich::{Ich, IchTiming, NOT_WIRED, PIRQ_ROUT_DISABLE};
 use crate::hw::lapic::LocalApic;
 use crate::hw::pcie::Bdf;
@@ -27,7 +26,7 @@ use crate::machine::{Core, Machine, Phase};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::pps::PpsProbe;
 use crate::result::Count;
-use crate::scenario::{cold_code, ScenarioError};
+use crate::scenario::{cold_code, cpu_timing, ScenarioError};
 use crate::topology::route::Request;
 use crate::topology::{
     LinkKindName, LinkSection, PartKind, PartKindName, PartSection, Topology, TopologyError,
@@ -604,18 +603,10 @@ pub(super) fn build(
     ich.pics.port_write(SLAVE_DATA, (imen >> 8) as u8);
 
     // ---- the core and its workload -----------------------------------------------------------
+    // FreeBSD 1998's uniprocessor kernel never touches a Local APIC (the K6 has none; on a
+    // core with one it stays off): interrupts come on INTR from the 8259.
     let mut core = Core::new(
-        CpuTiming {
-            clock_hz: p.cpu.clock_hz,
-            cycles_per_instruction: p.cpu.cycles_per_instruction,
-            interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
-            iret_cycles: p.cpu.iret_cycles,
-            // FreeBSD 1998's uniprocessor kernel never touches a Local APIC (the K6 has none;
-            // on a core with one it stays off): interrupts come on INTR from the 8259.
-            lapic_access_cycles: p.cpu.lapic_access_cycles.unwrap_or(0.0),
-            privilege_change_cycles: p.cpu.privilege_change_cycles,
-            halt_exit: SimDuration::from_ns_f64(p.cpu.halt_exit_ns),
-        },
+        cpu_timing(&p.cpu, p.cpu.lapic_access_cycles.unwrap_or(0.0)),
         LocalApic::new(apic_id, false),
     );
     core.cold = p

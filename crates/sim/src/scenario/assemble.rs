@@ -4,7 +4,7 @@
 
 use super::check::{pirq_letter, NOT_WIRED};
 use super::error::ScenarioError;
-use super::files::{CacheSection, DeviceSection, DriverName, Interrupts, IntervalFrom};
+use super::files::{CacheSection, CpuSection, DeviceSection, DriverName, Interrupts, IntervalFrom};
 use super::Scenario;
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
@@ -164,18 +164,7 @@ impl Scenario {
                 let mut lapic = LocalApic::new(apic_ids[usize::from(i)], lapic_on);
                 // Flat logical mode: one bit per CPU (`flat_init_apic_ldr`), for the first 8.
                 lapic.ldr = 1u8.checked_shl(u32::from(i)).unwrap_or(0);
-                let mut core = Core::new(
-                    CpuTiming {
-                        clock_hz: p.cpu.clock_hz,
-                        cycles_per_instruction: p.cpu.cycles_per_instruction,
-                        interrupt_vectoring_cycles: p.cpu.interrupt_vectoring_cycles,
-                        iret_cycles: p.cpu.iret_cycles,
-                        lapic_access_cycles,
-                        privilege_change_cycles: p.cpu.privilege_change_cycles,
-                        halt_exit: ns(p.cpu.halt_exit_ns),
-                    },
-                    lapic,
-                );
+                let mut core = Core::new(cpu_timing(&p.cpu, lapic_access_cycles), lapic);
                 if let Some(idle) = &self.kernel.idle {
                     let states = p
                         .cpu
@@ -656,5 +645,19 @@ pub(crate) fn cold_code(c: &CacheSection, rng: crate::engine::Stream) -> ColdCod
         line_fill: SimDuration::from_ns_f64(c.line_fill_ns),
         rng,
         misses: 0,
+    }
+}
+
+/// A core's timing from a platform's `[cpu]`, its Local APIC accesses costing
+/// `lapic_access_cycles`.
+pub(crate) fn cpu_timing(c: &CpuSection, lapic_access_cycles: f64) -> CpuTiming {
+    CpuTiming {
+        clock_hz: c.clock_hz,
+        cycles_per_instruction: c.cycles_per_instruction,
+        interrupt_vectoring_cycles: c.interrupt_vectoring_cycles,
+        iret_cycles: c.iret_cycles,
+        lapic_access_cycles,
+        privilege_change_cycles: c.privilege_change_cycles,
+        halt_exit: SimDuration::from_ns_f64(c.halt_exit_ns),
     }
 }

@@ -17,7 +17,7 @@ pub mod error;
 pub mod files;
 pub mod read;
 
-pub(crate) use assemble::cold_code;
+pub(crate) use assemble::{cold_code, cpu_timing};
 pub use error::{Origin, ScenarioError};
 pub use files::*;
 pub(crate) use read::read;
