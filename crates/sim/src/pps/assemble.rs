@@ -268,6 +268,7 @@ impl BoardParts {
             .filter(|(_, l)| l.kind == Some(LinkKindName::IsaBus))
             .collect();
         let (isa_link, isa_clock_hz) = match isa.as_slice() {
+            // Its clock's presence and range are the topology's check (`topology`, at load).
             [(name, l)] => ((*name).clone(), l.clock_hz.unwrap_or(0.0)),
             _ => {
                 return Err(s.invalid(
