@@ -70,8 +70,10 @@ pub(super) struct LptPart {
     pub ack_to_irq_ns: f64,
 }
 
-/// The counter card: its window, its counter, and its data phase in its bus's clocks.
+/// The counter card: its part's name, its window, its counter, and its data phase in its bus's
+/// clocks.
 pub(super) struct CounterPart {
+    pub name: String,
     pub base: u64,
     pub counter_hz: f64,
     pub counter_bits: u32,
@@ -152,6 +154,10 @@ impl BoardParts {
             s.in_range(&format!("platform.part.{name}.{key}"), v, lo, hi, unit)
                 .map(|()| v)
         };
+        // A key the part must give, in its range.
+        let value = |name: &str, key: &str, v: Option<f64>, lo: f64, hi: f64, unit: &str| {
+            range(name, key, need(name, key, v)?, lo, hi, unit)
+        };
         let irq = |name: &str, p: &PartSection| {
             p.irq.ok_or_else(|| {
                 s.invalid(
@@ -164,27 +170,13 @@ impl BoardParts {
         let pit = PitPart {
             name: name.clone(),
             irq: irq(name, x)?,
-            clock_hz: range(
-                name,
-                "clock_hz",
-                need(name, "clock_hz", x.clock_hz)?,
-                1e3,
-                1e8,
-                "Hz",
-            )?,
+            clock_hz: value(name, "clock_hz", x.clock_hz, 1e3, 1e8, "Hz")?,
         };
         let (name, x) = one_part(s, PartKindName::Rtc, "its RTC (the statistics clock)")?;
         let rtc = RtcPart {
             name: name.clone(),
             irq: irq(name, x)?,
-            periodic_hz: range(
-                name,
-                "periodic_hz",
-                need(name, "periodic_hz", x.periodic_hz)?,
-                2.0,
-                8192.0,
-                "Hz",
-            )?,
+            periodic_hz: value(name, "periodic_hz", x.periodic_hz, 2.0, 8192.0, "Hz")?,
             crystal_ppm: range(
                 name,
                 "crystal_ppm",
@@ -208,14 +200,7 @@ impl BoardParts {
                     "the parallel port needs `io`, its registers' window (data, status, control)",
                 )
             })?,
-            ack_to_irq_ns: range(
-                name,
-                "ack_to_irq_ns",
-                need(name, "ack_to_irq_ns", x.ack_to_irq_ns)?,
-                0.0,
-                1e6,
-                "ns",
-            )?,
+            ack_to_irq_ns: value(name, "ack_to_irq_ns", x.ack_to_irq_ns, 0.0, 1e6, "ns")?,
         };
         let (name, x) = one_part(
             s,
@@ -234,8 +219,14 @@ impl BoardParts {
                 "give 1 to 32 bits",
             ));
         }
-        let data_clocks = need(name, "data_clocks", x.data_clocks.map(f64::from))?;
-        range(name, "data_clocks", data_clocks, 0.0, 1e3, "clocks")?;
+        let data_clocks = value(
+            name,
+            "data_clocks",
+            x.data_clocks.map(f64::from),
+            0.0,
+            1e3,
+            "clocks",
+        )?;
         let bus_hz = clock_above(s, name).ok_or_else(|| {
             s.invalid(
                 &format!("platform.part.{name}"),
@@ -244,20 +235,14 @@ impl BoardParts {
             )
         })?;
         let xrpu = CounterPart {
+            name: name.clone(),
             base: x.mem.first().map(|w| w[0]).ok_or_else(|| {
                 s.invalid(
                     &format!("platform.part.{name}"),
                     "the counter card needs `mem`, its register window",
                 )
             })?,
-            counter_hz: range(
-                name,
-                "counter_hz",
-                need(name, "counter_hz", x.counter_hz)?,
-                1e6,
-                1e9,
-                "Hz",
-            )?,
+            counter_hz: value(name, "counter_hz", x.counter_hz, 1e6, 1e9, "Hz")?,
             counter_bits,
             data_delay: SimDuration::period_of(bus_hz) * data_clocks as u64,
         };
@@ -391,10 +376,7 @@ pub(super) fn topology(
     // The board devices with registers first, in the order of their ends.
     let mut ends = Ends {
         cores: vec![core_part],
-        devices: vec![id(&bp.rtc.name), id(&bp.lpt.name), {
-            let (name, _) = one_part(s, PartKindName::CounterCard, "its counter card")?;
-            id(name)
-        }],
+        devices: vec![id(&bp.rtc.name), id(&bp.lpt.name), id(&bp.xrpu.name)],
         ich: need(
             topology.claimant(Request::Io(0x20)),
             "decodes I/O port 0x20 (the 8259 pair)",
