@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod boxwidth;
 pub mod decide;
 pub mod fence;
 mod histogram;
