@@ -125,6 +125,22 @@ pub struct ValidateArgs {
     /// pass.
     #[arg(long)]
     pub wide: bool,
+    /// Also judge every row by the model's own uncertainty: N Latin-hypercube draws over the
+    /// ranges the files declare beside their estimates, each running every run, on all cores.
+    /// Prints each row's band (5-95%), the published value's percentile in it, the parameters
+    /// that drive it and its class (pass, uninformative, tension, inconsistent). 200 draws
+    /// take minutes on two cores.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub uncertainty: Option<u32>,
+    /// The seed of the uncertainty draws; every draw's runs take their seeds from it and the
+    /// draw's index, so the same seed gives the same result.
+    #[arg(
+        long,
+        value_name = "SEED",
+        default_value_t = 1,
+        requires = "uncertainty"
+    )]
+    pub draw_seed: u64,
 }
 
 #[derive(Args)]

@@ -82,6 +82,22 @@ fn every_output_validates_against_the_shipped_schema() {
             output(&["validate", "--samples", "300"], d, "validate.json"),
         ),
         (
+            "validate --uncertainty",
+            output(
+                &[
+                    "validate",
+                    "--only",
+                    "msi-*",
+                    "--samples",
+                    "300",
+                    "--uncertainty",
+                    "8",
+                ],
+                d,
+                "uncertainty.json",
+            ),
+        ),
+        (
             "host on a captured tree",
             output(&["host", "--root", fixture], d, "host-fixture.json"),
         ),

@@ -23,7 +23,7 @@ use std::path::Path;
 
 pub use activity::irq_activity_text;
 pub use inventory::inventory_text;
-pub use text::{run_text, validation_text};
+pub use text::{run_text, uncertainty_text, validation_text};
 
 /// Errors writing results.
 #[derive(Debug, thiserror::Error)]

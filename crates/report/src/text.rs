@@ -1,7 +1,10 @@
 //! Terminal renderings of runs and validations.
 
 use crate::table::Table;
-use irqlab_stats::results::{RunReport, SamplesNeeded, ValidationReport, ValidationRow, Verdict};
+use irqlab_stats::results::{
+    Quantity, RunReport, SamplesNeeded, UncertaintyReport, ValidationReport, ValidationRow, Verdict,
+};
+use irqlab_stats::uncertainty::Class;
 
 /// Thousands separators for ns figures.
 pub fn group(n: u64) -> String {
@@ -220,6 +223,116 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
     out
 }
 
+/// A value of a row's quantity, short.
+pub fn quantity_value(q: Option<Quantity>, v: f64) -> String {
+    match q {
+        Some(Quantity::Ratio) => format!("{v:.2}x"),
+        Some(Quantity::Nanoseconds) => format!("{:.2} us", v / 1e3),
+        Some(Quantity::Probability) if v == 0.0 => "0".into(),
+        Some(Quantity::Probability) => format!("{v:.1e}"),
+        None => format!("{v}"),
+    }
+}
+
+/// `validate --uncertainty`: each row's class, nominal value, band, median, the published
+/// value (its interval from the seed's wording) and its percentile in the band; then per row
+/// its drivers and why it has its class.
+pub fn uncertainty_text(u: &UncertaintyReport) -> String {
+    let mut out = format!(
+        "\nUncertainty: {} draws (Latin hypercube, seed {}) over {} parameters; {} estimates not \
+         drawn\n",
+        u.draws,
+        u.seed,
+        u.parameters.len(),
+        u.fixed.len()
+    );
+    let mut t = Table::new(&[
+        "row",
+        "class",
+        "nominal",
+        "band 5-95%",
+        "median",
+        "published",
+        "pct",
+    ])
+    .left_aligned();
+    for r in &u.rows {
+        let v = |x: f64| quantity_value(r.quantity, x);
+        let (band, median) = match (&r.band, r.holds_share, r.quantity) {
+            (_, Some(share), _) => (format!("holds {:.0}%", share * 100.0), String::new()),
+            (Some(b), None, _) => (format!("{}-{}", v(b.p5), v(b.p95)), v(b.median)),
+            (None, None, _) => ("-".into(), String::new()),
+        };
+        let published = match r.published_interval {
+            Some([lo, hi]) => format!("{}-{}", v(lo), v(hi)),
+            None => clip(&r.published, 17),
+        };
+        let pct = match r.percentile {
+            Some([a, b]) if (a - b).abs() < 0.5 => format!("{a:.0}"),
+            Some([a, b]) => format!("{a:.0}-{b:.0}"),
+            None => String::new(),
+        };
+        t.row(vec![
+            clip(&r.id, 16),
+            r.class.label().into(),
+            clip(&r.nominal, 13),
+            band,
+            median,
+            published,
+            pct,
+        ]);
+    }
+    out.push_str(&t.render());
+    for r in &u.rows {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!("{} ({}): {}.", r.id, r.class.label(), r.detail),
+            "",
+            "  ",
+        ));
+        if !r.drivers.is_empty() {
+            let d: Vec<String> = r
+                .drivers
+                .iter()
+                .map(|d| format!("{} ({:+.2})", d.parameter, d.rho))
+                .collect();
+            out.push_str(&wrap(
+                &format!("drivers (rank correlation): {}", d.join(", ")),
+                "  ",
+                "    ",
+            ));
+        }
+        if !r.inferred.is_empty() {
+            out.push_str(&wrap(
+                &format!(
+                    "not independent evidence: {} inferred from this row's target",
+                    r.inferred.join(", ")
+                ),
+                "  ",
+                "    ",
+            ));
+        }
+    }
+    let count = |c: Class| u.rows.iter().filter(|r| r.class == c).count();
+    let classes: Vec<String> = [
+        Class::Pass,
+        Class::ConsistentButUninformative,
+        Class::Tension,
+        Class::Inconsistent,
+        Class::Undecided,
+    ]
+    .into_iter()
+    .filter(|&c| count(c) > 0)
+    .map(|c| format!("{} {}", count(c), c.label()))
+    .collect();
+    out.push_str(&format!(
+        "\n{} rows: {}\n",
+        u.rows.len(),
+        classes.join(", ")
+    ));
+    out
+}
+
 /// `s` cut to `n` characters, the last one an ellipsis when cut.
 fn clip(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
@@ -269,6 +382,8 @@ mod tests {
             published: long.clone(),
             published_text: long.clone(),
             simulated: long.clone(),
+            value: None,
+            holds: None,
             interval: Some(long.clone()),
             tolerance: long.clone(),
             verdict: Verdict::Undecided,
@@ -281,6 +396,7 @@ mod tests {
             rows: vec![row],
             experiments: vec![],
             notes: vec![],
+            uncertainty: None,
         };
         let text = validation_text(&v, false);
         let table: Vec<&str> = text.lines().take(3).collect();

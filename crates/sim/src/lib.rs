@@ -30,4 +30,5 @@ pub mod shipped;
 pub mod simulation;
 pub(crate) mod text;
 pub mod topology;
+pub mod uncertainty;
 pub mod workload;

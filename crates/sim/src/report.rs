@@ -37,7 +37,7 @@ pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
         .collect()
 }
 
-/// The range of step spacings the report looks for in a counting instrument's histogram: 40 to
+/// The range of box widths (bus-clock quanta) the report looks for in a counting instrument's histogram: 40 to
 /// 400 ns, from a 25 MHz to a 2.5 MHz bus clock (ISA's 8.33 MHz SYSCLK among them).
 const STEPS_SEARCH_NS: (f64, f64) = (40.0, 400.0);
 
@@ -47,16 +47,16 @@ pub fn run_report(sim: &Simulation, seed: u64, result: &RunResult) -> RunReport 
     config.push(("seed".into(), seed.to_string()));
     if let Some(c) = &result.counts {
         let (lo, hi) = STEPS_SEARCH_NS;
-        let fence = irqlab_stats::fence::step_period(&c.values, c.count_ns, lo, hi);
+        let quantum = irqlab_stats::boxwidth::box_width(&c.values, c.count_ns, lo, hi);
         config.push((
-            "histogram steps".into(),
-            fence.map_or("none found".into(), |f| {
+            "histogram box width".into(),
+            quantum.map_or("none found".into(), |f| {
                 format!(
-                    "every {:.1} ns ({:.2} MHz; {} edges, agreement {:.2})",
-                    f.period_ns,
-                    1e3 / f.period_ns,
+                    "{:.1} ns ({:.2} MHz; {} edges, {:.1} noise sigmas deep)",
+                    f.width_ns,
+                    1e3 / f.width_ns,
                     f.edges,
-                    f.kappa
+                    f.depth_sigmas
                 )
             }),
         ));

@@ -56,7 +56,7 @@ impl Count {
 }
 
 /// Every sample of a counting instrument, in order and in counts: what an estimator that needs
-/// the samples themselves reads (the histogram-step estimator of `irqlab_stats::fence`).
+/// the samples themselves reads (the box-width estimator of `irqlab_stats::boxwidth`).
 #[derive(Clone, Debug)]
 pub struct Counts {
     /// The metric they are samples of.

@@ -45,6 +45,14 @@ impl Simulation {
         }
     }
 
+    /// The ranges its files declare beside their estimates.
+    pub fn ranges(&self) -> Result<Vec<crate::scenario::ranges::Declared>, ScenarioError> {
+        match self {
+            Simulation::Pcie(s) => s.ranges(),
+            Simulation::Pps(s) => s.ranges(),
+        }
+    }
+
     /// The scenario's seed and sample count.
     pub fn seed(&self) -> u64 {
         match self {

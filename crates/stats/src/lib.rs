@@ -42,6 +42,7 @@ pub mod inventory;
 pub mod results;
 pub mod series;
 mod summary;
+pub mod uncertainty;
 
 pub use histogram::{
     LatencyHistogram, HIGHEST_TRACKABLE_NS, LOWEST_DISCERNIBLE_NS, SIGNIFICANT_FIGURES,

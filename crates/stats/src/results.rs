@@ -348,6 +348,13 @@ pub struct ValidationRow {
     /// The seed's own words for it (`almost 3x`), empty where the value says it all.
     pub published_text: String,
     pub simulated: String,
+    /// The simulated statistic as a number in the row's quantity (a ratio, nanoseconds, a
+    /// probability), for rows with a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Whether the criterion holds, for shape and sequence rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds: Option<bool>,
     /// The 95% confidence interval of the simulated statistic, where the row has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<String>,
@@ -375,6 +382,114 @@ pub struct ValidationReport {
     /// How the runs were made where it matters for reading them (a shortened run, say).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// `validate --uncertainty N`: every row judged over draws of the model's estimates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<UncertaintyReport>,
+}
+
+/// What a row's value is, for printing it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quantity {
+    /// A ratio of two means (`2.76x`).
+    Ratio,
+    /// A latency in nanoseconds.
+    Nanoseconds,
+    /// A probability (the share of samples beyond a threshold).
+    Probability,
+}
+
+/// One parameter that drives a row: Spearman's rank correlation of the row's value with the
+/// parameter's draws.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Driver {
+    /// The parameter, as [`UncertainParameter::name`].
+    pub parameter: String,
+    pub rho: f64,
+}
+
+/// A row judged by the model's uncertainty (DESIGN.md, "How a row is judged").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UncertaintyRow {
+    pub id: String,
+    pub experiment: String,
+    pub class: crate::uncertainty::Class,
+    /// The nominal run's simulated value and verdict (the regression test's).
+    pub nominal: String,
+    pub nominal_verdict: Verdict,
+    /// The published value as printed, and as an interval in the row's quantity (from the
+    /// seed's wording, DESIGN.md: "almost N" = [0.9N, N]).
+    pub published: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_interval: Option<[f64; 2]>,
+    /// The quantity of the band and the published interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<Quantity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<crate::uncertainty::Scale>,
+    /// The draws' 1-99% quantiles of the row's value (rows with a value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<crate::uncertainty::Band>,
+    /// The published value's percentile among the draws (a published interval: its two ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<[f64; 2]>,
+    /// Shape and sequence rows: the share of draws in which the criterion holds, and the share
+    /// that passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holds_share: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_share: Option<f64>,
+    /// Draws that gave the row a value or a yes/no.
+    pub draws: u32,
+    /// The three parameters with the largest |rho|.
+    pub drivers: Vec<Driver>,
+    /// Parameters whose values were inferred from this row's published target: the row is not
+    /// independent evidence for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inferred: Vec<String>,
+    /// Why the class is what it is, in a sentence.
+    pub detail: String,
+}
+
+/// A parameter drawn over its range.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UncertainParameter {
+    /// Short and unique: the `--set` key, with the file's name where two files share the key
+    /// (`platform.cpu.halt_exit_ns@ws-2008-core2-ich9`).
+    pub name: String,
+    /// The `--set` key and the file it belongs to.
+    pub key: String,
+    pub file: String,
+    pub nominal: f64,
+    pub low: f64,
+    pub high: f64,
+    /// `uniform` or `log-uniform`.
+    pub dist: String,
+    /// The source of each bound, or the physical argument.
+    pub basis: String,
+    /// Rows whose published target the value was inferred from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inferred_from: Vec<String>,
+}
+
+/// An estimate that is not drawn, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FixedEstimate {
+    pub key: String,
+    pub file: String,
+    pub reason: String,
+}
+
+/// `validate --uncertainty N`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UncertaintyReport {
+    /// Latin-hypercube draws, and the seed they and every run's seed derive from.
+    pub draws: u32,
+    pub seed: u64,
+    pub parameters: Vec<UncertainParameter>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<FixedEstimate>,
+    pub rows: Vec<UncertaintyRow>,
 }
 
 /// One experiment's simulated runs: their latency distributions, labelled `RUN metric`.

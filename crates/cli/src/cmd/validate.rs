@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use irqlab_report as report;
 use irqlab_report::json::Kind;
 use irqlab_sim::experiment::{planned_samples, validate_dir, ValidateOptions};
+use irqlab_sim::uncertainty::uncertainty_dir;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -18,6 +19,11 @@ struct Settings<'a> {
     /// `--samples`: every run's sample count, instead of the experiments' own.
     samples: Option<u64>,
     full: bool,
+    /// `--uncertainty`: the draws and their seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uncertainty: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    draw_seed: Option<u64>,
 }
 
 /// Returns whether every row passed.
@@ -30,6 +36,8 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         json,
         plot,
         wide,
+        uncertainty,
+        draw_seed,
     } = a;
     super::check_outputs(json.as_deref(), plot.as_deref())?;
     let experiments = match experiments {
@@ -51,7 +59,19 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
     let bar = Progress::start(planned_samples(&experiments, &opts)?, &counter);
     let v = validate_dir(&experiments, &opts);
     bar.finish();
-    let v = v?;
+    let mut v = v?;
+    if let Some(draws) = uncertainty {
+        let counter = Arc::new(AtomicU64::new(0));
+        let opts = ValidateOptions {
+            progress: Some(counter.clone()),
+            ..opts.clone()
+        };
+        let planned = planned_samples(&experiments, &opts)?.saturating_mul(u64::from(draws));
+        let bar = Progress::start(planned, &counter);
+        let u = uncertainty_dir(&experiments, &opts, draws, draw_seed, &v);
+        bar.finish();
+        v.uncertainty = Some(u?);
+    }
     if v.rows.is_empty() {
         anyhow::bail!(
             "no validation row matches --only {}; row ids look like msi-ws-ioapic (irqlab list \
@@ -66,12 +86,17 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
                 only: opts.only.as_deref(),
                 samples,
                 full,
+                uncertainty,
+                draw_seed: uncertainty.map(|_| draw_seed),
             },
             None,
         );
         write_json(path, Kind::Validate, &made, &v).with_context(|| "--json")?;
     }
     print(&report::validation_text(&v, wide))?;
+    if let Some(u) = &v.uncertainty {
+        print(&report::uncertainty_text(u))?;
+    }
     for n in &v.notes {
         crate::ui::note(n);
     }
@@ -87,6 +112,9 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         }
         if full {
             flags.push("--full".to_string());
+        }
+        if let Some(n) = uncertainty {
+            flags.extend(["--uncertainty".to_string(), n.to_string()]);
         }
         let tag = super::flags_tag(&flags);
         super::wrote(

@@ -61,6 +61,10 @@ pub struct BsdKernel {
     pub pps: PpsCosts,
     /// `splXXX()` / `splx()` without a pending interrupt.
     pub spl_instructions: u32,
+    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
+    /// from the text by `validate --uncertainty`; the model never sees them.
+    #[serde(default, skip_serializing)]
+    pub range: Option<toml::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -102,6 +106,10 @@ pub struct PpsFile {
     #[serde(default)]
     pub device: Vec<IsaPcDevice>,
     pub phase: Vec<Phase>,
+    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
+    /// from the text by `validate --uncertainty`; the model never sees them.
+    #[serde(default, skip_serializing)]
+    pub range: Option<toml::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

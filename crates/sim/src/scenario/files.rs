@@ -38,6 +38,10 @@ pub struct PlatformFile {
     pub link: BTreeMap<String, TopologyLink>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wire: Vec<WireSection>,
+    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
+    /// from the text by `validate --uncertainty`; the model never sees them.
+    #[serde(default, skip_serializing)]
+    pub range: Option<toml::Value>,
 }
 
 /// System Management Interrupts: Poisson arrivals, each holding the cores for `duration_us`.
@@ -152,6 +156,10 @@ pub struct KernelFile {
     /// The cpuidle idle path; absent: the 2.6 `sti; hlt` idle loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleCosts>,
+    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
+    /// from the text by `validate --uncertainty`; the model never sees them.
+    #[serde(default, skip_serializing)]
+    pub range: Option<toml::Value>,
 }
 
 /// A scenario file.
@@ -176,6 +184,10 @@ pub struct ScenarioFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<crate::workload::WorkloadSpec>,
     pub device: Vec<DeviceSection>,
+    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
+    /// from the text by `validate --uncertainty`; the model never sees them.
+    #[serde(default, skip_serializing)]
+    pub range: Option<toml::Value>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

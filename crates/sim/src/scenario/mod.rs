@@ -15,6 +15,7 @@ mod assemble;
 mod check;
 pub mod error;
 pub mod files;
+pub mod ranges;
 pub mod read;
 
 pub(crate) use assemble::{cold_code, cpu_timing};

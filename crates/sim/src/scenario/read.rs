@@ -133,7 +133,23 @@ where
         if !overrides.is_empty() {
             apply_combined(&mut s.file, &mut s.platform, &mut s.kernel, overrides)?;
         }
+        // A bad range is refused when its file loads, not when a long uncertainty run reaches it.
+        s.ranges()?;
         Ok(s)
+    }
+
+    /// The ranges the three files declare beside their estimates ([`super::ranges`]), keyed
+    /// as `--set` keys them; the files' own values, not the overridden ones, are the nominal.
+    pub fn ranges(&self) -> Result<Vec<super::ranges::Declared>, ScenarioError> {
+        let mut out = Vec::new();
+        for ((path, text), prefix) in [&self.path, &self.platform_path, &self.kernel_path]
+            .into_iter()
+            .zip(&self.texts)
+            .zip(["", "platform.", "kernel."])
+        {
+            out.extend(super::ranges::declared(path, text, prefix)?);
+        }
+        Ok(out)
     }
 
     /// Where a key's value came from: the last `--set` naming it, or its line in a file.

@@ -1,0 +1,586 @@
+//! `irqlab validate --uncertainty N`: every row judged over draws of the model's estimates
+//! (DESIGN.md, "How a row is judged").
+//!
+//! The parameters are the ranges the experiments' files declare beside their estimates
+//! ([`crate::scenario::ranges`]); a parameter is one value in one file, so a kernel file shared
+//! by two platforms' runs is drawn once per draw, and the same key in two platform files is two
+//! parameters. The draws are a Latin hypercube: each parameter's range is cut into N strata of
+//! equal probability and each stratum is used exactly once, so N draws cover every range evenly
+//! however many parameters there are. Each draw (a *point*) runs every run of every selected
+//! experiment with its values as `--set` overrides and its own seed, derived from the base seed
+//! and the point's index alone, so a point gives the same result whichever shard or thread runs
+//! it. The rows' values over the points give each row its band, the published value's
+//! percentile, the parameters that drive it (Spearman's rho) and its class.
+
+use crate::experiment::{Experiment, Judged, ValidateOptions};
+use crate::result::RunResult;
+use crate::scenario::ranges::{Dist, Spread};
+use crate::scenario::{replication_seed, ScenarioError};
+use crate::simulation::Simulation;
+use irqlab_stats::results::{
+    Driver, FixedEstimate, Quantity, UncertainParameter, UncertaintyReport, UncertaintyRow,
+    ValidationReport,
+};
+use irqlab_stats::uncertainty::{
+    classify_share, classify_value, percentile_of, spearman, Band, Class, Scale,
+};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A parameter drawn over its range.
+#[derive(Clone, Debug)]
+pub struct Parameter {
+    /// The `--set` key, and the file whose value it is.
+    pub key: String,
+    pub file: PathBuf,
+    pub nominal: f64,
+    pub low: f64,
+    pub high: f64,
+    pub dist: Dist,
+    /// A whole number in its file: draws are rounded.
+    pub integer: bool,
+    pub basis: String,
+    pub inferred_from: Vec<String>,
+}
+
+impl Parameter {
+    /// The value at `u` (0..1), rounded for a whole-number parameter.
+    pub fn at(&self, u: f64) -> f64 {
+        let v = self.dist.at(u, self.low, self.high);
+        if self.integer {
+            v.round().clamp(self.low.ceil(), self.high.floor())
+        } else {
+            v
+        }
+    }
+
+    /// The `--set` flag that gives it `v`.
+    pub fn flag(&self, v: f64) -> String {
+        if self.integer {
+            format!("{}={}", self.key, v as i64)
+        } else {
+            // Exponent form: always a TOML float, and exact (shortest round-trip digits).
+            format!("{}={:e}", self.key, v)
+        }
+    }
+}
+
+/// One run of one experiment, with the parameters its files declare.
+struct RunPlan {
+    experiment: usize,
+    run: String,
+    params: Vec<usize>,
+}
+
+/// The parameters of the selected rows and the draws over them.
+pub struct Plan {
+    pub parameters: Vec<Parameter>,
+    pub fixed: Vec<FixedEstimate>,
+    runs: Vec<RunPlan>,
+    /// Draw-major: `points[d][p]` is parameter p's value in draw d.
+    pub points: Vec<Vec<f64>>,
+    pub seed: u64,
+}
+
+/// The seed of draw `index`: from the base seed and the index alone (never from a shard count
+/// or a thread), so a point runs the same wherever it runs.
+pub fn point_seed(seed: u64, index: u64) -> u64 {
+    replication_seed(seed, index + 1)
+}
+
+/// `draws` rows of a Latin hypercube over `dims` unit intervals: in each column every one of
+/// the `draws` strata of width 1/draws holds exactly one value, at a uniform offset inside it,
+/// the strata in a random order.
+pub fn latin_hypercube(draws: usize, dims: usize, seed: u64) -> Vec<Vec<f64>> {
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut out = vec![vec![0.0; dims]; draws];
+    for d in 0..dims {
+        let mut strata: Vec<usize> = (0..draws).collect();
+        // Fisher-Yates.
+        for i in (1..draws).rev() {
+            strata.swap(i, rng.gen_range(0..=i));
+        }
+        for (row, s) in out.iter_mut().zip(strata) {
+            row[d] = (s as f64 + rng.gen::<f64>()) / draws as f64;
+        }
+    }
+    out
+}
+
+/// The experiments' parameters (for the rows `only` selects) and `draws` points over them.
+pub fn plan(
+    experiments: &[Experiment],
+    only: Option<&str>,
+    draws: u32,
+    seed: u64,
+) -> Result<Plan, ScenarioError> {
+    let mut parameters: Vec<Parameter> = Vec::new();
+    let mut fixed: Vec<FixedEstimate> = Vec::new();
+    let mut runs = Vec::new();
+    for (ei, e) in experiments.iter().enumerate() {
+        let (_, needed) = e.selected(only);
+        for spec in needed {
+            let sim = Simulation::load(e.scenario_path(spec), &spec.set)?;
+            let mut params = Vec::new();
+            for d in sim.ranges()? {
+                let file = d.file.display().to_string();
+                match d.spread {
+                    Spread::Fixed(reason) => {
+                        if !fixed.iter().any(|f| f.key == d.key && f.file == file) {
+                            fixed.push(FixedEstimate {
+                                key: d.key,
+                                file,
+                                reason,
+                            });
+                        }
+                    }
+                    Spread::Drawn {
+                        low,
+                        high,
+                        dist,
+                        basis,
+                        inferred_from,
+                    } => {
+                        let i = match parameters
+                            .iter()
+                            .position(|p| p.key == d.key && p.file == d.file)
+                        {
+                            Some(i) => i,
+                            None => {
+                                parameters.push(Parameter {
+                                    key: d.key,
+                                    file: d.file,
+                                    nominal: d.nominal,
+                                    low,
+                                    high,
+                                    dist,
+                                    integer: d.integer,
+                                    basis,
+                                    inferred_from,
+                                });
+                                parameters.len() - 1
+                            }
+                        };
+                        params.push(i);
+                    }
+                }
+            }
+            runs.push(RunPlan {
+                experiment: ei,
+                run: spec.id.clone(),
+                params,
+            });
+        }
+    }
+    let unit = latin_hypercube(draws as usize, parameters.len(), seed);
+    let points = unit
+        .iter()
+        .map(|u| parameters.iter().zip(u).map(|(p, &u)| p.at(u)).collect())
+        .collect();
+    Ok(Plan {
+        parameters,
+        fixed,
+        runs,
+        points,
+        seed,
+    })
+}
+
+/// What one point gave each row: its value and whether its criterion held.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PointRows {
+    /// Row id -> (value, holds).
+    pub rows: BTreeMap<String, (Option<f64>, Option<bool>)>,
+    /// Each run's sample count (the fewest, for a row's resolution).
+    pub samples: BTreeMap<String, u64>,
+}
+
+/// Run point `index` of `plan`: every selected run of every experiment with the point's values.
+pub fn run_point(
+    experiments: &[Experiment],
+    plan: &Plan,
+    index: usize,
+    opts: &ValidateOptions,
+) -> Result<PointRows, ScenarioError> {
+    let values = &plan.points[index];
+    let pseed = point_seed(plan.seed, index as u64);
+    let mut out = PointRows::default();
+    for (ei, e) in experiments.iter().enumerate() {
+        let (checks, needed) = e.selected(opts.only.as_deref());
+        // An experiment whose files declare no ranges has nothing to draw: its rows are
+        // undecided (aggregate), and running it would only measure seed noise.
+        let drawn = plan
+            .runs
+            .iter()
+            .any(|r| r.experiment == ei && !r.params.is_empty());
+        if checks.is_empty() || !drawn {
+            continue;
+        }
+        let flags = |spec: &crate::experiment::RunSpec| -> Vec<String> {
+            plan.runs
+                .iter()
+                .find(|r| r.experiment == ei && r.run == spec.id)
+                .map(|r| {
+                    r.params
+                        .iter()
+                        .map(|&p| plan.parameters[p].flag(values[p]))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let ran = e
+            .run_all(&needed, opts, &flags, &|s| replication_seed(pseed, s))
+            .map_err(|err| in_draw(err, index, &flags, &needed))?;
+        for (id, (_, n)) in &ran {
+            out.samples.insert(format!("{}/{id}", e.file.id), *n);
+        }
+        let results: BTreeMap<String, RunResult> =
+            ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
+        for row in e.evaluate_all(&checks, &results) {
+            out.rows.insert(row.id, (row.value, row.holds));
+        }
+    }
+    Ok(out)
+}
+
+/// An error inside a draw, with the draw's values, so it can be repeated with `--set`.
+fn in_draw(
+    err: ScenarioError,
+    index: usize,
+    flags: &dyn Fn(&crate::experiment::RunSpec) -> Vec<String>,
+    needed: &[&crate::experiment::RunSpec],
+) -> ScenarioError {
+    let set: Vec<String> = needed.iter().flat_map(|s| flags(s)).collect();
+    ScenarioError::Override {
+        flag: format!("(draw {index}) {}", set.join(" ")),
+        message: format!(
+            "a draw inside the declared ranges failed: {err}. A range that the model cannot \
+             run is a range to correct"
+        ),
+    }
+}
+
+/// Judge every selected row over the points' results (in point order), beside the nominal
+/// validation's rows.
+pub fn aggregate(
+    experiments: &[Experiment],
+    plan: &Plan,
+    points: &[PointRows],
+    nominal: &ValidationReport,
+    only: Option<&str>,
+) -> UncertaintyReport {
+    // Parameter names: the key, with its file where two files declare the same key.
+    let names: Vec<String> = plan
+        .parameters
+        .iter()
+        .map(|p| {
+            if plan.parameters.iter().filter(|q| q.key == p.key).count() > 1 {
+                format!("{}@{}", p.key, file_stem(&p.file))
+            } else {
+                p.key.clone()
+            }
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for (ei, e) in experiments.iter().enumerate() {
+        let (checks, _) = e.selected(only);
+        for c in checks {
+            let id = c.id().to_string();
+            let runs = c.runs();
+            // The parameters of the runs the row compares.
+            let mut params: Vec<usize> = plan
+                .runs
+                .iter()
+                .filter(|r| r.experiment == ei && runs.contains(&r.run.as_str()))
+                .flat_map(|r| r.params.iter().copied())
+                .collect();
+            params.sort_unstable();
+            params.dedup();
+            let values: Vec<f64> = points
+                .iter()
+                .map(|p| p.rows.get(&id).and_then(|r| r.0).unwrap_or(f64::NAN))
+                .collect();
+            let holds: Vec<Option<bool>> = points
+                .iter()
+                .map(|p| p.rows.get(&id).and_then(|r| r.1))
+                .collect();
+            let samples = points
+                .iter()
+                .flat_map(|p| {
+                    runs.iter()
+                        .filter_map(|r| p.samples.get(&format!("{}/{r}", e.file.id)))
+                })
+                .min()
+                .copied()
+                .unwrap_or(0);
+            let nominal_row = nominal.rows.iter().find(|r| r.id == id);
+            let judged = c.judged();
+            // What the drivers are ranked against: the value, or else whether it held.
+            let outcome: Vec<f64> = match judged {
+                Judged::Value { .. } => values.clone(),
+                Judged::Share { .. } if values.iter().any(|v| !v.is_nan()) => values.clone(),
+                Judged::Share { .. } => holds
+                    .iter()
+                    .map(|h| h.map_or(f64::NAN, |h| f64::from(u8::from(h))))
+                    .collect(),
+            };
+            let mut drivers: Vec<Driver> = params
+                .iter()
+                .map(|&p| {
+                    let x: Vec<f64> = plan.points.iter().map(|v| v[p]).collect();
+                    Driver {
+                        parameter: names[p].clone(),
+                        rho: spearman(&x, &outcome),
+                    }
+                })
+                // A rank correlation below 2/sqrt(N) is what N draws of an unrelated parameter
+                // give about one time in twenty: not shown as a driver.
+                .filter(|d| d.rho.abs() >= 2.0 / (plan.points.len() as f64).sqrt())
+                .collect();
+            drivers.sort_by(|a, b| b.rho.abs().total_cmp(&a.rho.abs()));
+            drivers.truncate(3);
+            let inferred: Vec<String> = plan
+                .parameters
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.inferred_from.contains(&id))
+                .map(|(i, _)| names[i].clone())
+                .collect();
+            let band = Band::of(&values);
+            let mut row = UncertaintyRow {
+                id: id.clone(),
+                experiment: e.file.id.clone(),
+                class: Class::Undecided,
+                nominal: nominal_row.map_or(String::new(), |r| r.simulated.clone()),
+                nominal_verdict: nominal_row
+                    .map_or(irqlab_stats::results::Verdict::Undecided, |r| r.verdict),
+                published: nominal_row.map_or(String::new(), |r| r.published.clone()),
+                published_interval: None,
+                quantity: None,
+                scale: None,
+                band,
+                percentile: None,
+                holds_share: None,
+                pass_share: None,
+                draws: 0,
+                drivers,
+                inferred,
+                detail: String::new(),
+            };
+            if params.is_empty() {
+                row.detail = "the files of its runs declare no ranges yet: over no range the \
+                              draws would show seed noise alone"
+                    .into();
+                rows.push(row);
+                continue;
+            }
+            match judged {
+                Judged::Value {
+                    published,
+                    point,
+                    window,
+                    scale,
+                    quantity,
+                } => {
+                    let drawn: Vec<f64> = values.iter().copied().filter(|v| !v.is_nan()).collect();
+                    row.draws = drawn.len() as u32;
+                    row.published_interval = Some([published.0, published.1]);
+                    row.quantity = Some(quantity);
+                    row.scale = Some(scale);
+                    row.percentile = Some(match point {
+                        Some(x) => [percentile_of(&drawn, x); 2],
+                        None => [
+                            percentile_of(&drawn, published.0),
+                            percentile_of(&drawn, published.1),
+                        ],
+                    });
+                    // A rate whose published window is below what a draw's samples can show
+                    // (fewer than 3 expected at its top) cannot be judged from these draws.
+                    let resolvable = scale != Scale::Log || samples as f64 * published.1 >= 3.0;
+                    match band {
+                        Some(b) if resolvable => {
+                            row.class = classify_value(&b, published, window, scale);
+                            row.detail =
+                                value_detail(row.class, &b, published, window, scale, quantity);
+                        }
+                        _ if !resolvable => {
+                            row.detail = format!(
+                                "{samples} samples per draw cannot resolve a rate of {:.1e} \
+                                 (fewer than 3 expected); run the published sample count \
+                                 (--full) or more",
+                                published.1
+                            );
+                        }
+                        _ => row.detail = "no draw gave the row a value".into(),
+                    }
+                }
+                Judged::Share { pass_share } => {
+                    let judged: Vec<bool> = holds.iter().flatten().copied().collect();
+                    row.draws = judged.len() as u32;
+                    row.pass_share = Some(pass_share);
+                    if !judged.is_empty() {
+                        let share =
+                            judged.iter().filter(|&&h| h).count() as f64 / judged.len() as f64;
+                        row.holds_share = Some(share);
+                        row.class = classify_share(share, pass_share);
+                        row.detail = format!(
+                            "holds in {:.0}% of {} draws (pass: at least {:.0}%)",
+                            share * 100.0,
+                            judged.len(),
+                            pass_share * 100.0
+                        );
+                    } else {
+                        row.detail = "no draw could judge the row".into();
+                    }
+                }
+            }
+            rows.push(row);
+        }
+    }
+    UncertaintyReport {
+        draws: plan.points.len() as u32,
+        seed: plan.seed,
+        parameters: plan
+            .parameters
+            .iter()
+            .zip(&names)
+            .map(|(p, name)| UncertainParameter {
+                name: name.clone(),
+                key: p.key.clone(),
+                file: p.file.display().to_string(),
+                nominal: p.nominal,
+                low: p.low,
+                high: p.high,
+                dist: p.dist.name().into(),
+                basis: p.basis.clone(),
+                inferred_from: p.inferred_from.clone(),
+            })
+            .collect(),
+        fixed: plan.fixed.clone(),
+        rows,
+    }
+}
+
+/// The class of a value row in a sentence.
+fn value_detail(
+    class: Class,
+    b: &Band,
+    published: (f64, f64),
+    window: f64,
+    scale: Scale,
+    quantity: Quantity,
+) -> String {
+    let v = |x: f64| match quantity {
+        Quantity::Ratio => format!("{x:.2}x"),
+        Quantity::Nanoseconds => format!("{:.2} us", x / 1e3),
+        Quantity::Probability => format!("{x:.1e}"),
+    };
+    let widths = |w: f64| match scale {
+        Scale::Linear => v(w),
+        Scale::Log => format!("{w:.1} decades"),
+    };
+    let band = format!("{}..{}", v(b.p5), v(b.p95));
+    let published = if published.0 == published.1 {
+        v(published.0)
+    } else {
+        format!("{}..{}", v(published.0), v(published.1))
+    };
+    match class {
+        Class::Pass => format!(
+            "{published} is inside the 5-95% band {band}, which is no wider than twice the \
+             tolerance window ({})",
+            widths(window)
+        ),
+        Class::ConsistentButUninformative => format!(
+            "{published} is inside the 5-95% band {band}, but the band ({}) is wider than twice \
+             the tolerance window ({}): source the top drivers",
+            widths(scale.width(b.p5, b.p95)),
+            widths(window)
+        ),
+        Class::Tension => format!(
+            "{published} is outside the 5-95% band {band} but inside 1-99% ({}..{})",
+            v(b.p1),
+            v(b.p99)
+        ),
+        Class::Inconsistent => format!(
+            "{published} is outside the 1-99% band ({}..{}): a mechanism or a fact is missing",
+            v(b.p1),
+            v(b.p99)
+        ),
+        Class::Undecided => String::new(),
+    }
+}
+
+fn file_stem(p: &Path) -> String {
+    p.file_stem()
+        .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into())
+}
+
+/// Plan `draws` points over the experiments in `dir`, run them all (on all cores), and judge
+/// every selected row beside `nominal`.
+pub fn uncertainty_dir(
+    dir: impl AsRef<Path>,
+    opts: &ValidateOptions,
+    draws: u32,
+    seed: u64,
+    nominal: &ValidationReport,
+) -> Result<UncertaintyReport, ScenarioError> {
+    let experiments = Experiment::load_dir(dir)?;
+    let plan = plan(&experiments, opts.only.as_deref(), draws, seed)?;
+    use rayon::prelude::*;
+    let points = (0..plan.points.len())
+        .into_par_iter()
+        .map(|i| run_point(&experiments, &plan, i, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(aggregate(
+        &experiments,
+        &plan,
+        &points,
+        nominal,
+        opts.only.as_deref(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latin_hypercube_fills_every_stratum_once() {
+        let h = latin_hypercube(50, 7, 3);
+        for d in 0..7 {
+            let mut strata: Vec<usize> = h.iter().map(|r| (r[d] * 50.0) as usize).collect();
+            strata.sort_unstable();
+            assert_eq!(strata, (0..50).collect::<Vec<_>>());
+        }
+        assert_eq!(h, latin_hypercube(50, 7, 3));
+        assert_ne!(h, latin_hypercube(50, 7, 4));
+    }
+
+    #[test]
+    fn whole_numbers_are_drawn_whole_and_inside_their_range() {
+        let p = Parameter {
+            key: "platform.ich.legacy_io_clocks".into(),
+            file: "x".into(),
+            nominal: 12.0,
+            low: 4.0,
+            high: 50.0,
+            dist: Dist::Uniform,
+            integer: true,
+            basis: String::new(),
+            inferred_from: vec![],
+        };
+        for k in 0..=100 {
+            let v = p.at(f64::from(k) / 100.0);
+            assert_eq!(v, v.round());
+            assert!((4.0..=50.0).contains(&v));
+        }
+        assert_eq!(p.flag(12.0), "platform.ich.legacy_io_clocks=12");
+        let f = Parameter {
+            integer: false,
+            ..p
+        };
+        assert_eq!(f.flag(1.25e-7), "platform.ich.legacy_io_clocks=1.25e-7");
+    }
+}
