@@ -515,7 +515,7 @@ fn seed004_sim_reports_phases_and_draws_its_figures() {
     for part in [
         "pps_latency[command-line]",
         "irq7_deferred_by_cpl",
-        "histogram steps:",
+        "histogram box width:",
     ] {
         assert!(stdout.contains(part), "missing {part} in {stdout}");
     }

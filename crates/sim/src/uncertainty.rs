@@ -14,7 +14,7 @@
 
 use crate::experiment::{Experiment, Judged, ValidateOptions};
 use crate::result::RunResult;
-use crate::scenario::ranges::{Dist, Spread};
+use crate::scenario::ranges::{Range, Spread};
 use crate::scenario::{replication_seed, ScenarioError};
 use crate::simulation::Simulation;
 use irqlab_stats::results::{
@@ -35,21 +35,18 @@ pub struct Parameter {
     pub key: String,
     pub file: PathBuf,
     pub nominal: f64,
-    pub low: f64,
-    pub high: f64,
-    pub dist: Dist,
     /// A whole number in its file: draws are rounded.
     pub integer: bool,
-    pub basis: String,
-    pub inferred_from: Vec<String>,
+    pub range: Range,
 }
 
 impl Parameter {
     /// The value at `u` (0..1), rounded for a whole-number parameter.
     pub fn at(&self, u: f64) -> f64 {
-        let v = self.dist.at(u, self.low, self.high);
+        let r = &self.range;
+        let v = r.dist.at(u, r.low, r.high);
         if self.integer {
-            v.round().clamp(self.low.ceil(), self.high.floor())
+            v.round().clamp(r.low.ceil(), r.high.floor())
         } else {
             v
         }
@@ -135,13 +132,7 @@ pub fn plan(
                             });
                         }
                     }
-                    Spread::Drawn {
-                        low,
-                        high,
-                        dist,
-                        basis,
-                        inferred_from,
-                    } => {
+                    Spread::Drawn(range) => {
                         let i = match parameters
                             .iter()
                             .position(|p| p.key == d.key && p.file == d.file)
@@ -152,12 +143,8 @@ pub fn plan(
                                     key: d.key,
                                     file: d.file,
                                     nominal: d.nominal,
-                                    low,
-                                    high,
-                                    dist,
                                     integer: d.integer,
-                                    basis,
-                                    inferred_from,
+                                    range,
                                 });
                                 parameters.len() - 1
                             }
@@ -344,7 +331,7 @@ pub fn aggregate(
                 .parameters
                 .iter()
                 .enumerate()
-                .filter(|(_, p)| p.inferred_from.contains(&id))
+                .filter(|(_, p)| p.range.inferred_from.contains(&id))
                 .map(|(i, _)| names[i].clone())
                 .collect();
             let band = Band::of(&values);
@@ -450,11 +437,11 @@ pub fn aggregate(
                 key: p.key.clone(),
                 file: p.file.display().to_string(),
                 nominal: p.nominal,
-                low: p.low,
-                high: p.high,
-                dist: p.dist.name().into(),
-                basis: p.basis.clone(),
-                inferred_from: p.inferred_from.clone(),
+                low: p.range.low,
+                high: p.range.high,
+                dist: p.range.dist.name().into(),
+                basis: p.range.basis.clone(),
+                inferred_from: p.range.inferred_from.clone(),
             })
             .collect(),
         fixed: plan.fixed.clone(),
@@ -564,12 +551,14 @@ mod tests {
             key: "platform.ich.legacy_io_clocks".into(),
             file: "x".into(),
             nominal: 12.0,
-            low: 4.0,
-            high: 50.0,
-            dist: Dist::Uniform,
             integer: true,
-            basis: String::new(),
-            inferred_from: vec![],
+            range: Range {
+                low: 4.0,
+                high: 50.0,
+                dist: crate::scenario::ranges::Dist::Uniform,
+                basis: String::new(),
+                inferred_from: vec![],
+            },
         };
         for k in 0..=100 {
             let v = p.at(f64::from(k) / 100.0);

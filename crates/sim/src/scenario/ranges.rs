@@ -63,17 +63,23 @@ struct Leaf {
     fixed: Option<String>,
 }
 
+/// A range to draw an estimate over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    pub low: f64,
+    pub high: f64,
+    pub dist: Dist,
+    /// The source of each bound, or the physical argument.
+    pub basis: String,
+    /// Rows whose published target the value was read from.
+    pub inferred_from: Vec<String>,
+}
+
 /// What a file says of one estimate.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Spread {
-    /// Drawn over `low..high`.
-    Drawn {
-        low: f64,
-        high: f64,
-        dist: Dist,
-        basis: String,
-        inferred_from: Vec<String>,
-    },
+    /// Drawn over its range.
+    Drawn(Range),
     /// Not drawn, for the reason given.
     Fixed(String),
 }
@@ -88,6 +94,23 @@ pub struct Declared {
     /// The file's own value, and whether it is a whole number (then draws are rounded).
     pub nominal: f64,
     pub integer: bool,
+}
+
+impl<F, P, K> super::Configured<F, P, K>
+where
+    F: super::NamesParts + serde::Serialize + for<'de> Deserialize<'de>,
+    P: serde::Serialize + for<'de> Deserialize<'de>,
+    K: serde::Serialize + for<'de> Deserialize<'de>,
+{
+    /// The ranges the three files declare beside their estimates, keyed as `--set` keys them;
+    /// the files' own values, not the overridden ones, are the nominal.
+    pub fn ranges(&self) -> Result<Vec<Declared>, ScenarioError> {
+        let mut out = Vec::new();
+        for (path, text, prefix) in self.documents() {
+            out.extend(declared(path, text, prefix)?);
+        }
+        Ok(out)
+    }
 }
 
 /// The ranges declared in `text` (the file at `path`), with `prefix` (`platform.`, `kernel.` or
@@ -186,13 +209,13 @@ pub fn declared(path: &Path, text: &str, prefix: &str) -> Result<Vec<Declared>, 
                         format!("a log-uniform range needs low > 0, not {low}: use uniform"),
                     ));
                 }
-                Spread::Drawn {
+                Spread::Drawn(Range {
                     low,
                     high,
                     dist,
                     basis,
                     inferred_from,
-                }
+                })
             }
             _ => {
                 return Err(at(
@@ -266,9 +289,7 @@ mod tests {
         assert_eq!(d[1].key, "platform.cpu.halt_exit_ns");
         assert_eq!(d[1].nominal, 200.0);
         assert_eq!(d[2].key, "platform.device.0.x");
-        assert!(
-            matches!(&d[2].spread, Spread::Drawn { inferred_from, .. } if inferred_from == &["r"])
-        );
+        assert!(matches!(&d[2].spread, Spread::Drawn(r) if r.inferred_from == ["r"]));
     }
 
     #[test]

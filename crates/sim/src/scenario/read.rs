@@ -138,18 +138,14 @@ where
         Ok(s)
     }
 
-    /// The ranges the three files declare beside their estimates ([`super::ranges`]), keyed
-    /// as `--set` keys them; the files' own values, not the overridden ones, are the nominal.
-    pub fn ranges(&self) -> Result<Vec<super::ranges::Declared>, ScenarioError> {
-        let mut out = Vec::new();
-        for ((path, text), prefix) in [&self.path, &self.platform_path, &self.kernel_path]
-            .into_iter()
-            .zip(&self.texts)
-            .zip(["", "platform.", "kernel."])
-        {
-            out.extend(super::ranges::declared(path, text, prefix)?);
-        }
-        Ok(out)
+    /// The three documents as read: each file's path, its text and the prefix `--set` puts
+    /// before its keys (`platform.`, `kernel.`, or none for the scenario).
+    pub(crate) fn documents(&self) -> [(&Path, &str, &'static str); 3] {
+        [
+            (&self.path, &self.texts[0], ""),
+            (&self.platform_path, &self.texts[1], "platform."),
+            (&self.kernel_path, &self.texts[2], "kernel."),
+        ]
     }
 
     /// Where a key's value came from: the last `--set` naming it, or its line in a file.
