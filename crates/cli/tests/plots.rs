@@ -332,3 +332,50 @@ fn validate_keeps_legends_off_its_overlaid_runs() {
         check_figure(name, svg);
     }
 }
+
+#[test]
+fn uncertainty_draws_a_forest_of_the_rows_with_values() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = irqlab()
+        .args([
+            "validate",
+            "--only",
+            "msi-soc-*",
+            "--samples",
+            "500",
+            "--uncertainty",
+            "12",
+            "--plot",
+        ])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figures = svgs(tmp.path());
+    let (name, svg) = figures
+        .iter()
+        .find(|(n, _)| n.starts_with("uncertainty-forest"))
+        .expect("the forest figure");
+    let texts: Vec<String> = texts(svg).into_iter().map(|t| t.text).collect();
+    // One labelled line per ratio row, with its class; the axis says what it shows.
+    for row in ["msi-soc-ioapic (", "msi-soc-xtpic ("] {
+        assert!(
+            texts.iter().any(|t| t.starts_with(row)),
+            "{name}: no line for {row} in {texts:?}"
+        );
+    }
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "simulated / published (log scale)"),
+        "{name}: {texts:?}"
+    );
+    assert!(
+        texts.iter().any(|t| t == "nominal run"),
+        "{name}: {texts:?}"
+    );
+}

@@ -17,8 +17,11 @@
 //! legend has a strip of its own below the axes, so it never covers data, and each axis is
 //! labelled at ticks chosen here, with as many decimals as their spacing needs.
 
-use irqlab_stats::results::{HistogramData, NamedSeries, RunReport, ValidationReport};
+use irqlab_stats::results::{
+    HistogramData, NamedSeries, RunReport, UncertaintyReport, ValidationReport,
+};
 use irqlab_stats::series::{coarsen, SeriesPoint};
+use irqlab_stats::uncertainty::{Band, Class};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
@@ -614,10 +617,163 @@ pub fn plot_validation(
             files.extend(plot_run(&r, dir, &name)?);
         }
     }
+    if let Some(u) = &v.uncertainty {
+        let name = match tag {
+            Some(t) => format!("uncertainty-forest-{t}.svg"),
+            None => "uncertainty-forest.svg".to_string(),
+        };
+        let path = dir.join(name);
+        if forest(u, &path)? {
+            files.push(path);
+        }
+    }
     if files.is_empty() {
         return Err(PlotError::Empty);
     }
     Ok(files)
+}
+
+/// The forest figure of `validate --uncertainty`: one line per row with a value, on one log
+/// axis of simulated / published (the published point, or the middle of its interval), so
+/// ratios, latencies and rates share it: the 1-99% band pale, the 5-95% band dark, the median a
+/// white tick, the nominal run a dot, and the published interval shaded. Shape rows have no value
+/// and are left to the table. Returns whether any row could be drawn.
+fn forest(u: &UncertaintyReport, path: &Path) -> Result<bool, PlotError> {
+    let err = draw_err(path);
+    struct Line {
+        label: String,
+        band: Band,
+        nominal: Option<f64>,
+        published: (f64, f64),
+    }
+    let lines: Vec<Line> = u
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let band = r.band?;
+            let [lo, hi] = r.published_interval?;
+            let reference = if lo > 0.0 { (lo * hi).sqrt() } else { hi };
+            if reference <= 0.0 || reference.is_nan() || r.class == Class::Undecided {
+                return None;
+            }
+            let k = |x: f64| x / reference;
+            Some(Line {
+                label: format!("{} ({})", r.id, r.class.label()),
+                band: Band {
+                    p1: k(band.p1),
+                    p5: k(band.p5),
+                    median: k(band.median),
+                    p95: k(band.p95),
+                    p99: k(band.p99),
+                },
+                nominal: r.nominal_value.map(k),
+                published: (k(lo), k(hi)),
+            })
+        })
+        .collect();
+    if lines.is_empty() {
+        return Ok(false);
+    }
+    // The axis: every positive figure drawn, a little beyond; zeros (a rate of 0 in a draw) sit
+    // at its left edge.
+    let shown = lines.iter().flat_map(|l| {
+        [l.band.p1, l.band.p99, l.published.0, l.published.1]
+            .into_iter()
+            .chain(l.nominal)
+    });
+    let positive: Vec<f64> = shown.filter(|x| *x > 0.0 && x.is_finite()).collect();
+    let lo = positive.iter().copied().fold(f64::INFINITY, f64::min) / 1.3;
+    let hi = positive.iter().copied().fold(0.0, f64::max) * 1.3;
+    let at = |x: f64| x.clamp(lo, hi);
+    let band_color = RGBColor(31, 119, 180);
+    let entries = vec![
+        Entry::new(
+            Swatch::Stretch(band_color),
+            "draws: 5-95% (dark) and 1-99% (pale)",
+        ),
+        Entry::new(Swatch::Dot(RGBColor(214, 39, 40)), "nominal run"),
+        Entry::new(
+            Swatch::Line(RGBColor(44, 160, 44)),
+            "published value (its interval shaded)",
+        ),
+    ];
+    let fig = Figure::new(path, entries)?;
+    let n = lines.len();
+    let caption = format!(
+        "validate --uncertainty: {} draws, simulated / published",
+        u.draws
+    );
+    let mut chart = ChartBuilder::on(&fig.chart)
+        .caption(&caption, ("sans-serif", caption_font(&caption)))
+        .margin(MARGIN)
+        .margin_right(40)
+        .x_label_area_size(X_LABEL_AREA)
+        .y_label_area_size(260)
+        .build_cartesian_2d(
+            (lo..hi).log_scale().with_key_points(log_ticks(lo, hi)),
+            -0.5f64..(n as f64 - 0.5),
+        )
+        .map_err(|e| err(e.to_string()))?;
+    let labels: Vec<String> = lines.iter().map(|l| l.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|y| {
+            let i = y.round();
+            if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                labels[n - 1 - i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .label_style(("sans-serif", LABEL_FONT))
+        .axis_desc_style(("sans-serif", LABEL_FONT + 1))
+        .x_desc("simulated / published (log scale)")
+        .x_label_formatter(&|v| sig_number(v, false))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    let pale = band_color.mix(0.3);
+    for (i, l) in lines.iter().enumerate() {
+        // The first row at the top.
+        let y = (n - 1 - i) as f64;
+        let shapes = [
+            Rectangle::new(
+                [(at(l.published.0), y - 0.4), (at(l.published.1), y + 0.4)],
+                RGBColor(44, 160, 44).mix(0.25).filled(),
+            ),
+            Rectangle::new(
+                [(at(l.band.p1), y - 0.06), (at(l.band.p99), y + 0.06)],
+                pale.filled(),
+            ),
+            Rectangle::new(
+                [(at(l.band.p5), y - 0.14), (at(l.band.p95), y + 0.14)],
+                band_color.filled(),
+            ),
+        ];
+        chart.draw_series(shapes).map_err(|e| err(e.to_string()))?;
+        chart
+            .draw_series([PathElement::new(
+                vec![(at(l.band.median), y - 0.2), (at(l.band.median), y + 0.2)],
+                WHITE.stroke_width(3),
+            )])
+            .map_err(|e| err(e.to_string()))?;
+        if let Some(x) = l.nominal {
+            chart
+                .draw_series([Circle::new((at(x), y), 5, RGBColor(214, 39, 40).filled())])
+                .map_err(|e| err(e.to_string()))?;
+        }
+    }
+    // Where simulated equals published.
+    chart
+        .draw_series([PathElement::new(
+            vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+            RGBColor(44, 160, 44).stroke_width(1),
+        )])
+        .map_err(|e| err(e.to_string()))?;
+    drop(chart);
+    fig.finish()?;
+    Ok(true)
 }
 
 fn draw_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {

@@ -342,6 +342,7 @@ pub fn aggregate(
                 nominal: nominal_row.map_or(String::new(), |r| r.simulated.clone()),
                 nominal_verdict: nominal_row
                     .map_or(irqlab_stats::results::Verdict::Undecided, |r| r.verdict),
+                nominal_value: nominal_row.and_then(|r| r.value),
                 published: nominal_row.map_or(String::new(), |r| r.published.clone()),
                 published_interval: None,
                 quantity: None,

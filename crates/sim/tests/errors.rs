@@ -19,15 +19,21 @@ fn repo_file(rel: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Index of the one line that sets `key` (`key = ...`, ignoring indentation).
+/// Index of the one line that sets `key` (`key = ...`, ignoring indentation), outside the
+/// `[range.*]` tables (which give the same key its range).
 fn key_line(text: &str, key: &str) -> usize {
+    let mut in_range = false;
     let hits: Vec<usize> = text
         .lines()
         .enumerate()
         .filter(|(_, l)| {
-            l.trim_start()
-                .strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            let l = l.trim_start();
+            if l.starts_with('[') {
+                in_range = l.starts_with("[range");
+            }
+            !in_range
+                && l.strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
         })
         .map(|(i, _)| i)
         .collect();
@@ -460,7 +466,10 @@ fn msi_vector_from_flag_over_the_kernels_choice() {
 /// with BARs of its own.
 fn with_second_device(t: &str, port: &str) -> String {
     let start = t.find("[[device]]").expect("a device table");
-    let second = t[start..]
+    // The device's table only: its ranges (`[range.device.0]`, after it) are the first
+    // device's.
+    let end = t[start..].find("[range.").map_or(t.len(), |i| start + i);
+    let second = t[start..end]
         .replace("name = \"exerciser\"", "name = \"second\"")
         .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
         .replace("port = \"peg\"", &format!("port = \"{port}\""))

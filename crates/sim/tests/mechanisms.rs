@@ -152,7 +152,7 @@ fn a_shared_line_runs_every_handler_and_each_reads_its_own_device() {
     // reads its own status register, then says IRQ_NONE.
     let dir = tempfile::tempdir().unwrap();
     let mut text = ws_text_with_absolute_paths();
-    let second = text[text.find("[[device]]").unwrap()..]
+    let second = device_table(&text)
         .replace("name = \"exerciser\"", "name = \"sharer\"")
         .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
         .replace("port = \"peg\"", "port = \"ich-pcie1\"")
@@ -269,7 +269,7 @@ mod properties {
 fn busy_scenario(dir: &Path) -> PathBuf {
     let mut text =
         ws_text_with_absolute_paths().replace("interval_us = 100.0", "interval_us = 5.0");
-    let first = text[text.find("[[device]]").unwrap()..].to_string();
+    let first = device_table(&text).to_string();
     for (n, (pin, mean)) in [("B", "3.0"), ("C", "7.0")].iter().enumerate() {
         let k = n + 4;
         text.push('\n');
@@ -532,4 +532,14 @@ fn core_counts_and_destinations_are_checked() {
         e.contains("uhci_hcd") && e.contains("one destination"),
         "{e}"
     );
+}
+
+/// The scenario's `[[device]]` table, without the `[range.device.0]` table of its ranges that
+/// follows it: a copy is a second device, and the ranges stay the first's.
+fn device_table(text: &str) -> &str {
+    let start = text.find("[[device]]").expect("a device table");
+    let end = text[start..]
+        .find("[range.")
+        .map_or(text.len(), |i| start + i);
+    &text[start..end]
 }

@@ -417,6 +417,9 @@ pub struct UncertaintyRow {
     /// The nominal run's simulated value and verdict (the regression test's).
     pub nominal: String,
     pub nominal_verdict: Verdict,
+    /// The nominal run's value in the row's quantity, for rows with a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominal_value: Option<f64>,
     /// The published value as printed, and as an interval in the row's quantity (from the
     /// seed's wording, DESIGN.md: "almost N" = [0.9N, N]).
     pub published: String,
