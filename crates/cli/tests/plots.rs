@@ -34,6 +34,25 @@ fn run(args: &[&str], dir: &Path) -> String {
         .join("\n")
 }
 
+/// `irqlab validate ARGS --plot DIR`: the figures it drew, by name. Rows may fail on so short
+/// a run (exit 1); the figures are drawn all the same.
+fn validate_figures(args: &[&str]) -> BTreeMap<String, String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = irqlab()
+        .arg("validate")
+        .args(args)
+        .arg("--plot")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    svgs(tmp.path())
+}
+
 /// A text of an SVG as plotters writes it: anchor point, alignment and content.
 #[derive(Debug)]
 struct Text {
@@ -301,19 +320,7 @@ fn plot_compares_runs_in_every_figure() {
 #[test]
 fn validate_keeps_legends_off_its_overlaid_runs() {
     // Seed 000's six runs: XT-PIC's peaks sat under the legend's box at the top right.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = irqlab()
-        .args(["validate", "--only", "ws", "--samples", "1000", "--plot"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    // Rows may fail on so short a run (exit 1); the figures are drawn all the same.
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let figures = svgs(tmp.path());
+    let figures = validate_figures(&["--only", "ws", "--samples", "1000"]);
     // Named with a tag of --only and --samples.
     let (name, isr) = figures
         .iter()
@@ -335,27 +342,14 @@ fn validate_keeps_legends_off_its_overlaid_runs() {
 
 #[test]
 fn uncertainty_draws_a_forest_of_the_rows_with_values() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = irqlab()
-        .args([
-            "validate",
-            "--only",
-            "msi-soc-*",
-            "--samples",
-            "500",
-            "--uncertainty",
-            "12",
-            "--plot",
-        ])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let figures = svgs(tmp.path());
+    let figures = validate_figures(&[
+        "--only",
+        "msi-soc-*",
+        "--samples",
+        "500",
+        "--uncertainty",
+        "12",
+    ]);
     let (name, svg) = figures
         .iter()
         .find(|(n, _)| n.starts_with("uncertainty-forest"))

@@ -225,13 +225,7 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
 
 /// A value of a row's quantity, short.
 pub fn quantity_value(q: Option<Quantity>, v: f64) -> String {
-    match q {
-        Some(Quantity::Ratio) => format!("{v:.2}x"),
-        Some(Quantity::Nanoseconds) => format!("{:.2} us", v / 1e3),
-        Some(Quantity::Probability) if v == 0.0 => "0".into(),
-        Some(Quantity::Probability) => format!("{v:.1e}"),
-        None => format!("{v}"),
-    }
+    q.map_or_else(|| format!("{v}"), |q| q.show(v))
 }
 
 /// `validate --uncertainty`: each row's class, nominal value, band, median, the published

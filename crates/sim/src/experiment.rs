@@ -46,6 +46,17 @@ pub struct RunSpec {
     pub replications: u32,
 }
 
+impl RunSpec {
+    /// The samples the run takes: `--samples`, else the published count under `--full`, else
+    /// the scenario's own (`default`).
+    fn samples(&self, opts: &ValidateOptions, default: u64) -> u64 {
+        opts.samples.unwrap_or(match self.full_samples {
+            Some(full) if opts.full => full,
+            _ => default,
+        })
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -280,6 +291,25 @@ pub(crate) enum Judged {
     Share { pass_share: f64 },
 }
 
+/// An exceedance row's window of rates: `low..high` as written, or, where the seed gives a
+/// count of rare samples (`published_count` in `published_samples`), that count's Poisson 95%
+/// interval as a rate, with the count, the samples and the interval in counts.
+fn rate_window(
+    low: f64,
+    high: Option<f64>,
+    published_count: Option<u64>,
+    published_samples: Option<u64>,
+) -> (f64, f64, Option<(u64, u64, Interval)>) {
+    match (published_count, published_samples, high) {
+        (Some(k), Some(of), _) => {
+            let i = decide::poisson_interval(k as f64);
+            (i.lo / of as f64, i.hi / of as f64, Some((k, of, i)))
+        }
+        (_, _, Some(high)) => (low, high, None),
+        _ => unreachable!("checked when the experiment loads"),
+    }
+}
+
 /// The share of draws a shape or sequence row must hold in to pass (DESIGN.md).
 pub const SHAPE_PASS_SHARE: f64 = 0.9;
 
@@ -340,18 +370,11 @@ impl Check {
                 published_samples,
                 ..
             } => {
-                let (lo, hi, point) = match (published_count, published_samples, high) {
-                    (Some(k), Some(of), _) => {
-                        let i = decide::poisson_interval(*k as f64);
-                        let of = *of as f64;
-                        (i.lo / of, i.hi / of, Some(*k as f64 / of))
-                    }
-                    (_, _, Some(high)) => (*low, *high, None),
-                    _ => unreachable!("checked when the experiment loads"),
-                };
+                let (lo, hi, counted) =
+                    rate_window(*low, *high, *published_count, *published_samples);
                 Judged::Value {
                     published: (lo, hi),
-                    point,
+                    point: counted.map(|(k, of, _)| k as f64 / of as f64),
                     window: Scale::Log.width(lo, hi),
                     scale: Scale::Log,
                     quantity: Quantity::Probability,
@@ -506,10 +529,7 @@ impl Experiment {
                     let mut set = before(spec);
                     set.extend(spec.set.iter().cloned());
                     let sim = Simulation::load(self.scenario_path(spec), &set)?;
-                    let n = opts.samples.unwrap_or(match spec.full_samples {
-                        Some(full) if opts.full => full,
-                        _ => sim.samples(),
-                    });
+                    let n = spec.samples(opts, sim.samples());
                     let result = sim.run(
                         seed(sim.seed()),
                         n,
@@ -521,6 +541,18 @@ impl Experiment {
                 },
             )
             .collect()
+    }
+
+    /// How many interrupts the runs of the rows `opts` selects will simulate.
+    pub(crate) fn planned_samples(&self, opts: &ValidateOptions) -> Result<u64, ScenarioError> {
+        let (_, needed) = self.selected(opts.only.as_deref());
+        needed
+            .iter()
+            .map(|spec| {
+                let sim = Simulation::load(self.scenario_path(spec), &spec.set)?;
+                Ok(sim.interrupts(spec.samples(opts, sim.samples()), spec.replications))
+            })
+            .sum()
     }
 
     /// Judge `checks` on the runs' results.
@@ -794,15 +826,8 @@ impl Experiment {
             } => {
                 let h = metric.of(&runs[run]);
                 let n = h.count();
-                // A published count of rare samples: the rate window is its Poisson interval.
-                let (low, high, counted) = match (published_count, published_samples, high) {
-                    (Some(k), Some(of), _) => {
-                        let i = decide::poisson_interval(*k as f64);
-                        (i.lo / *of as f64, i.hi / *of as f64, Some((*k, *of, i)))
-                    }
-                    (_, _, Some(high)) => (*low, *high, None),
-                    _ => unreachable!("checked when the experiment loads"),
-                };
+                let (low, high, counted) =
+                    rate_window(*low, *high, *published_count, *published_samples);
                 let (low, high) = (&low, &high);
                 let above: u64 = h
                     .iter_buckets(1)
@@ -883,13 +908,10 @@ impl Experiment {
                         let err = f.width_ns / published_ns - 1.0;
                         row.simulated =
                             format!("{:.0} ns = {:.2} MHz", f.width_ns, 1e3 / f.width_ns);
+                        let within = err.abs() <= *tolerance_rel;
                         row.value = Some(f.width_ns);
-                        row.holds = Some(err.abs() <= *tolerance_rel);
-                        row.verdict = if err.abs() <= *tolerance_rel {
-                            Verdict::Pass
-                        } else {
-                            Verdict::Fail
-                        };
+                        row.holds = Some(within);
+                        row.verdict = if within { Verdict::Pass } else { Verdict::Fail };
                         row.detail = format!(
                             "{} significant step edges; box width {:.1} ns ({:+.1}% from \
                              {published_ns} ns), a minimum {:.1} noise sigmas deep (relative \
@@ -1116,29 +1138,10 @@ pub fn planned_samples(
     dir: impl AsRef<Path>,
     opts: &ValidateOptions,
 ) -> Result<u64, ScenarioError> {
-    let mut total = 0;
-    for e in Experiment::load_dir(dir)? {
-        let edir = e.path.parent().unwrap_or(Path::new(".")).to_owned();
-        for spec in &e.file.run {
-            let needed = e.file.check.iter().any(|c| {
-                opts.only
-                    .as_deref()
-                    .is_none_or(|p| matches_pattern(c.id(), p))
-                    && c.runs().contains(&spec.id.as_str())
-            });
-            if !needed {
-                continue;
-            }
-            let scenario =
-                Simulation::load(crate::shipped::resolve(&edir, &spec.scenario), &spec.set)?;
-            let samples = opts.samples.unwrap_or(match spec.full_samples {
-                Some(full) if opts.full => full,
-                _ => scenario.samples(),
-            });
-            total += scenario.interrupts(samples, spec.replications);
-        }
-    }
-    Ok(total)
+    Experiment::load_dir(dir)?
+        .iter()
+        .map(|e| e.planned_samples(opts))
+        .sum()
 }
 
 /// Validate every experiment in `dir`.

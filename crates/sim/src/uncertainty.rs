@@ -80,6 +80,15 @@ pub struct Plan {
     pub seed: u64,
 }
 
+impl Plan {
+    /// Whether experiment `ei` has any parameter to draw.
+    fn draws_experiment(&self, ei: usize) -> bool {
+        self.runs
+            .iter()
+            .any(|r| r.experiment == ei && !r.params.is_empty())
+    }
+}
+
 /// The seed of draw `index`: from the base seed and the index alone (never from a shard count
 /// or a thread), so a point runs the same wherever it runs.
 pub fn point_seed(seed: u64, index: u64) -> u64 {
@@ -197,11 +206,7 @@ pub fn run_point(
         let (checks, needed) = e.selected(opts.only.as_deref());
         // An experiment whose files declare no ranges has nothing to draw: its rows are
         // undecided (aggregate), and running it would only measure seed noise.
-        let drawn = plan
-            .runs
-            .iter()
-            .any(|r| r.experiment == ei && !r.params.is_empty());
-        if checks.is_empty() || !drawn {
+        if checks.is_empty() || !plan.draws_experiment(ei) {
             continue;
         }
         let flags = |spec: &crate::experiment::RunSpec| -> Vec<String> {
@@ -404,18 +409,18 @@ pub fn aggregate(
                     }
                 }
                 Judged::Share { pass_share } => {
-                    let judged: Vec<bool> = holds.iter().flatten().copied().collect();
-                    row.draws = judged.len() as u32;
+                    let decided: Vec<bool> = holds.iter().flatten().copied().collect();
+                    row.draws = decided.len() as u32;
                     row.pass_share = Some(pass_share);
-                    if !judged.is_empty() {
+                    if !decided.is_empty() {
                         let share =
-                            judged.iter().filter(|&&h| h).count() as f64 / judged.len() as f64;
+                            decided.iter().filter(|&&h| h).count() as f64 / decided.len() as f64;
                         row.holds_share = Some(share);
                         row.class = classify_share(share, pass_share);
                         row.detail = format!(
                             "holds in {:.0}% of {} draws (pass: at least {:.0}%)",
                             share * 100.0,
-                            judged.len(),
+                            decided.len(),
                             pass_share * 100.0
                         );
                     } else {
@@ -459,11 +464,7 @@ fn value_detail(
     scale: Scale,
     quantity: Quantity,
 ) -> String {
-    let v = |x: f64| match quantity {
-        Quantity::Ratio => format!("{x:.2}x"),
-        Quantity::Nanoseconds => format!("{:.2} us", x / 1e3),
-        Quantity::Probability => format!("{x:.1e}"),
-    };
+    let v = |x: f64| quantity.show(x);
     let widths = |w: f64| match scale {
         Scale::Linear => v(w),
         Scale::Log => format!("{w:.1} decades"),
@@ -505,29 +506,57 @@ fn file_stem(p: &Path) -> String {
         .map_or_else(|| p.display().to_string(), |s| s.to_string_lossy().into())
 }
 
-/// Plan `draws` points over the experiments in `dir`, run them all (on all cores), and judge
-/// every selected row beside `nominal`.
-pub fn uncertainty_dir(
-    dir: impl AsRef<Path>,
-    opts: &ValidateOptions,
-    draws: u32,
-    seed: u64,
-    nominal: &ValidationReport,
-) -> Result<UncertaintyReport, ScenarioError> {
-    let experiments = Experiment::load_dir(dir)?;
-    let plan = plan(&experiments, opts.only.as_deref(), draws, seed)?;
-    use rayon::prelude::*;
-    let points = (0..plan.points.len())
-        .into_par_iter()
-        .map(|i| run_point(&experiments, &plan, i, opts))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(aggregate(
-        &experiments,
-        &plan,
-        &points,
-        nominal,
-        opts.only.as_deref(),
-    ))
+/// `validate --uncertainty`: the experiments in a directory and the draws over their ranges,
+/// planned, then run.
+pub struct Draws {
+    experiments: Vec<Experiment>,
+    plan: Plan,
+}
+
+impl Draws {
+    /// Plan `draws` points over the experiments in `dir` (the rows `only` selects).
+    pub fn prepare(
+        dir: impl AsRef<Path>,
+        only: Option<&str>,
+        draws: u32,
+        seed: u64,
+    ) -> Result<Draws, ScenarioError> {
+        let experiments = Experiment::load_dir(dir)?;
+        let plan = plan(&experiments, only, draws, seed)?;
+        Ok(Draws { experiments, plan })
+    }
+
+    /// How many interrupts the draws will simulate (for a progress bar): the runs of the
+    /// experiments with something to draw, once per draw.
+    pub fn planned_samples(&self, opts: &ValidateOptions) -> Result<u64, ScenarioError> {
+        let mut total = 0u64;
+        for (ei, e) in self.experiments.iter().enumerate() {
+            if self.plan.draws_experiment(ei) {
+                total += e.planned_samples(opts)?;
+            }
+        }
+        Ok(total.saturating_mul(self.plan.points.len() as u64))
+    }
+
+    /// Run every point on all cores and judge every selected row beside `nominal`.
+    pub fn run(
+        &self,
+        opts: &ValidateOptions,
+        nominal: &ValidationReport,
+    ) -> Result<UncertaintyReport, ScenarioError> {
+        use rayon::prelude::*;
+        let points = (0..self.plan.points.len())
+            .into_par_iter()
+            .map(|i| run_point(&self.experiments, &self.plan, i, opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(aggregate(
+            &self.experiments,
+            &self.plan,
+            &points,
+            nominal,
+            opts.only.as_deref(),
+        ))
+    }
 }
 
 #[cfg(test)]

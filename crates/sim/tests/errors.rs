@@ -5,6 +5,8 @@
 //! directory, makes one textual change and loads the result. Expected positions are computed
 //! from the modified text, never hard-coded.
 
+mod common;
+
 use irqlab_sim::scenario::{Origin, Scenario, ScenarioError};
 use std::path::{Path, PathBuf};
 
@@ -465,11 +467,7 @@ fn msi_vector_from_flag_over_the_kernels_choice() {
 /// The scenario with a quiet copy of its device, 'second', at 004:00:0 in root port `port`,
 /// with BARs of its own.
 fn with_second_device(t: &str, port: &str) -> String {
-    let start = t.find("[[device]]").expect("a device table");
-    // The device's table only: its ranges (`[range.device.0]`, after it) are the first
-    // device's.
-    let end = t[start..].find("[range.").map_or(t.len(), |i| start + i);
-    let second = t[start..end]
+    let second = common::device_table(t)
         .replace("name = \"exerciser\"", "name = \"second\"")
         .replace("bdf = \"003:00:0\"", "bdf = \"004:00:0\"")
         .replace("port = \"peg\"", &format!("port = \"{port}\""))

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::ws_text_with_absolute_paths;
+use common::{device_table, ws_text_with_absolute_paths};
 use irqlab_sim::scenario::{Outcome, Scenario};
 use std::path::{Path, PathBuf};
 
@@ -532,14 +532,4 @@ fn core_counts_and_destinations_are_checked() {
         e.contains("uhci_hcd") && e.contains("one destination"),
         "{e}"
     );
-}
-
-/// The scenario's `[[device]]` table, without the `[range.device.0]` table of its ranges that
-/// follows it: a copy is a second device, and the ranges stay the first's.
-fn device_table(text: &str) -> &str {
-    let start = text.find("[[device]]").expect("a device table");
-    let end = text[start..]
-        .find("[range.")
-        .map_or(text.len(), |i| start + i);
-    &text[start..end]
 }

@@ -399,6 +399,18 @@ pub enum Quantity {
     Probability,
 }
 
+impl Quantity {
+    /// `v` as the tables print it: `2.76x`, `1.96 us`, `3.5e-8` (a probability of 0 as `0`).
+    pub fn show(self, v: f64) -> String {
+        match self {
+            Quantity::Ratio => format!("{v:.2}x"),
+            Quantity::Nanoseconds => format!("{:.2} us", v / 1e3),
+            Quantity::Probability if v == 0.0 => "0".into(),
+            Quantity::Probability => format!("{v:.1e}"),
+        }
+    }
+}
+
 /// One parameter that drives a row: Spearman's rank correlation of the row's value with the
 /// parameter's draws.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use irqlab_report as report;
 use irqlab_report::json::Kind;
 use irqlab_sim::experiment::{planned_samples, validate_dir, ValidateOptions};
-use irqlab_sim::uncertainty::uncertainty_dir;
+use irqlab_sim::uncertainty::Draws;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -66,9 +66,9 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
             progress: Some(counter.clone()),
             ..opts.clone()
         };
-        let planned = planned_samples(&experiments, &opts)?.saturating_mul(u64::from(draws));
-        let bar = Progress::start(planned, &counter);
-        let u = uncertainty_dir(&experiments, &opts, draws, draw_seed, &v);
+        let d = Draws::prepare(&experiments, opts.only.as_deref(), draws, draw_seed)?;
+        let bar = Progress::start(d.planned_samples(&opts)?, &counter);
+        let u = d.run(&opts, &v);
         bar.finish();
         v.uncertainty = Some(u?);
     }

@@ -73,3 +73,13 @@ pub fn ws_text_with_absolute_paths() -> String {
             &abs("../../kernels/linux-2.6.18-i386-up.toml"),
         )
 }
+
+/// The scenario's `[[device]]` table, without the `[range.device.0]` table of its ranges that
+/// follows it: a copy is a second device, and the ranges stay the first's.
+pub fn device_table(text: &str) -> &str {
+    let start = text.find("[[device]]").expect("a device table");
+    let end = text[start..]
+        .find("[range.")
+        .map_or(text.len(), |i| start + i);
+    &text[start..end]
+}
