@@ -58,6 +58,19 @@ pub struct TickCosts {
     pub handler: u32,
     /// `run_timer_softirq` when no timer expires, run from `irq_exit` with interrupts on.
     pub timer_softirq: u32,
+    /// The spread of the handler's work from tick to tick (expired hrtimers, RCU's and the
+    /// scheduler's per-tick work, cache misses): each tick runs a count drawn from a lognormal
+    /// whose median is `handler` and whose logarithm has this standard deviation. 0: every tick
+    /// runs exactly `handler`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub handler_sigma: f64,
+    /// The same for `timer_softirq` (timers that expire in some ticks and not in others).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timer_softirq_sigma: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// The idle path of a kernel whose idle loop enters idle states through cpuidle

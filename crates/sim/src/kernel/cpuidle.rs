@@ -23,8 +23,14 @@ pub struct IdleState {
     pub exit_latency: SimDuration,
     /// The kernel's target residency: the shortest idle period worth entering the state for.
     pub target_residency: SimDuration,
-    /// The hardware's time to leave the state when an interrupt arrives.
+    /// The hardware's time to leave the state when an interrupt arrives: the median, when
+    /// `wake_sigma` spreads it.
     pub wake: SimDuration,
+    /// The spread of the wake time from one exit to the next: each exit takes a time drawn from
+    /// a lognormal with median `wake` and this standard deviation of its logarithm, never more
+    /// than the kernel's `exit_latency` (intel_idle's table values are measured worst cases).
+    /// 0: every exit takes exactly `wake`.
+    pub wake_sigma: f64,
     /// `poll_idle`: the core spins with interrupts enabled instead of entering a hardware state.
     pub polls: bool,
 }
@@ -58,6 +64,8 @@ pub struct Cpuidle {
     pub current: Option<(usize, SimTime)>,
     /// How often each state was entered.
     pub entered: Vec<u64>,
+    /// The stream the spread wake times are drawn from (`cpuidle.cpuN`).
+    pub rng: Option<crate::engine::Stream>,
 }
 
 impl Cpuidle {
@@ -74,6 +82,7 @@ impl Cpuidle {
             next_timer_ns: 0,
             current: None,
             entered: vec![0; n],
+            rng: None,
         }
     }
 
@@ -177,10 +186,23 @@ impl Cpuidle {
         chosen
     }
 
-    /// The hardware wake time of the state the core is in.
-    pub fn wake_time(&self) -> SimDuration {
-        self.current
-            .map_or(SimDuration::ZERO, |(i, _)| self.states[i].wake)
+    /// The hardware wake time of the state the core is in: its `wake`, or a draw around it when
+    /// the state's wake time is spread.
+    pub fn wake_time(&mut self) -> SimDuration {
+        let Some((i, _)) = self.current else {
+            return SimDuration::ZERO;
+        };
+        let s = &self.states[i];
+        match &mut self.rng {
+            Some(rng) if s.wake_sigma > 0.0 => {
+                use rand::Rng as _;
+                let z: f64 = rng.sample(rand_distr::StandardNormal);
+                let ps = s.wake.as_ps() as f64 * (s.wake_sigma * z).exp();
+                let worst = s.exit_latency.max(s.wake).as_ps() as f64;
+                SimDuration::from_ps(ps.min(worst).round() as u64)
+            }
+            _ => s.wake,
+        }
     }
 
     /// The core has left the state at `now`: learn from the idle period (menu_update): the
@@ -224,6 +246,38 @@ mod tests {
         SimDuration::from_ps(v * 1_000_000)
     }
 
+    #[test]
+    fn a_spread_wake_time_has_its_median_and_never_passes_the_worst_case() {
+        let state = IdleState {
+            name: "C1".into(),
+            exit_latency: us(2),
+            target_residency: us(2),
+            wake: SimDuration::from_ns(1000),
+            wake_sigma: 0.3,
+            polls: false,
+        };
+        let mut ci = Cpuidle::new(vec![state], None);
+        ci.rng = Some(crate::engine::RngStreams::new(5).stream("cpuidle.cpu0"));
+        let mut draws: Vec<u64> = (0..20_001)
+            .map(|_| {
+                ci.current = Some((0, SimTime::ZERO));
+                ci.wake_time().as_ps()
+            })
+            .collect();
+        draws.sort_unstable();
+        let median = draws[10_000] as f64;
+        assert!((median / 1e6 - 1.0).abs() < 0.02, "median {median} ps");
+        // ln(2) / 0.3 = 2.3 standard deviations: ~1% of draws reach the cap, none pass it.
+        let capped = draws.iter().filter(|&&d| d == 2_000_000).count();
+        assert!((100..=250).contains(&capped), "{capped} at the cap");
+        assert_eq!(*draws.last().unwrap(), 2_000_000);
+        assert!(draws[0] > 300_000);
+        // Without a spread, no draw at all: the exact wake time.
+        ci.states[0].wake_sigma = 0.0;
+        ci.current = Some((0, SimTime::ZERO));
+        assert_eq!(ci.wake_time(), SimDuration::from_ns(1000));
+    }
+
     fn skl() -> Cpuidle {
         // intel_idle skl_cstates (drivers/idle/intel_idle.c): exit latency / target residency.
         let s = |name: &str, exit: u64, res: u64| IdleState {
@@ -231,6 +285,7 @@ mod tests {
             exit_latency: us(exit),
             target_residency: us(res),
             wake: SimDuration::from_ps(exit * 500_000),
+            wake_sigma: 0.0,
             polls: name == "POLL",
         };
         Cpuidle::new(

@@ -61,7 +61,7 @@ pub fn link(k: &mut Kernel) {
     // inside the loop) before TASKLET.
     let mut handlers = Vec::new();
     if let Some(t) = &k.tick {
-        handlers.push((TIMER_SOFTIRQ as u8, Run(t.timer_softirq)));
+        handlers.push((TIMER_SOFTIRQ as u8, t.timer_softirq.step()));
     }
     handlers.push((TASKLET_SOFTIRQ as u8, Call(tasklet_action)));
     // `__do_softirq`: the handlers run with interrupts on; `if (pending && --max_restart) goto
@@ -191,7 +191,7 @@ pub fn link(k: &mut Kernel) {
                     HardirqEnter,
                     Inc(TICKS),
                     RaiseSoftirq(TIMER_SOFTIRQ as u8),
-                    Run(t.handler),
+                    t.handler.step(),
                     Call(irq_exit),
                     Return(Operand::Const(0)),
                 ]

@@ -85,8 +85,46 @@ pub struct IrqDesc {
 pub struct Tick {
     pub vector: u8,
     pub period: crate::engine::SimDuration,
-    pub handler: u32,
-    pub timer_softirq: u32,
+    pub handler: Work,
+    pub timer_softirq: Work,
+}
+
+/// How much a block of kernel code runs each time: a fixed count, or a count drawn each time
+/// from [`Kernel::drawn`] (a block whose work varies from one run to the next).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Work {
+    Fixed(u32),
+    Drawn(u8),
+}
+
+impl Work {
+    /// The step that runs it.
+    pub fn step(self) -> program::Step {
+        match self {
+            Work::Fixed(n) => program::Step::Run(n),
+            Work::Drawn(i) => program::Step::RunDrawn(i),
+        }
+    }
+}
+
+/// An instruction count drawn afresh each time its block runs: lognormal with this median and
+/// this standard deviation of its logarithm (a right-skewed spread: most runs near the median,
+/// a few much longer, never below zero), from its own random stream.
+#[derive(Clone, Debug)]
+pub struct DrawnCount {
+    pub median: f64,
+    pub sigma: f64,
+    pub rng: crate::engine::Stream,
+}
+
+impl DrawnCount {
+    pub fn draw(&mut self) -> u32 {
+        use rand::Rng as _;
+        let z: f64 = self.rng.sample(rand_distr::StandardNormal);
+        (self.median * (self.sigma * z).exp())
+            .round()
+            .clamp(0.0, f64::from(u32::MAX)) as u32
+    }
 }
 
 /// `cached_irq_mask` of i8259.c: the IMR bits Linux believes are set.
@@ -122,6 +160,8 @@ pub struct Kernel {
     pub workload: bool,
     /// FreeBSD's `cpl` masking policy, for a kernel that has it (`kernel/freebsd.rs`).
     pub spl: Option<spl::SplPolicy>,
+    /// The counts [`program::Step::RunDrawn`] draws from.
+    pub drawn: Vec<DrawnCount>,
 }
 
 impl Kernel {
@@ -141,7 +181,22 @@ impl Kernel {
             entries: linux::Entries::default(),
             workload: false,
             spl: None,
+            drawn: Vec::new(),
         }
+    }
+
+    /// A block of `median` instructions whose count is drawn each run with spread `sigma`
+    /// ([`DrawnCount`]) from the stream `rng`; a fixed count when `sigma` is 0.
+    pub fn work(&mut self, median: u32, sigma: f64, rng: crate::engine::Stream) -> Work {
+        if sigma == 0.0 {
+            return Work::Fixed(median);
+        }
+        self.drawn.push(DrawnCount {
+            median: f64::from(median),
+            sigma,
+            rng,
+        });
+        Work::Drawn(u8::try_from(self.drawn.len() - 1).expect("fewer than 256 drawn blocks"))
     }
 
     /// A new kernel variable holding `init`.
@@ -218,5 +273,32 @@ pub(crate) fn tasklet_schedule(tasklets: &mut [Tasklet], softirq: &mut SoftirqSt
         tl.scheduled = true;
         softirq.tasklet_vec.push_back(t);
         softirq.raise(softirq::TASKLET_SOFTIRQ);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_drawn_count_is_lognormal_around_its_median_and_a_fixed_one_draws_nothing() {
+        let mut k = Kernel::new(KernelInstructions::default());
+        let rng = || crate::engine::RngStreams::new(11).stream("kernel.tick.handler");
+        assert_eq!(k.work(8000, 0.0, rng()), Work::Fixed(8000));
+        assert!(k.drawn.is_empty());
+        let w = k.work(8000, 0.35, rng());
+        assert_eq!(w, Work::Drawn(0));
+        assert_eq!(w.step(), program::Step::RunDrawn(0));
+        let logs: Vec<f64> = (0..40_000)
+            .map(|_| f64::from(k.drawn[0].draw()).ln())
+            .collect();
+        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+        let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / logs.len() as f64).sqrt();
+        assert!(
+            (mean.exp() / 8000.0 - 1.0).abs() < 0.01,
+            "median {}",
+            mean.exp()
+        );
+        assert!((sd / 0.35 - 1.0).abs() < 0.02, "sigma {sd}");
     }
 }

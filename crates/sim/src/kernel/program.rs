@@ -76,6 +76,9 @@ pub enum Idt {
 pub enum Step {
     /// Execute this many instructions (a counted block of the path; not cut by an interrupt).
     Run(u32),
+    /// As `Run`, with a count drawn afresh each time from the kernel's `drawn[i]` (a block whose
+    /// work varies from run to run).
+    RunDrawn(u8),
     /// Execute this many instructions, which an interrupt cuts at the next instruction boundary
     /// when interrupts are on (FreeBSD's handlers run with interrupts on, and an interrupt of
     /// another class is taken in the middle of one). Each cache line the block spans may have
@@ -430,6 +433,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         tasklets,
         idt,
         spl,
+        drawn,
         ..
     } = &mut *cx.kernel;
     let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -485,6 +489,15 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             // event can come before they end (`calm`); otherwise they are an [`Op::Run`] of
             // their own, after which the CPU checks for an interrupt.
             Step::Run(n) => {
+                let t = cx.costs.instructions(n);
+                if cx.ahead + t < limit {
+                    cx.ahead += t;
+                } else {
+                    break Op::Run(n);
+                }
+            }
+            Step::RunDrawn(i) => {
+                let n = drawn[usize::from(i)].draw();
                 let t = cx.costs.instructions(n);
                 if cx.ahead + t < limit {
                     cx.ahead += t;

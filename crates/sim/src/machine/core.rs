@@ -33,6 +33,10 @@ pub(super) enum CpuState {
 /// of the task it runs.
 pub struct Core {
     pub timing: CpuCosts,
+    /// The timing `timing` was made from, at the clock of the moment.
+    pub(super) base: CpuTiming,
+    /// A clock that moves in time (`[cpu.frequency]`), if the platform has one.
+    pub frequency: Option<Frequency>,
     pub(super) halt_exit: SimDuration,
     pub lapic: LocalApic,
     pub(super) state: CpuState,
@@ -96,11 +100,25 @@ impl ColdCode {
     }
 }
 
+/// The core's clock under hardware power management: held for an exponentially distributed
+/// time, then moved to a clock drawn uniformly in `low_hz..high_hz` (`[cpu.frequency]`).
+#[derive(Clone, Debug)]
+pub struct Frequency {
+    pub low_hz: f64,
+    pub high_hz: f64,
+    pub mean_hold: SimDuration,
+    pub rng: crate::engine::Stream,
+    /// Changes so far.
+    pub changes: u64,
+}
+
 impl Core {
     pub fn new(timing: CpuTiming, lapic: LocalApic) -> Self {
         Core {
             halt_exit: timing.halt_exit,
             timing: timing.costs(),
+            base: timing,
+            frequency: None,
             lapic,
             state: CpuState::Running,
             intr_line: false,
@@ -120,6 +138,12 @@ impl Core {
             from_user: false,
             cold: None,
         }
+    }
+
+    /// Run at `clock_hz` from now on: every cost in core cycles or instructions scales with it.
+    pub(super) fn set_clock(&mut self, clock_hz: f64) {
+        self.base.clock_hz = clock_hz;
+        self.timing = self.base.costs();
     }
 
     /// The time `n` instructions of kernel code take, with the lines they miss.

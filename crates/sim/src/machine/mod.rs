@@ -28,7 +28,7 @@ mod packets;
 
 pub use self::board::Phase;
 use self::core::CpuState;
-pub use self::core::{ColdCode, Core};
+pub use self::core::{ColdCode, Core, Frequency};
 use self::packets::Packet;
 
 /// Events. Small and `Copy`: packets live in a slab and are named by index.
@@ -64,6 +64,8 @@ enum Ev {
     Board(u8, u8),
     /// The workload's phase i begins.
     Phase(u8),
+    /// Core c's clock moves (`[cpu.frequency]`).
+    Frequency(u8),
 }
 
 /// Counters a run reports besides the latencies.
@@ -302,6 +304,12 @@ impl Machine {
             self.next_smi = SimTime::ZERO + gap;
             self.q.schedule_in(gap, Ev::Smi);
         }
+        for (c, core) in self.cores.iter_mut().enumerate() {
+            if let Some(f) = &mut core.frequency {
+                let hold = crate::engine::exponential(&mut f.rng, f.mean_hold);
+                self.q.schedule_in(hold, Ev::Frequency(c as u8));
+            }
+        }
         self.start_board();
         for k in 0..self.devices.len() {
             if self.devices[k].cfg.generates {
@@ -350,6 +358,7 @@ impl Machine {
                 Ev::WorkArrives(c) => self.work_arrives(usize::from(c)),
                 Ev::Board(j, w) => self.on_board_timer(j, w),
                 Ev::Phase(i) => self.set_phase(usize::from(i)),
+                Ev::Frequency(c) => self.on_frequency(usize::from(c)),
             }
             if let Some(p) = &mut self.pps {
                 if let crate::devices::Board::CounterCard(card) = &self.board[self.pps_card] {
@@ -439,6 +448,25 @@ impl Machine {
         self.poke_cpu(c);
         self.cores[c].next_tick = Some(self.q.now() + period);
         self.q.schedule_in(period, Ev::Tick(c as u8));
+    }
+
+    /// Core c's clock moves to a new one, held until the next move. Code the core has already
+    /// run ahead of the clock keeps the old clock's time (the move lands between two steps).
+    pub(super) fn on_frequency(&mut self, c: usize) {
+        if !self.wants_more() {
+            return;
+        }
+        use rand::Rng as _;
+        let core = &mut self.cores[c];
+        let f = core
+            .frequency
+            .as_mut()
+            .expect("frequency events only with [cpu.frequency]");
+        let clock_hz = f.rng.gen_range(f.low_hz..=f.high_hz);
+        let hold = crate::engine::exponential(&mut f.rng, f.mean_hold);
+        f.changes += 1;
+        core.set_clock(clock_hz);
+        self.q.schedule_in(hold, Ev::Frequency(c as u8));
     }
 
     /// An SMI: every core is in System Management Mode for its duration, whatever it was doing

@@ -22,7 +22,7 @@ use crate::kernel::drivers::{self, Registers};
 use crate::kernel::Tick;
 use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
-use crate::machine::{ColdCode, Core, Machine, Smi};
+use crate::machine::{ColdCode, Core, Frequency, Machine, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::SERIES_POINTS;
 use crate::topology::route::Request;
@@ -175,12 +175,21 @@ impl Scenario {
                             exit_latency: ns(s.exit_latency_us * 1e3),
                             target_residency: ns(s.target_residency_us * 1e3),
                             wake: ns(s.wake_ns),
+                            wake_sigma: s.wake_sigma,
                             polls: s.polls,
                         })
                         .collect();
-                    core.cpuidle =
-                        Some(Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3))));
+                    let mut ci = Cpuidle::new(states, Some(ns(idle.latency_limit_us * 1e3)));
+                    ci.rng = Some(rng.stream(&format!("cpuidle.cpu{i}")));
+                    core.cpuidle = Some(ci);
                 }
+                core.frequency = p.cpu.frequency.as_ref().map(|f| Frequency {
+                    low_hz: f.low_hz,
+                    high_hz: f.high_hz,
+                    mean_hold: ns(f.hold_us * 1e3),
+                    rng: rng.stream(&format!("frequency.cpu{i}")),
+                    changes: 0,
+                });
                 core.work =
                     self.file.workload.as_ref().map(|w| {
                         WorkState::new(w.clone(), rng.stream(&format!("workload.cpu{i}")))
@@ -210,11 +219,21 @@ impl Scenario {
                             format!("{} is not a vector 32..255", t.vector),
                         )
                     })?;
+                let handler = kernel.work(
+                    t.handler,
+                    t.handler_sigma,
+                    rng.stream("kernel.tick.handler"),
+                );
+                let timer_softirq = kernel.work(
+                    t.timer_softirq,
+                    t.timer_softirq_sigma,
+                    rng.stream("kernel.tick.timer_softirq"),
+                );
                 kernel.tick = Some(Tick {
                     vector,
                     period: SimDuration::from_ps(1_000_000_000_000 / u64::from(t.hz)),
-                    handler: t.handler,
-                    timer_softirq: t.timer_softirq,
+                    handler,
+                    timer_softirq,
                 });
             }
         }

@@ -183,6 +183,7 @@ impl Scenario {
                 "us",
             )?;
             self.in_range(&key("wake_ns"), st.wake_ns, 0.0, 1e9, "ns")?;
+            self.in_range(&key("wake_sigma"), st.wake_sigma, 0.0, 3.0, "")?;
             if st.target_residency_us < last_residency {
                 return Err(self.invalid(
                     &key("target_residency_us"),
@@ -191,6 +192,31 @@ impl Scenario {
                 ));
             }
             last_residency = st.target_residency_us;
+        }
+        if let Some(f) = &p.cpu.frequency {
+            self.in_range("platform.cpu.frequency.low_hz", f.low_hz, 1e6, 1e11, "Hz")?;
+            self.in_range("platform.cpu.frequency.high_hz", f.high_hz, 1e6, 1e11, "Hz")?;
+            self.in_range("platform.cpu.frequency.hold_us", f.hold_us, 1.0, 1e9, "us")?;
+            if !(f.low_hz..=f.high_hz).contains(&p.cpu.clock_hz) {
+                return Err(self.invalid(
+                    "platform.cpu.frequency.low_hz",
+                    format!(
+                        "the clock moves between {} and {} Hz, but the core starts at clock_hz = \
+                         {} Hz, outside them: give low_hz <= clock_hz <= high_hz",
+                        f.low_hz, f.high_hz, p.cpu.clock_hz
+                    ),
+                ));
+            }
+        }
+        if let Some(t) = &self.kernel.tick {
+            self.in_range("kernel.tick.handler_sigma", t.handler_sigma, 0.0, 3.0, "")?;
+            self.in_range(
+                "kernel.tick.timer_softirq_sigma",
+                t.timer_softirq_sigma,
+                0.0,
+                3.0,
+                "",
+            )?;
         }
         if let Some(smi) = &p.smi {
             self.in_range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;

@@ -61,8 +61,12 @@ pub struct IdleStateSection {
     /// The driver's exit latency and target residency (what the governor decides with).
     pub exit_latency_us: f64,
     pub target_residency_us: f64,
-    /// The hardware's time to leave the state on an interrupt.
+    /// The hardware's time to leave the state on an interrupt (the median when spread).
     pub wake_ns: f64,
+    /// The spread of the wake time: the standard deviation of its logarithm (a lognormal with
+    /// median `wake_ns`, capped at `exit_latency_us`). 0 or absent: always `wake_ns`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wake_sigma: f64,
     /// `poll_idle`: spin with interrupts on instead of entering a hardware state.
     #[serde(default)]
     pub polls: bool,
@@ -93,6 +97,21 @@ pub struct CpuSection {
     /// HLT with `halt_exit_ns`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle_states: Vec<IdleStateSection>,
+    /// A clock that moves in time (hardware P-states, HWP). Absent: always `clock_hz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency: Option<FrequencySection>,
+}
+
+/// `[cpu.frequency]`: the core's clock as the hardware's power management moves it. Each core
+/// starts at `clock_hz`; after a hold of exponentially distributed length (mean `hold_us`) it
+/// moves to a clock drawn uniformly between `low_hz` and `high_hz`, and so on. Kernel code runs
+/// at the clock of the moment; the wake from an idle state and the fabric do not depend on it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrequencySection {
+    pub low_hz: f64,
+    pub high_hz: f64,
+    pub hold_us: f64,
 }
 
 /// `[cpu.cache]`: what a cold line of kernel code costs.
@@ -324,4 +343,8 @@ pub enum DriverName {
     RoundTrip,
     /// Status reads and a clear write.
     Generic,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
