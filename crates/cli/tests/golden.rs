@@ -35,7 +35,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("seed002-ber", &["sim", "seed002/fpga", "--samples", "20000", "--set", "device.0.bit_error_rate=1e-6"]),
     ("seed002-smi", &["sim", "seed002/fpga", "--samples", "20000", "--set", "platform.smi.rate_per_s=200"]),
     ("seed002-idle-limit", &["sim", "seed002/fpga", "--samples", "20000", "--set", "kernel.idle.latency_limit_us=0"]),
-    ("seed002-clock", &["sim", "seed002/fpga", "--samples", "20000", "--set", "platform.cpu.clock_hz=2.0e9"]),
+    ("seed002-clock", &["sim", "seed002/fpga", "--samples", "20000", "--set", "platform.cpu.clock_hz=2.0e9", "--set", "platform.cpu.frequency.low_hz=2.0e9", "--set", "platform.cpu.frequency.high_hz=2.0e9"]),
     ("seed002-tick1000", &["sim", "seed002/fpga", "--samples", "20000", "--set", "kernel.tick.hz=1000"]),
     ("seed002-no-sharer", &["sim", "seed002/fpga", "--samples", "20000", "--set", "device.1.interrupts=none"]),
     ("seed002-from-service", &["sim", "seed002/fpga", "--samples", "20000", "--set", "device.0.interval_from=service", "--set", "device.0.interval_us=3"]),

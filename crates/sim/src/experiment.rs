@@ -44,16 +44,22 @@ pub struct RunSpec {
     /// Independent replications the samples are split over (all cores; merged histograms).
     #[serde(default = "one")]
     pub replications: u32,
+    /// The samples each draw of `validate --uncertainty` runs, where fewer than the default
+    /// resolve the run's rows (a median, a rate of 1e-4); absent: the default.
+    #[serde(default)]
+    pub draw_samples: Option<u64>,
 }
 
 impl RunSpec {
     /// The samples the run takes: `--samples`, else the published count under `--full`, else
-    /// the scenario's own (`default`).
+    /// in an uncertainty draw its `draw_samples`, else the scenario's own (`default`).
     fn samples(&self, opts: &ValidateOptions, default: u64) -> u64 {
-        opts.samples.unwrap_or(match self.full_samples {
-            Some(full) if opts.full => full,
-            _ => default,
-        })
+        opts.samples
+            .unwrap_or(match (self.full_samples, self.draw_samples) {
+                (Some(full), _) if opts.full => full,
+                (_, Some(draw)) if opts.draw => draw,
+                _ => default,
+            })
     }
 }
 
@@ -432,6 +438,8 @@ pub struct ValidateOptions {
     pub samples: Option<u64>,
     /// Run the published sample counts (`full_samples`) instead of the shorter defaults.
     pub full: bool,
+    /// These runs are draws of `validate --uncertainty`: runs with `draw_samples` take those.
+    pub draw: bool,
     /// Interrupts raised so far across all runs, for a progress display.
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }

@@ -529,6 +529,10 @@ impl Draws {
     /// How many interrupts the draws will simulate (for a progress bar): the runs of the
     /// experiments with something to draw, once per draw.
     pub fn planned_samples(&self, opts: &ValidateOptions) -> Result<u64, ScenarioError> {
+        let opts = &ValidateOptions {
+            draw: true,
+            ..opts.clone()
+        };
         let mut total = 0u64;
         for (ei, e) in self.experiments.iter().enumerate() {
             if self.plan.draws_experiment(ei) {
@@ -545,6 +549,10 @@ impl Draws {
         nominal: &ValidationReport,
     ) -> Result<UncertaintyReport, ScenarioError> {
         use rayon::prelude::*;
+        let opts = &ValidateOptions {
+            draw: true,
+            ..opts.clone()
+        };
         let points = (0..self.plan.points.len())
             .into_par_iter()
             .map(|i| run_point(&self.experiments, &self.plan, i, opts))

@@ -54,6 +54,7 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
         only,
         samples,
         full,
+        draw: false,
         progress: Some(counter.clone()),
     };
     let bar = Progress::start(planned_samples(&experiments, &opts)?, &counter);

@@ -202,7 +202,8 @@ impl Scenario {
                     "platform.cpu.frequency.low_hz",
                     format!(
                         "the clock moves between {} and {} Hz, but the core starts at clock_hz = \
-                         {} Hz, outside them: give low_hz <= clock_hz <= high_hz",
+                         {} Hz, outside them: give low_hz <= clock_hz <= high_hz (to run at one \
+                         clock, set platform.cpu.frequency.low_hz and high_hz to it as well)",
                         f.low_hz, f.high_hz, p.cpu.clock_hz
                     ),
                 ));
