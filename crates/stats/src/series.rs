@@ -174,6 +174,32 @@ impl SeriesPoint {
                 return;
             }
         }
+        if self.values.len() == MAX_RANGES {
+            // Full, and the sample lies between two ranges (or beyond the last): the range
+            // beside it that grows least by `compress`'s measure (its width times its samples)
+            // takes it. Inserting it and merging the cheapest pair would cost a pass over every
+            // pair for nearly every sample of a run whose latencies spread; while a stretch has
+            // at most MAX_RANGES values the ranges stay exact either way.
+            let grow_left = i.checked_sub(1).map(|k| {
+                let r = self.values[k];
+                ((ns - r.lo_ns).saturating_mul(r.count + 1), k)
+            });
+            let grow_right = self
+                .values
+                .get(i)
+                .map(|r| ((r.hi_ns - ns).saturating_mul(r.count + 1), i));
+            let (_, k) = match (grow_left, grow_right) {
+                (Some(l), Some(r)) if r.0 < l.0 => r,
+                (Some(l), _) => l,
+                (None, Some(r)) => r,
+                (None, None) => unreachable!("a full point has ranges"),
+            };
+            let r = &mut self.values[k];
+            r.lo_ns = r.lo_ns.min(ns);
+            r.hi_ns = r.hi_ns.max(ns);
+            r.count += 1;
+            return;
+        }
         self.values.insert(
             i,
             ValueRange {
@@ -182,10 +208,6 @@ impl SeriesPoint {
                 count: 1,
             },
         );
-        if self.values.len() > MAX_RANGES {
-            let n = compress(&mut self.values[..]);
-            self.values.truncate(n);
-        }
     }
 
     /// This point followed by the next one, as one.
@@ -253,14 +275,25 @@ pub fn merge_ranges(a: &[ValueRange], b: &[ValueRange]) -> Vec<ValueRange> {
 /// outliers costs almost nothing. Ties go to the lower pair, so the result is deterministic.
 /// Returns how many ranges are left at the front of `ranges`.
 fn compress(ranges: &mut [ValueRange]) -> usize {
+    // The cost of merging pair j. In u64, saturating: a product above 1.8e19 (a 10 s range
+    // holding 1.8e9 samples in one point) would need a run far longer than any here, and it
+    // would only tie with another such pair. This loop runs for nearly every sample of a run
+    // whose latencies spread (a stretch sees more than MAX_RANGES values), so it is kept to
+    // integer compares.
+    let cost = |a: ValueRange, b: ValueRange| {
+        (a.hi_ns.max(b.hi_ns) - a.lo_ns).saturating_mul(a.count + b.count)
+    };
     let mut n = ranges.len();
     while n > MAX_RANGES {
-        let j = (0..n - 1)
-            .min_by_key(|&j| {
-                let (a, b) = (ranges[j], ranges[j + 1]);
-                u128::from(a.hi_ns.max(b.hi_ns) - a.lo_ns) * u128::from(a.count + b.count)
-            })
-            .expect("more than MAX_RANGES ranges");
+        // The first pair of least cost (ties go to the lower pair).
+        let mut j = 0;
+        let mut least = cost(ranges[0], ranges[1]);
+        for k in 1..n - 1 {
+            let c = cost(ranges[k], ranges[k + 1]);
+            if c < least {
+                (j, least) = (k, c);
+            }
+        }
         let b = ranges[j + 1];
         let a = &mut ranges[j];
         a.hi_ns = a.hi_ns.max(b.hi_ns);
