@@ -5,9 +5,10 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// Exit statuses, as every command's `--help` states them (the values are `main.rs`'s).
-const EXIT_ALL: &str = "Exit status: 0 done; 1 a validation row fails or is undecided (validate); \
-2 bad input (a file, a flag, a configuration hardware cannot have) or a measurement that cannot \
-run; 3 a host setting could not be put back (the message says how to by hand).";
+const EXIT_ALL: &str = "Exit status: 0 done; 1 a validation row fails or is undecided (validate, \
+sweep merge of draws); 2 bad input (a file, a flag, a configuration hardware cannot have) or a \
+measurement that cannot run; 3 a host setting could not be put back (the message says how to by \
+hand).";
 const EXIT_SIM: &str = "Exit status: 0 done; 2 bad input (a file, a flag, a configuration \
 hardware cannot have) or a run that cannot complete.";
 const EXIT_VALIDATE: &str = "Exit status: 0 every row passes; 1 a row fails or is undecided (too \

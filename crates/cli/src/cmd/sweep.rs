@@ -47,7 +47,7 @@ struct GridSettings<'a> {
 }
 
 fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
-    super::check_outputs(Some(&a.out), None).with_context(|| "--out")?;
+    report::check_writable(&a.out).with_context(|| "--out")?;
     let (manifest, made) = match a.draws {
         Some(draws) => {
             let dir = match &a.experiments {
