@@ -1239,6 +1239,45 @@ mod tests {
     }
 
     #[test]
+    fn a_manifest_edited_or_planned_over_other_ranges_is_refused() {
+        let plan = || {
+            plan_draws(
+                &crate::shipped::experiments_dir(),
+                Some("msi-ws-*"),
+                Some(100),
+                false,
+                3,
+                1,
+            )
+            .unwrap()
+        };
+        let Manifest::Draws(d) = plan() else {
+            unreachable!()
+        };
+        assert_eq!(d.points.len(), 4);
+        assert!(matches!(d.points[3], DrawPoint::Nominal { index: 3 }));
+        assert!(Sweep::prepare(plan()).is_ok());
+        // The files' range is not the one planned over.
+        let mut stale = d.clone();
+        stale.parameters[0].high *= 2.0;
+        let e = Sweep::prepare(Manifest::Draws(stale)).err().unwrap();
+        assert!(matches!(e, SweepError::Stale(_)), "{e}");
+        // A seed or a key edited by hand.
+        let mut edited = d.clone();
+        if let DrawPoint::Draw { seed, .. } = &mut edited.points[1] {
+            *seed += 1;
+        }
+        let e = Sweep::prepare(Manifest::Draws(edited)).err().unwrap();
+        assert!(e.to_string().contains("draw 1 has seed"), "{e}");
+        let mut edited = d;
+        if let DrawPoint::Draw { set, .. } = &mut edited.points[0] {
+            set[0] = "no.such.key=1".into();
+        }
+        let e = Sweep::prepare(Manifest::Draws(edited)).err().unwrap();
+        assert!(matches!(e, SweepError::Manifest(_)), "{e}");
+    }
+
+    #[test]
     fn row_values_cross_json_exactly() {
         for v in [
             Some(0.1 + 0.2),
