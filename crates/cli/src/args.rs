@@ -5,9 +5,10 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// Exit statuses, as every command's `--help` states them (the values are `main.rs`'s).
-const EXIT_ALL: &str = "Exit status: 0 done; 1 a validation row fails or is undecided (validate); \
-2 bad input (a file, a flag, a configuration hardware cannot have) or a measurement that cannot \
-run; 3 a host setting could not be put back (the message says how to by hand).";
+const EXIT_ALL: &str = "Exit status: 0 done; 1 a validation row fails or is undecided (validate, \
+sweep merge of draws); 2 bad input (a file, a flag, a configuration hardware cannot have) or a \
+measurement that cannot run; 3 a host setting could not be put back (the message says how to by \
+hand).";
 const EXIT_SIM: &str = "Exit status: 0 done; 2 bad input (a file, a flag, a configuration \
 hardware cannot have) or a run that cannot complete.";
 const EXIT_VALIDATE: &str = "Exit status: 0 every row passes; 1 a row fails or is undecided (too \
@@ -21,6 +22,10 @@ const EXIT_MEASURE: &str = "Exit status: 0 done, also when stopped early by Ctrl
 (the results so far are shown); 2 bad input or a measurement that cannot run here; 3 a host \
 setting could not be put back (the message says how to by hand).";
 const EXIT_LIST: &str = "Exit status: 0.";
+const EXIT_SWEEP: &str = "Exit status: 0 done (merge of draws: every row passes); 1 (merge of \
+draws) a row fails or is undecided; 2 bad input, a run that cannot complete, or (merge) points \
+without a result (the message names the shards to run again) or a point twice with different \
+results.";
 
 #[derive(Parser)]
 #[command(
@@ -60,6 +65,113 @@ pub enum Command {
     /// scenarios `irqlab sim` runs by name.
     #[command(after_help = EXIT_LIST)]
     List,
+    /// Sweeps beyond one machine: plan uncertainty draws or a what-if grid as a manifest of
+    /// points, run shard I of N of them anywhere (a Slurm job array task, say), merge the
+    /// shards' results into the report one machine would print.
+    #[command(subcommand, after_help = EXIT_SWEEP)]
+    Sweep(Sweep),
+}
+
+#[derive(Subcommand)]
+pub enum Sweep {
+    /// Write a manifest of points: N uncertainty draws (--draws, as validate --uncertainty N
+    /// runs them, and the nominal validation), or a what-if grid over one scenario (--scenario
+    /// with --grid). Every point carries its seed, derived from the point alone, and its
+    /// values as the exact --set text.
+    #[command(after_help = EXIT_SWEEP)]
+    Plan(SweepPlanArgs),
+    /// Run shard I of N of a manifest's points (those whose index is I modulo N), on all cores,
+    /// and write their results to DIR/shard-I-of-N.json.
+    #[command(after_help = EXIT_SWEEP)]
+    Run(SweepRunArgs),
+    /// Merge the shards' results in DIR: every point exactly once (else the shards to run
+    /// again are named), then the report: for draws the validation with its uncertainty
+    /// section, as validate --uncertainty N prints it; for a grid a table of every cell.
+    #[command(after_help = EXIT_SWEEP)]
+    Merge(SweepMergeArgs),
+}
+
+#[derive(Args)]
+pub struct SweepPlanArgs {
+    /// Write the manifest to FILE (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Uncertainty draws: N Latin-hypercube draws over the ranges the experiments' files
+    /// declare, as validate --uncertainty N draws them.
+    #[arg(long, value_name = "N", required_unless_present = "scenario",
+          conflicts_with = "scenario",
+          value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub draws: Option<u32>,
+    /// The seed of the draws (as validate's --draw-seed).
+    #[arg(long, value_name = "SEED", default_value_t = 1, requires = "draws")]
+    pub draw_seed: u64,
+    /// Directory of experiment files (default: the experiments shipped in irqlab).
+    #[arg(long, value_name = "DIR", requires = "draws")]
+    pub experiments: Option<PathBuf>,
+    /// Only rows whose id matches (substring, or a pattern with `*`).
+    #[arg(long, value_name = "PATTERN", requires = "draws")]
+    pub only: Option<String>,
+    /// Run the published sample counts where they are long (as validate --full).
+    #[arg(long, requires = "draws", conflicts_with = "samples")]
+    pub full: bool,
+    /// A what-if grid over this scenario: a file, or the name of a shipped one (`seed000/ws`).
+    #[arg(long, value_name = "SCENARIO", requires = "grid")]
+    pub scenario: Option<PathBuf>,
+    /// One axis of the grid: a --set key and its values, e.g. `delivery=msi,ioapic,xtpic`.
+    /// Repeatable; the grid is every combination of the axes' values (the first axis varies
+    /// slowest).
+    #[arg(long = "grid", value_name = "KEY=V1,V2,...", requires = "scenario")]
+    pub grid: Vec<String>,
+    /// Override a parameter in every grid point, before the point's own values. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "scenario")]
+    pub set: Vec<String>,
+    /// The seed of every grid cell's first point (default: the scenario's `seed`); every cell
+    /// takes the same seeds, so differences between cells are the parameters', not noise.
+    #[arg(long, value_name = "SEED", requires = "scenario")]
+    pub seed: Option<u64>,
+    /// Points per grid cell, each with its own seed; the merge adds their histograms (N times
+    /// the samples, run in parallel).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "scenario",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub repeat: u32,
+    /// Interrupts per run: for draws every run's count (as validate --samples), for a grid each
+    /// point's (default: the scenario's `samples`).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub samples: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct SweepRunArgs {
+    /// The manifest `irqlab sweep plan` wrote.
+    pub manifest: PathBuf,
+    /// This shard's index, 0 to N-1 (default: $SLURM_ARRAY_TASK_ID, as in a Slurm job array).
+    #[arg(long, value_name = "I")]
+    pub shard: Option<u32>,
+    /// How many shards there are (default: $SLURM_ARRAY_TASK_COUNT). Give it in a job script
+    /// when a task may be run again alone (sbatch --array=2 has a task count of 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub of: Option<u32>,
+    /// Directory for the results (created if missing): DIR/shard-I-of-N.json, written whole or
+    /// not at all.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Args)]
+pub struct SweepMergeArgs {
+    /// The manifest `irqlab sweep plan` wrote.
+    pub manifest: PathBuf,
+    /// The directory the shards wrote their results to (every *.json file in it that is a
+    /// shard's result is read).
+    pub results: PathBuf,
+    /// Also write the merged result as JSON to FILE: for draws a validation (as validate
+    /// --json), for a grid a grid report.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw SVG figures into DIR: for draws as validate --uncertainty --plot, for a grid every
+    /// cell's latencies overlaid.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -67,6 +67,11 @@ fn run(cli: Cli, inv: &made::Invocation) -> anyhow::Result<ExitCode> {
         Command::Measure(Measure::Timer(a)) => cmd::measure::timer(a, inv)?,
         Command::Measure(Measure::Irqs(a)) => cmd::measure::irqs(a, inv)?,
         Command::List => cmd::list::run()?,
+        Command::Sweep(a) => {
+            if !cmd::sweep::run(a, inv)? {
+                return Ok(ExitCode::from(EXIT_VALIDATION_FAILED));
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

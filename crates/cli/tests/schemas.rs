@@ -40,6 +40,81 @@ fn output(args: &[&str], dir: &Path, name: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
+/// The files of a sweep: manifests, shard results and merges, of draws and of a grid (seed
+/// 004's, whose metrics have phases and a quantum).
+fn sweep_outputs(dir: &Path) -> Vec<(&'static str, serde_json::Value)> {
+    let irqlab = |args: &[&str]| {
+        let out = Command::cargo_bin("irqlab")
+            .unwrap()
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        // A merge of draws exits 1 when a nominal row fails; it still writes its file.
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "irqlab {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    };
+    irqlab(&[
+        "sweep",
+        "plan",
+        "--out",
+        "draws.json",
+        "--only",
+        "msi-ws-*",
+        "--samples",
+        "200",
+        "--draws",
+        "3",
+    ]);
+    irqlab(&[
+        "sweep",
+        "plan",
+        "--out",
+        "grid.json",
+        "--scenario",
+        "seed004/pps",
+        "--grid",
+        "pps.jitter_ns=50,500",
+        "--samples",
+        "100",
+    ]);
+    for m in ["draws", "grid"] {
+        irqlab(&[
+            "sweep",
+            "run",
+            &format!("{m}.json"),
+            "--shard",
+            "0",
+            "--of",
+            "1",
+            "--out",
+            m,
+        ]);
+        irqlab(&[
+            "sweep",
+            "merge",
+            &format!("{m}.json"),
+            m,
+            "--json",
+            &format!("{m}-merged.json"),
+        ]);
+    }
+    vec![
+        ("sweep plan of draws", read("draws.json")),
+        ("sweep run of draws", read("draws/shard-0-of-1.json")),
+        ("sweep merge of draws", read("draws-merged.json")),
+        ("sweep plan of a grid", read("grid.json")),
+        ("sweep run of a grid", read("grid/shard-0-of-1.json")),
+        ("sweep merge of a grid", read("grid-merged.json")),
+    ]
+}
+
 fn assert_valid(v: &jsonschema::Validator, json: &serde_json::Value, what: &str) {
     let errors: Vec<String> = v
         .iter_errors(json)
@@ -164,6 +239,7 @@ fn every_output_validates_against_the_shipped_schema() {
     } else {
         eprintln!("measure irqs not checked: not root");
     }
+    outputs.extend(sweep_outputs(d));
     for (what, json) in &outputs {
         assert_valid(&v, json, what);
     }
@@ -196,5 +272,13 @@ fn every_output_validates_against_the_shipped_schema() {
     assert!(!v.is_valid(&broken));
     let mut broken = outputs[0].1.clone();
     broken["result"]["metrics"][0]["summary"]["count"] = (-1).into();
+    assert!(!v.is_valid(&broken));
+    // A shard without its manifest's fingerprint, a manifest dressed as a shard.
+    let sweep = |what: &str| &outputs.iter().find(|(w, _)| *w == what).unwrap().1;
+    let mut broken = sweep("sweep run of a grid").clone();
+    broken["result"]["manifest_fingerprint"] = "".into();
+    assert!(!v.is_valid(&broken));
+    let mut broken = sweep("sweep plan of draws").clone();
+    broken["kind"] = "sweep-shard".into();
     assert!(!v.is_valid(&broken));
 }

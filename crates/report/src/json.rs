@@ -27,6 +27,28 @@ pub enum Kind {
     MeasureIrqs,
     /// `irqlab host`: an interrupt inventory.
     Host,
+    /// `irqlab sweep plan`: a sweep's manifest of points.
+    SweepPlan,
+    /// `irqlab sweep run`: one shard's results, point by point.
+    SweepShard,
+    /// `irqlab sweep merge` of a what-if grid: a grid report. (The merge of uncertainty draws
+    /// is a validation, `validate`.)
+    Sweep,
+}
+
+impl Kind {
+    /// The command that writes it, for messages: `irqlab sweep plan`.
+    pub fn command(self) -> String {
+        let name = serde_json::to_value(self)
+            .ok()
+            .and_then(|k| k.as_str().map(str::to_string))
+            .unwrap_or_default();
+        match self {
+            Kind::SweepShard => "irqlab sweep run".into(),
+            Kind::Sweep => "irqlab sweep merge".into(),
+            _ => format!("irqlab {}", name.replace('-', " ")),
+        }
+    }
 }
 
 /// How a result was made: everything of the envelope but the result.
@@ -86,6 +108,34 @@ pub enum ReadError {
         "it has schema_version {0}, newer than this irqlab reads ({SCHEMA_VERSION}); update irqlab"
     )]
     Newer(u64),
+    #[error("it is not a file irqlab wrote (no schema_version); {0}")]
+    NotIrqlabFile(String),
+    #[error("it was written by `{found}`; {expected}")]
+    OtherKind { found: String, expected: String },
+}
+
+/// The result of kind `kind` from a file irqlab wrote, with how it was made. `wanted` says
+/// what the file should be, for the message when it is not (`give the manifest irqlab sweep
+/// plan wrote`).
+pub fn read_result<T: serde::de::DeserializeOwned>(
+    text: &str,
+    kind: Kind,
+    wanted: &str,
+) -> Result<(Made, T), ReadError> {
+    let v: serde_json::Value = serde_json::from_str(text)?;
+    match v.get("schema_version").and_then(serde_json::Value::as_u64) {
+        None => return Err(ReadError::NotIrqlabFile(wanted.into())),
+        Some(n) if n > u64::from(SCHEMA_VERSION) => return Err(ReadError::Newer(n)),
+        Some(_) => {}
+    }
+    let e: Envelope<serde_json::Value> = serde_json::from_value(v)?;
+    if e.kind != kind {
+        return Err(ReadError::OtherKind {
+            found: e.kind.command(),
+            expected: wanted.into(),
+        });
+    }
+    Ok((e.made, serde_json::from_value(e.result)?))
 }
 
 /// A run from a file written by `sim --json` or `measure timer --json`: the envelope of schema
@@ -104,10 +154,7 @@ pub fn read_run(text: &str) -> Result<(Option<Made>, RunReport), ReadError> {
                     Ok((Some(e.made), serde_json::from_value(e.result)?))
                 }
                 other => Err(ReadError::NotARun(
-                    serde_json::to_value(other)
-                        .ok()
-                        .and_then(|k| k.as_str().map(|s| s.replace('-', " ")))
-                        .unwrap_or_default(),
+                    other.command().trim_start_matches("irqlab ").into(),
                 )),
             }
         }
@@ -169,6 +216,22 @@ mod tests {
         assert!(read_run("{").is_err());
         let e = read_run("{}").unwrap_err().to_string();
         assert!(e.contains("not a run result of irqlab"), "{e}");
+    }
+
+    #[test]
+    fn a_result_of_another_kind_is_refused_by_its_command() {
+        let text = to_json(Kind::SweepShard, &made(), &serde_json::json!({"x": 1})).unwrap();
+        let (m, v) = read_result::<serde_json::Value>(&text, Kind::SweepShard, "w").unwrap();
+        assert_eq!((m, v), (made(), serde_json::json!({"x": 1})));
+        let e = read_result::<serde_json::Value>(&text, Kind::SweepPlan, "give the manifest")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "it was written by `irqlab sweep run`; give the manifest");
+        let e = read_result::<serde_json::Value>("{}", Kind::SweepPlan, "give the manifest")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a file irqlab wrote"), "{e}");
+        assert_eq!(Kind::Sweep.command(), "irqlab sweep merge");
     }
 
     #[test]

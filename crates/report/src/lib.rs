@@ -15,6 +15,7 @@ pub mod inventory;
 pub mod json;
 pub mod plot;
 pub mod spike;
+pub mod sweep;
 pub mod table;
 pub mod text;
 
@@ -23,6 +24,7 @@ use std::path::Path;
 
 pub use activity::irq_activity_text;
 pub use inventory::inventory_text;
+pub use sweep::grid_text;
 pub use text::{run_text, uncertainty_text, validation_text};
 
 /// Errors writing results.

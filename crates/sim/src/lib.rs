@@ -28,6 +28,7 @@ pub mod result;
 pub mod scenario;
 pub mod shipped;
 pub mod simulation;
+pub mod sweep;
 pub(crate) mod text;
 pub mod topology;
 pub mod uncertainty;

@@ -81,8 +81,22 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The parameters' names: the key, with its file where two files declare the same key.
+    pub fn names(&self) -> Vec<String> {
+        self.parameters
+            .iter()
+            .map(|p| {
+                if self.parameters.iter().filter(|q| q.key == p.key).count() > 1 {
+                    format!("{}@{}", p.key, file_stem(&p.file))
+                } else {
+                    p.key.clone()
+                }
+            })
+            .collect()
+    }
+
     /// Whether experiment `ei` has any parameter to draw.
-    fn draws_experiment(&self, ei: usize) -> bool {
+    pub(crate) fn draws_experiment(&self, ei: usize) -> bool {
         self.runs
             .iter()
             .any(|r| r.experiment == ei && !r.params.is_empty())
@@ -119,6 +133,28 @@ pub fn plan(
     experiments: &[Experiment],
     only: Option<&str>,
     draws: u32,
+    seed: u64,
+) -> Result<Plan, ScenarioError> {
+    let mut plan = parameters(experiments, only, seed)?;
+    let unit = latin_hypercube(draws as usize, plan.parameters.len(), seed);
+    plan.points = unit
+        .iter()
+        .map(|u| {
+            plan.parameters
+                .iter()
+                .zip(u)
+                .map(|(p, &u)| p.at(u))
+                .collect()
+        })
+        .collect();
+    Ok(plan)
+}
+
+/// The experiments' parameters (for the rows `only` selects), with no points yet: a sweep
+/// fills in the points its manifest lists.
+pub fn parameters(
+    experiments: &[Experiment],
+    only: Option<&str>,
     seed: u64,
 ) -> Result<Plan, ScenarioError> {
     let mut parameters: Vec<Parameter> = Vec::new();
@@ -169,16 +205,11 @@ pub fn plan(
             });
         }
     }
-    let unit = latin_hypercube(draws as usize, parameters.len(), seed);
-    let points = unit
-        .iter()
-        .map(|u| parameters.iter().zip(u).map(|(p, &u)| p.at(u)).collect())
-        .collect();
     Ok(Plan {
         parameters,
         fixed,
         runs,
-        points,
+        points: Vec::new(),
         seed,
     })
 }
@@ -262,18 +293,7 @@ pub fn aggregate(
     nominal: &ValidationReport,
     only: Option<&str>,
 ) -> UncertaintyReport {
-    // Parameter names: the key, with its file where two files declare the same key.
-    let names: Vec<String> = plan
-        .parameters
-        .iter()
-        .map(|p| {
-            if plan.parameters.iter().filter(|q| q.key == p.key).count() > 1 {
-                format!("{}@{}", p.key, file_stem(&p.file))
-            } else {
-                p.key.clone()
-            }
-        })
-        .collect();
+    let names = plan.names();
     let mut rows = Vec::new();
     for (ei, e) in experiments.iter().enumerate() {
         let (checks, _) = e.selected(only);

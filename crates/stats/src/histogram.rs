@@ -304,9 +304,193 @@ impl LatencyHistogram {
     }
 }
 
+/// A [`LatencyHistogram`] in a form that crosses machines (a sweep's shards, `irqlab sweep
+/// merge`): its HDR part in HdrHistogram's V2 serialization, which every HdrHistogram
+/// implementation reads, and beside it what the V2 form does not hold: the samples above its
+/// range, and the exact sum and extremes. Reading it back gives a histogram equal (`==`) to the
+/// one written, so merging read-back shards is merging the originals.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SerializedHistogram {
+    /// HdrHistogram V2 (uncompressed: cookie `0x1c849313`; the counts are already run-length
+    /// and varint encoded, so deflate would save little), in standard padded base64.
+    pub hdr_v2_base64: String,
+    /// Samples above [`HIGHEST_TRACKABLE_NS`].
+    pub overflows: u64,
+    /// Exact sum of every sample in ns, as decimal digits: it may pass 2^64, and a JSON reader
+    /// that holds numbers as f64 would lose digits past 2^53.
+    pub sum_ns: String,
+    /// Exact smallest sample; `None` when empty.
+    pub min_ns: Option<u64>,
+    /// Exact largest sample (overflows included); `None` when empty.
+    pub max_ns: Option<u64>,
+}
+
+/// Why a [`SerializedHistogram`] cannot be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SerializedHistogramError {
+    /// The text is not base64.
+    #[error("hdr_v2_base64 is not base64: {0}")]
+    Base64(String),
+    /// The bytes are not a V2 histogram (the hdrhistogram crate's reason).
+    #[error("hdr_v2_base64 is not an HdrHistogram V2 histogram: {0}")]
+    V2(String),
+    /// A histogram of other bounds than [`LatencyHistogram`]'s.
+    #[error(
+        "the histogram tracks {low}..{high} ns at {digits} significant figures; irqlab's track \
+         {LOWEST_DISCERNIBLE_NS}..{HIGHEST_TRACKABLE_NS} ns at {SIGNIFICANT_FIGURES}"
+    )]
+    Bounds {
+        /// Its lowest discernible value, ns.
+        low: u64,
+        /// Its highest trackable value, ns.
+        high: u64,
+        /// Its significant decimal figures.
+        digits: u8,
+    },
+    /// The sum is not a whole number.
+    #[error("sum_ns {0:?} is not a whole number of nanoseconds")]
+    Sum(String),
+    /// Extremes that do not fit the counts.
+    #[error("min_ns and max_ns are given for an empty histogram, or missing for a non-empty one")]
+    Extremes,
+}
+
+impl LatencyHistogram {
+    /// This histogram in its portable form.
+    pub fn to_serialized(&self) -> SerializedHistogram {
+        use base64::Engine;
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        let mut bytes = Vec::new();
+        V2Serializer::new()
+            .serialize(&*self.settled(), &mut bytes)
+            .expect("a histogram of irqlab's bounds always serializes into memory");
+        SerializedHistogram {
+            hdr_v2_base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+            overflows: self.overflows,
+            sum_ns: self.sum_ns.to_string(),
+            min_ns: self.min_ns(),
+            max_ns: self.max_ns(),
+        }
+    }
+
+    /// The histogram a [`SerializedHistogram`] holds (V2, or V2 with deflate as HdrHistogram's
+    /// logs write it).
+    pub fn from_serialized(s: &SerializedHistogram) -> Result<Self, SerializedHistogramError> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&s.hdr_v2_base64)
+            .map_err(|e| SerializedHistogramError::Base64(e.to_string()))?;
+        let hist: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| SerializedHistogramError::V2(format!("{e:?}")))?;
+        // Other bounds would not add to ours (merge) and would read at another resolution.
+        if hist.low() != LOWEST_DISCERNIBLE_NS
+            || hist.high() != HIGHEST_TRACKABLE_NS
+            || hist.sigfig() != SIGNIFICANT_FIGURES
+        {
+            return Err(SerializedHistogramError::Bounds {
+                low: hist.low(),
+                high: hist.high(),
+                digits: hist.sigfig(),
+            });
+        }
+        let sum_ns = s
+            .sum_ns
+            .parse::<u128>()
+            .map_err(|_| SerializedHistogramError::Sum(s.sum_ns.clone()))?;
+        let empty = hist.is_empty() && s.overflows == 0;
+        let (min_ns, max_ns) = match (s.min_ns, s.max_ns) {
+            (None, None) if empty => (u64::MAX, 0),
+            (Some(min), Some(max)) if !empty && min <= max => (min, max),
+            _ => return Err(SerializedHistogramError::Extremes),
+        };
+        Ok(LatencyHistogram {
+            hist,
+            run: (0, 0),
+            overflows: s.overflows,
+            sum_ns,
+            min_ns,
+            max_ns,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_serialized_form_reads_back_equal_and_merges_as_the_original() {
+        let mut a = LatencyHistogram::new();
+        for v in [0, 5, 5, 5, 2_049, 123_456_789, HIGHEST_TRACKABLE_NS + 3, 7] {
+            a.record(v);
+        }
+        // A run still pending when serialized.
+        a.record_n(7, 1_000);
+        let s = a.to_serialized();
+        let back = LatencyHistogram::from_serialized(&s).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.summary(), a.summary());
+        assert_eq!(back.to_serialized(), s, "the encoding is deterministic");
+        let mut b = LatencyHistogram::new();
+        b.record_n(1_500, 3);
+        let mut merged = a.clone();
+        merged.merge(&b);
+        let mut from_parts = LatencyHistogram::from_serialized(&s).unwrap();
+        from_parts.merge(&LatencyHistogram::from_serialized(&b.to_serialized()).unwrap());
+        assert_eq!(from_parts, merged);
+        let empty = LatencyHistogram::new();
+        assert_eq!(
+            LatencyHistogram::from_serialized(&empty.to_serialized()).unwrap(),
+            empty
+        );
+    }
+
+    #[test]
+    fn the_serialized_form_is_standard_v2_and_other_bounds_are_refused() {
+        use base64::Engine;
+        let mut h = LatencyHistogram::new();
+        h.record(1_000);
+        let s = h.to_serialized();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&s.hdr_v2_base64)
+            .unwrap();
+        assert_eq!(bytes[..4], 0x1c84_9313u32.to_be_bytes(), "V2 cookie");
+        // A histogram of other bounds (HdrHistogram's default 1..2^63, 3 digits).
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        let mut other = Vec::new();
+        V2Serializer::new()
+            .serialize(&Histogram::<u64>::new(3).unwrap(), &mut other)
+            .unwrap();
+        let foreign = SerializedHistogram {
+            hdr_v2_base64: base64::engine::general_purpose::STANDARD.encode(other),
+            ..s.clone()
+        };
+        assert!(matches!(
+            LatencyHistogram::from_serialized(&foreign),
+            Err(SerializedHistogramError::Bounds { .. })
+        ));
+        for broken in [
+            SerializedHistogram {
+                hdr_v2_base64: "not base64!".into(),
+                ..s.clone()
+            },
+            SerializedHistogram {
+                sum_ns: "-1".into(),
+                ..s.clone()
+            },
+            SerializedHistogram {
+                min_ns: None,
+                ..s.clone()
+            },
+        ] {
+            assert!(
+                LatencyHistogram::from_serialized(&broken).is_err(),
+                "{broken:?}"
+            );
+        }
+    }
 
     #[test]
     fn exact_min_max_mean_on_hand_example() {

@@ -45,7 +45,8 @@ mod summary;
 pub mod uncertainty;
 
 pub use histogram::{
-    LatencyHistogram, HIGHEST_TRACKABLE_NS, LOWEST_DISCERNIBLE_NS, SIGNIFICANT_FIGURES,
+    LatencyHistogram, SerializedHistogram, SerializedHistogramError, HIGHEST_TRACKABLE_NS,
+    LOWEST_DISCERNIBLE_NS, SIGNIFICANT_FIGURES,
 };
 pub use summary::Summary;
 

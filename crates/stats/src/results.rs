@@ -533,3 +533,40 @@ impl ValidationReport {
         self.passed() == self.rows.len()
     }
 }
+
+/// One axis of a what-if grid (`irqlab sweep plan --grid KEY=V1,V2,...`): a `--set` key and
+/// its values, as `irqlab sim --set` takes them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridAxis {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+/// One cell of a what-if grid: one value of every axis, and its run, the histograms of the
+/// cell's points (one per `--repeat`) added.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridCell {
+    /// The cell's values as `--set` flags (`KEY=VALUE`), one per axis in the axes' order.
+    pub set: Vec<String>,
+    /// The seeds of its points, in point order.
+    pub seeds: Vec<u64>,
+    /// Metrics, counters and histograms of its points together (no trace, no series).
+    pub run: RunReport,
+}
+
+/// `irqlab sweep merge` of a what-if grid: every cell of the cartesian product of the axes'
+/// values over one scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridReport {
+    /// The scenario as given to `sweep plan`, and its title.
+    pub scenario: String,
+    pub title: String,
+    /// Overrides every cell takes before its own values.
+    pub set: Vec<String>,
+    /// Samples of each point, and points per cell.
+    pub samples: u64,
+    pub repeat: u32,
+    pub axes: Vec<GridAxis>,
+    /// In the product's order: the first axis varies slowest.
+    pub cells: Vec<GridCell>,
+}

@@ -106,6 +106,23 @@ proptest! {
         prop_assert_eq!(merged, union);
     }
 
+    /// What `irqlab sweep merge` relies on: shards written in the serialized form (HdrHistogram
+    /// V2 and the exact extras) and read back merge into exactly the unsharded histogram.
+    #[test]
+    fn serialized_shards_merge_into_the_whole(
+        a in prop::collection::vec(with_overflows(), 0..500),
+        b in prop::collection::vec(with_overflows(), 0..500),
+    ) {
+        let read = |v: &[u64]| {
+            LatencyHistogram::from_serialized(&histogram_of(v).to_serialized()).unwrap()
+        };
+        let mut merged = read(&a);
+        merged.merge(&read(&b));
+        let whole = histogram_of(&[a.as_slice(), b.as_slice()].concat());
+        prop_assert_eq!(merged.summary(), whole.summary());
+        prop_assert_eq!(merged, whole);
+    }
+
     #[test]
     fn exact_count_min_max_mean(values in prop::collection::vec(with_overflows(), 1..500)) {
         let h = histogram_of(&values);

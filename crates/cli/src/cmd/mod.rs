@@ -6,6 +6,7 @@ pub mod list;
 pub mod measure;
 pub mod plot;
 pub mod sim;
+pub mod sweep;
 pub mod validate;
 
 use crate::made::write_json;

@@ -31,7 +31,7 @@ struct Settings<'a> {
 
 /// The scenario to load: the file on disk if there is one, else the shipped scenario of that
 /// name.
-fn resolve(scenario: &Path) -> Result<PathBuf> {
+pub(crate) fn resolve(scenario: &Path) -> Result<PathBuf> {
     if scenario.exists() {
         return Ok(scenario.to_path_buf());
     }

@@ -1,0 +1,492 @@
+//! `irqlab sweep`: the merged result of N shards is the unsharded run's, bit for bit (and a
+//! sweep of draws is `validate --uncertainty N`'s); missing points name the shards to run
+//! again; a point twice with other results, or results of another sweep, are refused. Small
+//! draws and sample counts: seconds, not minutes. The same on a real Slurm cluster:
+//! `tests/slurm.rs`.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+/// Run irqlab in `dir` (relative paths in messages stay short and stable): stdout, stderr
+/// and the exit status.
+fn irqlab(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    let out = Command::cargo_bin("irqlab")
+        .unwrap()
+        .current_dir(dir)
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("SLURM_ARRAY_TASK_COUNT")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Run irqlab and insist on exit status `code`.
+fn ok(dir: &Path, args: &[&str], code: i32) -> String {
+    let (out, err, status) = irqlab(dir, args);
+    assert_eq!(
+        status, code,
+        "irqlab {args:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    out
+}
+
+/// The `result` of a JSON file exactly as written: the rest of the envelope records when and
+/// how it was made (times, the command line), which differs between any two runs.
+fn result_text(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let at = text.find("\n  \"result\": ").expect("an envelope");
+    text[at..].to_string()
+}
+
+/// Run every shard of `of` of `manifest` into `out`.
+fn run_shards(dir: &Path, manifest: &str, of: u32, out: &str) {
+    for shard in 0..of {
+        ok(
+            dir,
+            &[
+                "sweep",
+                "run",
+                manifest,
+                "--shard",
+                &shard.to_string(),
+                "--of",
+                &of.to_string(),
+                "--out",
+                out,
+            ],
+            0,
+        );
+    }
+}
+
+/// A sweep of 5 draws over seed 000's workstation rows, run as 3 shards into `three` and as
+/// one into `one`.
+fn draws(dir: &Path) {
+    ok(
+        dir,
+        &[
+            "sweep",
+            "plan",
+            "--out",
+            "m.json",
+            "--only",
+            "msi-ws-*",
+            "--samples",
+            "300",
+            "--draws",
+            "5",
+        ],
+        0,
+    );
+    run_shards(dir, "m.json", 3, "three");
+    run_shards(dir, "m.json", 1, "one");
+}
+
+#[test]
+fn draws_merged_from_three_shards_are_one_shard_and_validate_uncertainty_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    draws(d);
+    // Nominal rows fail at these sample counts: exit 1, as validate.
+    let three = ok(
+        d,
+        &["sweep", "merge", "m.json", "three", "--json", "three.json"],
+        1,
+    );
+    let one = ok(
+        d,
+        &["sweep", "merge", "m.json", "one", "--json", "one.json"],
+        1,
+    );
+    let validate = ok(
+        d,
+        &[
+            "validate",
+            "--only",
+            "msi-ws-*",
+            "--samples",
+            "300",
+            "--uncertainty",
+            "5",
+            "--json",
+            "validate.json",
+        ],
+        1,
+    );
+    assert!(three.contains("Uncertainty: 5 draws"), "{three}");
+    assert_eq!(three, one);
+    assert_eq!(three, validate);
+    assert_eq!(
+        result_text(&d.join("three.json")),
+        result_text(&d.join("one.json"))
+    );
+    assert_eq!(
+        result_text(&d.join("three.json")),
+        result_text(&d.join("validate.json"))
+    );
+}
+
+#[test]
+fn a_grid_merged_from_shards_is_one_shard_bit_for_bit_and_a_cell_is_irqlab_sim() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plan = ok(
+        d,
+        &[
+            "sweep",
+            "plan",
+            "--out",
+            "g.json",
+            "--scenario",
+            "seed000/ws",
+            "--grid",
+            "delivery=msi,xtpic",
+            "--grid",
+            "platform.cpu.clock_hz=2e9,3e9",
+            "--samples",
+            "500",
+            "--repeat",
+            "2",
+        ],
+        0,
+    );
+    assert!(
+        plan.starts_with("8 points: 4 cells x 2 points of 500 samples"),
+        "{plan}"
+    );
+    run_shards(d, "g.json", 3, "three");
+    run_shards(d, "g.json", 1, "one");
+    let three = ok(
+        d,
+        &["sweep", "merge", "g.json", "three", "--json", "3.json"],
+        0,
+    );
+    let one = ok(
+        d,
+        &["sweep", "merge", "g.json", "one", "--json", "1.json"],
+        0,
+    );
+    assert_eq!(three, one);
+    assert_eq!(
+        result_text(&d.join("3.json")),
+        result_text(&d.join("1.json"))
+    );
+    // Two points of 500 samples per cell, their histograms added.
+    assert!(
+        three
+            .lines()
+            .any(|l| l.starts_with("xtpic     3e9") && l.contains("isr_latency      1,000")),
+        "{three}"
+    );
+
+    // A cell of one point runs with the scenario's own seed: it is `irqlab sim` with the
+    // cell's --set flags.
+    ok(
+        d,
+        &[
+            "sweep",
+            "plan",
+            "--out",
+            "c.json",
+            "--scenario",
+            "seed000/ws",
+            "--grid",
+            "delivery=xtpic",
+            "--samples",
+            "500",
+        ],
+        0,
+    );
+    run_shards(d, "c.json", 1, "c");
+    let cell = ok(d, &["sweep", "merge", "c.json", "c"], 0);
+    let sim = ok(
+        d,
+        &[
+            "sim",
+            "seed000/ws",
+            "--set",
+            "delivery=xtpic",
+            "--samples",
+            "500",
+        ],
+        0,
+    );
+    let metrics = |text: &str, strip: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains("_latency "))
+            .map(|l| l.trim_start_matches(strip).to_string())
+            .collect()
+    };
+    let from_sim = metrics(&sim, "");
+    assert_eq!(from_sim.len(), 2, "{sim}");
+    assert_eq!(metrics(&cell, "xtpic     "), from_sim, "{cell}");
+}
+
+#[test]
+fn missing_points_name_the_shards_to_run_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    draws(d);
+    std::fs::remove_file(d.join("three/shard-1-of-3.json")).unwrap();
+    let (out, err, code) = irqlab(d, &["sweep", "merge", "m.json", "three"]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    insta::assert_snapshot!("missing", err);
+    // Running the named shard again completes the sweep.
+    run_shards(d, "m.json", 3, "three");
+    ok(d, &["sweep", "merge", "m.json", "three"], 1);
+
+    std::fs::create_dir(d.join("empty")).unwrap();
+    let (_, err, code) = irqlab(d, &["sweep", "merge", "m.json", "empty"]);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("none", err);
+}
+
+#[test]
+fn a_point_twice_merges_once_unless_its_results_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    draws(d);
+    // The same points from 3 shards and from 1: each point twice, the same results.
+    std::fs::copy(
+        d.join("one/shard-0-of-1.json"),
+        d.join("three/shard-0-of-1.json"),
+    )
+    .unwrap();
+    let both = ok(d, &["sweep", "merge", "m.json", "three"], 1);
+    assert_eq!(both, ok(d, &["sweep", "merge", "m.json", "one"], 1));
+
+    // Draw 1's first row with another value: not the same point.
+    let path = d.join("three/shard-1-of-3.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let value = &mut v["result"]["points"][0]["rows"][0]["value"];
+    *value = (value.as_f64().unwrap() * 1.5).into();
+    std::fs::write(
+        d.join("three/shard-1-of-3-edited.json"),
+        serde_json::to_string(&v).unwrap(),
+    )
+    .unwrap();
+    let (_, err, code) = irqlab(d, &["sweep", "merge", "m.json", "three"]);
+    assert_eq!(code, 2);
+    insta::assert_snapshot!("conflict", err);
+}
+
+#[test]
+fn results_of_another_sweep_are_refused_and_other_files_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    draws(d);
+    // The same sweep with another draw seed: other points, another manifest.
+    ok(
+        d,
+        &[
+            "sweep",
+            "plan",
+            "--out",
+            "other.json",
+            "--only",
+            "msi-ws-*",
+            "--samples",
+            "300",
+            "--draws",
+            "5",
+            "--draw-seed",
+            "2",
+        ],
+        0,
+    );
+    let (_, err, code) = irqlab(d, &["sweep", "merge", "other.json", "one"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("one/shard-0-of-1.json: its points belong to another sweep"),
+        "{err}"
+    );
+    // A merged result written beside the shards is not a shard: skipped, said so.
+    ok(
+        d,
+        &[
+            "sweep",
+            "merge",
+            "m.json",
+            "one",
+            "--json",
+            "one/merged.json",
+        ],
+        1,
+    );
+    let (_, err, code) = irqlab(d, &["sweep", "merge", "m.json", "one"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "irqlab: note: skipped one/merged.json: it was written by `irqlab validate`; not a \
+             shard's result"
+        ),
+        "{err}"
+    );
+    // A shard's result is no manifest.
+    let (_, err, code) = irqlab(
+        d,
+        &[
+            "sweep",
+            "run",
+            "one/shard-0-of-1.json",
+            "--shard",
+            "0",
+            "--of",
+            "1",
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(
+            "it was written by `irqlab sweep run`; give the manifest irqlab sweep plan wrote"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_shard_comes_from_slurm_array_task_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(
+        d,
+        &[
+            "sweep",
+            "plan",
+            "--out",
+            "g.json",
+            "--scenario",
+            "seed000/ws",
+            "--grid",
+            "delivery=msi,ioapic,xtpic",
+            "--samples",
+            "100",
+        ],
+        0,
+    );
+    let run = |env: &[(&str, &str)], args: &[&str]| {
+        let mut c = Command::cargo_bin("irqlab").unwrap();
+        c.current_dir(d)
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .env_remove("SLURM_ARRAY_TASK_COUNT");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.args(["sweep", "run", "g.json", "--out", "r"]).args(args);
+        c.output().unwrap()
+    };
+    let out = run(
+        &[
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "shard 1 of 2: 1 of 3 points\n"
+    );
+    assert!(d.join("r/shard-1-of-2.json").is_file());
+    // --of beats the task count (a task run again alone has a count of 1).
+    let out = run(
+        &[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "1"),
+        ],
+        &["--of", "3"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(d.join("r/shard-2-of-3.json").is_file());
+    let out = run(
+        &[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "1"),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--shard 2 --of 1: the shard index runs from 0 to N-1")
+            && err.contains("needs --of N in the job script"),
+        "{err}"
+    );
+    let out = run(&[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "--shard: not given, and SLURM_ARRAY_TASK_ID is not set; pass --shard I (0 to N-1)"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_grid_flags_are_refused_by_name_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut errors = Vec::new();
+    for grid in [
+        &["delivery=msi,msix"][..],
+        &["delivery"],
+        &["platform.cpu.clok_hz=1e9,2e9"],
+        &["platform.cpu.clock_hz=fast"],
+        &["delivery=msi,,xtpic"],
+        &["delivery=msi,msi"],
+        &["delivery=msi", "delivery=xtpic"],
+    ] {
+        let mut args = vec![
+            "sweep",
+            "plan",
+            "--out",
+            "g.json",
+            "--scenario",
+            "seed000/ws",
+        ];
+        for g in grid {
+            args.extend(["--grid", g]);
+        }
+        let (out, err, code) = irqlab(d, &args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty());
+        errors.push(err);
+    }
+    assert!(!d.join("g.json").exists(), "nothing written");
+    insta::assert_snapshot!("grid_errors", errors.concat());
+}
+
+#[test]
+fn every_sweep_help_states_the_exit_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    for cmd in [
+        &["sweep"][..],
+        &["sweep", "plan"],
+        &["sweep", "run"],
+        &["sweep", "merge"],
+    ] {
+        let out = ok(dir.path(), &[cmd, &["--help"]].concat(), 0);
+        assert!(
+            out.contains("Exit status: 0"),
+            "irqlab {cmd:?} --help:\n{out}"
+        );
+    }
+}
