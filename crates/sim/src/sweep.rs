@@ -751,6 +751,7 @@ impl Sweep {
             only: d.only.clone(),
             samples: d.samples,
             full: d.full,
+            draw: false,
             progress,
         }
     }
@@ -761,13 +762,16 @@ impl Sweep {
         Ok(match (&self.manifest, &self.draws) {
             (Manifest::Draws(d), Some(s)) => {
                 let opts = Sweep::options(d, None);
+                let drawn = ValidateOptions {
+                    draw: true,
+                    ..opts.clone()
+                };
                 let mut per_draw = 0u64;
                 let mut nominal = 0u64;
                 for (ei, e) in s.experiments.iter().enumerate() {
-                    let n = e.planned_samples(&opts)?;
-                    nominal += n;
+                    nominal += e.planned_samples(&opts)?;
                     if s.plan.draws_experiment(ei) {
-                        per_draw += n;
+                        per_draw += e.planned_samples(&drawn)?;
                     }
                 }
                 points

@@ -230,6 +230,11 @@ pub fn run_point(
     index: usize,
     opts: &ValidateOptions,
 ) -> Result<PointRows, ScenarioError> {
+    // A draw's runs take their `draw_samples`.
+    let opts = &ValidateOptions {
+        draw: true,
+        ..opts.clone()
+    };
     let values = &plan.points[index];
     let pseed = point_seed(plan.seed, index as u64);
     let mut out = PointRows::default();
@@ -569,10 +574,6 @@ impl Draws {
         nominal: &ValidationReport,
     ) -> Result<UncertaintyReport, ScenarioError> {
         use rayon::prelude::*;
-        let opts = &ValidateOptions {
-            draw: true,
-            ..opts.clone()
-        };
         let points = (0..self.plan.points.len())
             .into_par_iter()
             .map(|i| run_point(&self.experiments, &self.plan, i, opts))
