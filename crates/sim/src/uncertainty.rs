@@ -132,12 +132,16 @@ pub fn plan(
             for d in sim.ranges()? {
                 let file = d.file.display().to_string();
                 match d.spread {
-                    Spread::Fixed(reason) => {
+                    Spread::Fixed {
+                        reason,
+                        inferred_from,
+                    } => {
                         if !fixed.iter().any(|f| f.key == d.key && f.file == file) {
                             fixed.push(FixedEstimate {
                                 key: d.key,
                                 file,
                                 reason,
+                                inferred_from,
                             });
                         }
                     }
@@ -332,12 +336,19 @@ pub fn aggregate(
                 .collect();
             drivers.sort_by(|a, b| b.rho.abs().total_cmp(&a.rho.abs()));
             drivers.truncate(3);
+            // Drawn or fixed: a value read off this row's target is not evidence the row gives.
             let inferred: Vec<String> = plan
                 .parameters
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| p.range.inferred_from.contains(&id))
                 .map(|(i, _)| names[i].clone())
+                .chain(
+                    plan.fixed
+                        .iter()
+                        .filter(|f| f.inferred_from.contains(&id))
+                        .map(|f| f.key.clone()),
+                )
                 .collect();
             let band = Band::of(&values);
             let mut row = UncertaintyRow {
