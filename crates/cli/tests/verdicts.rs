@@ -4,8 +4,9 @@
 //!
 //! Classes, not figures: a band that moves inside its class is not a flip. The draws are those
 //! of `irqlab validate --uncertainty 200` with the default seed, so the snapshot is exactly what
-//! a user sees. Rows whose files declare no ranges yet (seeds 002 and 004) are undecided: a
-//! class drawn over no range would be a nominal verdict in disguise.
+//! a user sees. Rows whose files declare no ranges yet (seed 002) are undecided: a class drawn
+//! over no range would be a nominal verdict in disguise. Seed 004's draws each run its whole
+//! 4,400-second timeline, so this test takes minutes, not seconds.
 
 use assert_cmd::Command;
 use std::path::PathBuf;

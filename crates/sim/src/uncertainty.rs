@@ -19,7 +19,7 @@ use crate::scenario::{replication_seed, ScenarioError};
 use crate::simulation::Simulation;
 use irqlab_stats::results::{
     Driver, FixedEstimate, Quantity, UncertainParameter, UncertaintyReport, UncertaintyRow,
-    ValidationReport,
+    ValidationReport, ValidationRow, Verdict,
 };
 use irqlab_stats::uncertainty::{
     classify_share, classify_value, percentile_of, spearman, Band, Class, Scale,
@@ -168,12 +168,16 @@ pub fn parameters(
             for d in sim.ranges()? {
                 let file = d.file.display().to_string();
                 match d.spread {
-                    Spread::Fixed(reason) => {
+                    Spread::Fixed {
+                        reason,
+                        inferred_from,
+                    } => {
                         if !fixed.iter().any(|f| f.key == d.key && f.file == file) {
                             fixed.push(FixedEstimate {
                                 key: d.key,
                                 file,
                                 reason,
+                                inferred_from,
                             });
                         }
                     }
@@ -266,10 +270,23 @@ pub fn run_point(
         let results: BTreeMap<String, RunResult> =
             ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
         for row in e.evaluate_all(&checks, &results) {
-            out.rows.insert(row.id, (row.value, row.holds));
+            let holds = holds(&row);
+            out.rows.insert(row.id, (row.value, holds));
         }
     }
     Ok(out)
+}
+
+/// Whether a draw's row held: its own yes or no, or else its decided verdict. A row that gives
+/// no yes or no but fails (a `step_period` row whose estimator finds no box width: "no box
+/// width is a fail", docs/validation.md) does not hold in that draw; left out, it would count
+/// only the draws in which the estimator found something, and its share would read high.
+fn holds(row: &ValidationRow) -> Option<bool> {
+    row.holds.or(match row.verdict {
+        Verdict::Pass => Some(true),
+        Verdict::Fail => Some(false),
+        Verdict::Undecided => None,
+    })
 }
 
 /// An error inside a draw, with the draw's values, so it can be repeated with `--set`.
@@ -357,12 +374,19 @@ pub fn aggregate(
                 .collect();
             drivers.sort_by(|a, b| b.rho.abs().total_cmp(&a.rho.abs()));
             drivers.truncate(3);
+            // Drawn or fixed: a value read off this row's target is not evidence the row gives.
             let inferred: Vec<String> = plan
                 .parameters
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| p.range.inferred_from.contains(&id))
                 .map(|(i, _)| names[i].clone())
+                .chain(
+                    plan.fixed
+                        .iter()
+                        .filter(|f| f.inferred_from.contains(&id))
+                        .map(|f| f.key.clone()),
+                )
                 .collect();
             let band = Band::of(&values);
             let mut row = UncertaintyRow {
@@ -602,6 +626,33 @@ mod tests {
         }
         assert_eq!(h, latin_hypercube(50, 7, 3));
         assert_ne!(h, latin_hypercube(50, 7, 4));
+    }
+
+    #[test]
+    fn a_failed_row_without_a_yes_or_no_does_not_hold() {
+        let row = |holds, verdict| ValidationRow {
+            id: "r".into(),
+            experiment: "e".into(),
+            metric: String::new(),
+            published: String::new(),
+            published_text: String::new(),
+            simulated: "no box width".into(),
+            value: None,
+            holds,
+            interval: None,
+            tolerance: String::new(),
+            verdict,
+            samples: None,
+            needs: None,
+            source: String::new(),
+            detail: String::new(),
+        };
+        assert_eq!(holds(&row(None, Verdict::Fail)), Some(false));
+        assert_eq!(holds(&row(None, Verdict::Pass)), Some(true));
+        assert_eq!(holds(&row(None, Verdict::Undecided)), None);
+        // A row's own answer stands (a phase order that holds on its points while its
+        // intervals leave the verdict undecided).
+        assert_eq!(holds(&row(Some(true), Verdict::Undecided)), Some(true));
     }
 
     #[test]

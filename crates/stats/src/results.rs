@@ -493,6 +493,9 @@ pub struct FixedEstimate {
     pub key: String,
     pub file: String,
     pub reason: String,
+    /// Rows whose published target the value was read from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inferred_from: Vec<String>,
 }
 
 /// `validate --uncertainty N`.

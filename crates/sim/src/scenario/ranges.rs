@@ -14,8 +14,10 @@
 //! qualifies `platform.cpu.halt_exit_ns`, the key `--set` takes. A leaf is either a range
 //! (`low`, `high`, `dist`, `basis`, optionally `inferred_from`, the rows whose published target
 //! the value was read from) or `{ fixed = "why" }` for an estimate that is not drawn (a
-//! configuration choice, say). The model never reads these tables: `validate --uncertainty`
-//! draws them, and they are checked when the file loads so a bad range is refused at once.
+//! configuration choice, say), which may name `inferred_from` rows too (a value read off a
+//! row's own target and not drawn). The model never reads these tables: `validate
+//! --uncertainty` draws them, and they are checked when the file loads so a bad range is
+//! refused at once.
 
 use super::error::{Origin, ScenarioError};
 use super::read::locate;
@@ -80,8 +82,11 @@ pub struct Range {
 pub enum Spread {
     /// Drawn over its range.
     Drawn(Range),
-    /// Not drawn, for the reason given.
-    Fixed(String),
+    /// Not drawn, for the reason given; `inferred_from` as a range's.
+    Fixed {
+        reason: String,
+        inferred_from: Vec<String>,
+    },
 }
 
 /// One estimate's range, from the file that holds the value.
@@ -172,8 +177,11 @@ pub fn declared(path: &Path, text: &str, prefix: &str) -> Result<Vec<Declared>, 
                 high: None,
                 dist: None,
                 basis: None,
-                ..
-            } if !reason.trim().is_empty() => Spread::Fixed(reason),
+                inferred_from,
+            } if !reason.trim().is_empty() => Spread::Fixed {
+                reason,
+                inferred_from,
+            },
             Leaf {
                 fixed: None,
                 low: Some(low),
@@ -278,13 +286,19 @@ mod tests {
         let d = read(
             "[cpu]\nhalt_exit_ns = 200.0\nclocks = 12\n[range.cpu]\n\
              halt_exit_ns = { low = 50.0, high = 1000.0, dist = \"log-uniform\", basis = \"b\" }\n\
-             clocks = { fixed = \"a configuration\" }\n\
+             clocks = { fixed = \"a configuration\", inferred_from = [\"q\"] }\n\
              [[device]]\nx = 1.0\n[range.device.0]\nx = { low = 0.5, high = 2, dist = \"uniform\", basis = \"b\", inferred_from = [\"r\"] }\n",
         )
         .unwrap();
         assert_eq!(d.len(), 3);
         assert_eq!(d[0].key, "platform.cpu.clocks");
-        assert_eq!(d[0].spread, Spread::Fixed("a configuration".into()));
+        assert_eq!(
+            d[0].spread,
+            Spread::Fixed {
+                reason: "a configuration".into(),
+                inferred_from: vec!["q".into()],
+            }
+        );
         assert!(d[0].integer);
         assert_eq!(d[1].key, "platform.cpu.halt_exit_ns");
         assert_eq!(d[1].nominal, 200.0);
