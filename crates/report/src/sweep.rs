@@ -2,7 +2,7 @@
 //! values in the first columns so that what changed reads across.
 
 use crate::table::Table;
-use crate::text::{group, opt};
+use crate::text::group;
 use irqlab_stats::results::GridReport;
 
 /// The grid's cells: per cell and metric the count and the latency summary (ns) of the cell's
@@ -41,20 +41,8 @@ pub fn grid_text(g: &GridReport) -> String {
             .map(|s| s.split_once('=').map_or(s.as_str(), |(_, v)| v).to_string())
             .collect();
         for m in &c.run.metrics {
-            let s = &m.summary;
             let mut row = values.clone();
-            row.extend([
-                m.label(),
-                group(s.count),
-                opt(s.min_ns),
-                s.mean_ns.map_or("-".into(), |m| group(m.round() as u64)),
-                opt(s.p50_ns),
-                opt(s.p90_ns),
-                opt(s.p99_ns),
-                opt(s.p999_ns),
-                opt(s.max_ns),
-                String::new(),
-            ]);
+            row.extend(crate::text::metric_cells(m));
             t.row(row);
         }
     }

@@ -2,7 +2,8 @@
 
 use crate::table::Table;
 use irqlab_stats::results::{
-    Quantity, RunReport, SamplesNeeded, UncertaintyReport, ValidationReport, ValidationRow, Verdict,
+    Metric, Quantity, RunReport, SamplesNeeded, UncertaintyReport, ValidationReport, ValidationRow,
+    Verdict,
 };
 use irqlab_stats::uncertainty::Class;
 
@@ -27,19 +28,7 @@ pub fn run_text(r: &RunReport) -> String {
         "metric", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "(ns)",
     ]);
     for m in &r.metrics {
-        let s = &m.summary;
-        t.row(vec![
-            m.label(),
-            group(s.count),
-            opt(s.min_ns),
-            s.mean_ns.map_or("-".into(), |m| group(m.round() as u64)),
-            opt(s.p50_ns),
-            opt(s.p90_ns),
-            opt(s.p99_ns),
-            opt(s.p999_ns),
-            opt(s.max_ns),
-            String::new(),
-        ]);
+        t.row(metric_cells(m));
     }
     out.push_str(&t.render());
     if !r.counters.is_empty() {
@@ -360,6 +349,25 @@ pub fn wrap(text: &str, first: &str, rest: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A metric's cells in the latency table: its label, count, min, mean, p50, p90, p99, p99.9,
+/// max and the unit column (empty: the header names it). The run table and a sweep grid's rows
+/// share them.
+pub(crate) fn metric_cells(m: &Metric) -> Vec<String> {
+    let s = &m.summary;
+    vec![
+        m.label(),
+        group(s.count),
+        opt(s.min_ns),
+        s.mean_ns.map_or("-".into(), |m| group(m.round() as u64)),
+        opt(s.p50_ns),
+        opt(s.p90_ns),
+        opt(s.p99_ns),
+        opt(s.p999_ns),
+        opt(s.max_ns),
+        String::new(),
+    ]
 }
 
 #[cfg(test)]
