@@ -205,7 +205,9 @@ fn sim_draws_every_figure_with_its_legend_below_the_axes() {
 
 #[test]
 fn long_series_tell_the_bulk_from_the_extremes() {
-    // Seed 002's round trip: almost every sample at 1,964 ns, rare ones from 0.9 to 4.5 us.
+    // Seed 002's round trip with its spread mechanisms pinned (C1's exit, HWP's clock, the
+    // tick's work): almost every sample at one value, rare ones from 0.9 to several us (the
+    // tick, the PCH device, the desktop's interrupts-off sections).
     let tmp = tempfile::tempdir().unwrap();
     run(
         &[
@@ -213,6 +215,16 @@ fn long_series_tell_the_bulk_from_the_extremes() {
             "experiments/seed002/fpga.toml",
             "--samples",
             "200000",
+            "--set",
+            "platform.cpu.idle_states.1.wake_sigma=0.0",
+            "--set",
+            "platform.cpu.frequency.low_hz=3.7e9",
+            "--set",
+            "platform.cpu.frequency.high_hz=3.7e9",
+            "--set",
+            "kernel.tick.handler_sigma=0.0",
+            "--set",
+            "kernel.tick.timer_softirq_sigma=0.0",
             "--plot",
         ],
         tmp.path(),

@@ -11,9 +11,19 @@ fn repo() -> PathBuf {
 
 const FPGA: &str = "experiments/seed002/fpga.toml";
 
-/// The FPGA without the other device: round trips take the same path but for the rare tick
-/// (which stays on: without any timer the governor would predict endless idle periods).
-const QUIET: [&str; 1] = ["device.1.interrupts=none"];
+/// The FPGA without the other device and with every spread pinned (C1's exit, HWP's clock, the
+/// tick's work, the desktop's own wake-ups): round trips take the same path and the same time
+/// but for the rare tick (which stays on: without any timer the governor would predict endless
+/// idle periods), so each test sees its one mechanism alone.
+const QUIET: [&str; 7] = [
+    "device.1.interrupts=none",
+    "platform.cpu.idle_states.1.wake_sigma=0.0",
+    "platform.cpu.frequency.low_hz=3.7e9",
+    "platform.cpu.frequency.high_hz=3.7e9",
+    "kernel.tick.handler_sigma=0.0",
+    "kernel.tick.timer_softirq_sigma=0.0",
+    "workload.busy_fraction=0.0",
+];
 
 fn run(set: &[&str], samples: u64) -> Outcome {
     let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
@@ -68,6 +78,30 @@ fn c1_costs_its_wake_time_and_the_latency_limit_removes_it() {
     // interrupt inside poll_idle with none of it.
     let d = median(&c1) - median(&poll);
     assert!((1_000..=1_100).contains(&d), "C1 - POLL = {d} ns");
+}
+
+#[test]
+fn the_spread_mechanisms_make_the_body_and_nothing_else_does() {
+    let p = |r: &Outcome, q: f64| r.round_trip.quantile_ns(q).unwrap().unwrap();
+    let pinned = quiet(&[], 20_000);
+    assert_eq!(p(&pinned, 0.1), p(&pinned, 0.9), "pinned: one value");
+    // C1's exit alone (sigma 0.2 around 1 us): a body some hundreds of ns wide.
+    let c1 = quiet(&["platform.cpu.idle_states.1.wake_sigma=0.2"], 20_000);
+    let w = p(&c1, 0.9) - p(&c1, 0.1);
+    assert!((250..=700).contains(&w), "C1's spread: p10..p90 {w} ns");
+    // HWP alone (3.0-4.7 GHz): the software path's few hundred ns scale with the clock.
+    let hwp = quiet(
+        &[
+            "platform.cpu.frequency.low_hz=3.0e9",
+            "platform.cpu.frequency.high_hz=4.7e9",
+        ],
+        20_000,
+    );
+    let w = p(&hwp, 0.9) - p(&hwp, 0.1);
+    assert!((20..=300).contains(&w), "HWP's spread: p10..p90 {w} ns");
+    // The tick's drawn work only reaches the tail: the body stays one value.
+    let tick = quiet(&["kernel.tick.handler_sigma=0.35"], 20_000);
+    assert_eq!(p(&tick, 0.1), p(&tick, 0.9));
 }
 
 #[test]
