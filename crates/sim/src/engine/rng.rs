@@ -19,6 +19,14 @@ pub fn exponential(
     crate::engine::SimDuration::from_ps((-(1.0 - u).ln() * mean.as_ps() as f64).round() as u64)
 }
 
+/// A right-skewed positive value: lognormal with this median and this standard deviation of its
+/// logarithm (one standard normal draw from `rng`).
+pub fn lognormal(rng: &mut Stream, median: f64, sigma: f64) -> f64 {
+    use rand::Rng;
+    let z: f64 = rng.sample(rand_distr::StandardNormal);
+    median * (sigma * z).exp()
+}
+
 /// Hands out independent streams for one run seed.
 #[derive(Clone, Copy, Debug)]
 pub struct RngStreams {

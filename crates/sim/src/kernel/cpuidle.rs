@@ -195,9 +195,7 @@ impl Cpuidle {
         let s = &self.states[i];
         match &mut self.rng {
             Some(rng) if s.wake_sigma > 0.0 => {
-                use rand::Rng as _;
-                let z: f64 = rng.sample(rand_distr::StandardNormal);
-                let ps = s.wake.as_ps() as f64 * (s.wake_sigma * z).exp();
+                let ps = crate::engine::lognormal(rng, s.wake.as_ps() as f64, s.wake_sigma);
                 let worst = s.exit_latency.max(s.wake).as_ps() as f64;
                 SimDuration::from_ps(ps.min(worst).round() as u64)
             }

@@ -119,9 +119,7 @@ pub struct DrawnCount {
 
 impl DrawnCount {
     pub fn draw(&mut self) -> u32 {
-        use rand::Rng as _;
-        let z: f64 = self.rng.sample(rand_distr::StandardNormal);
-        (self.median * (self.sigma * z).exp())
+        crate::engine::lognormal(&mut self.rng, self.median, self.sigma)
             .round()
             .clamp(0.0, f64::from(u32::MAX)) as u32
     }

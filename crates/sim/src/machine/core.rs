@@ -33,11 +33,11 @@ pub(super) enum CpuState {
 /// of the task it runs.
 pub struct Core {
     pub timing: CpuCosts,
-    /// The timing `timing` was made from, at the clock of the moment.
+    /// The timing `timing` was made from, at the clock of the moment (and `halt_exit`, which
+    /// no clock changes).
     pub(super) base: CpuTiming,
     /// A clock that moves in time (`[cpu.frequency]`), if the platform has one.
     pub frequency: Option<Frequency>,
-    pub(super) halt_exit: SimDuration,
     pub lapic: LocalApic,
     pub(super) state: CpuState,
     /// The 8259's INTR wire as the core sees it (used when the Local APIC is disabled).
@@ -108,14 +108,11 @@ pub struct Frequency {
     pub high_hz: f64,
     pub mean_hold: SimDuration,
     pub rng: crate::engine::Stream,
-    /// Changes so far.
-    pub changes: u64,
 }
 
 impl Core {
     pub fn new(timing: CpuTiming, lapic: LocalApic) -> Self {
         Core {
-            halt_exit: timing.halt_exit,
             timing: timing.costs(),
             base: timing,
             frequency: None,
@@ -216,7 +213,7 @@ impl Machine {
                     ci.left(from + wake);
                     wake
                 }
-                None => core.halt_exit,
+                None => core.base.halt_exit,
             };
             self.q.schedule_at(from + wake, Ev::CpuResume(c as u8));
         }

@@ -464,7 +464,6 @@ impl Machine {
             .expect("frequency events only with [cpu.frequency]");
         let clock_hz = f.rng.gen_range(f.low_hz..=f.high_hz);
         let hold = crate::engine::exponential(&mut f.rng, f.mean_hold);
-        f.changes += 1;
         core.set_clock(clock_hz);
         self.q.schedule_in(hold, Ev::Frequency(c as u8));
     }

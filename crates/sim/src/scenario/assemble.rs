@@ -188,7 +188,6 @@ impl Scenario {
                     high_hz: f.high_hz,
                     mean_hold: ns(f.hold_us * 1e3),
                     rng: rng.stream(&format!("frequency.cpu{i}")),
-                    changes: 0,
                 });
                 core.work =
                     self.file.workload.as_ref().map(|w| {
