@@ -26,6 +26,8 @@ const CHECKED: &[&str] = &[
     "platforms/pc-1998-k6-233-tx97.toml",
     "kernels/freebsd-1998-07-i386.toml",
     "experiments/seed004/pps.toml",
+    "kernels/linux-2.6.29-i386-up.toml",
+    "experiments/seed003/idle.toml",
 ];
 
 /// The value of `v = text` when it parses alone.

@@ -95,3 +95,29 @@ pub struct IdleCosts {
 fn no_latency_limit() -> f64 {
     2e9
 }
+
+/// The scheduler and the timer paths of a kernel that runs tasks besides the idle task (seed
+/// 003's kernels): its preemption model and the instruction counts of the paths a task's
+/// sleep and wake-up take. Absent: the idle task runs alone, and the tick (if any) is the
+/// periodic Local APIC timer.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SchedCosts {
+    /// `CONFIG_PREEMPT_*`: where a woken task may take the CPU.
+    pub preemption: super::sched::Preemption,
+    /// `schedule()` -> `context_switch` -> `switch_to` and `finish_task_switch`: picking the
+    /// next task, the address-space switch, the register switch.
+    pub schedule: u32,
+    /// `try_to_wake_up`: the run-queue lock, enqueueing, the preemption check.
+    pub try_to_wake_up: u32,
+    /// `smp_apic_timer_interrupt` -> `hrtimer_interrupt` without the callbacks: reading the
+    /// clock, the base's lock, the expiry loop, `tick_program_event`'s arithmetic.
+    pub hrtimer_interrupt: u32,
+    /// `sys_clock_nanosleep` -> `hrtimer_nanosleep` -> `do_nanosleep` to `schedule()`:
+    /// `hrtimer_init_sleeper`, `hrtimer_start` (the queue insert), the state change.
+    pub nanosleep: u32,
+    /// `sys_clock_gettime` -> `ktime_get_ts`: the clocksource read and `copy_to_user`.
+    pub clock_gettime: u32,
+    /// One system call's entry and exit (`sysenter_entry`, the work checks, `sysexit`).
+    pub syscall: u32,
+}

@@ -181,6 +181,8 @@ pub fn link(
         idle,
         interrupt_apic: NO_ENTRY,
         interrupt_pic,
+        tick_sched_timer: NO_ENTRY,
+        hrtimer_wakeup: NO_ENTRY,
     };
     k.spl = Some(policy);
     k.workload = true;

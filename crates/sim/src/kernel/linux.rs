@@ -35,6 +35,10 @@ pub struct Entries {
     pub interrupt_apic: Entry,
     /// A hardware interrupt taken from the 8259's INTR: INTA first.
     pub interrupt_pic: Entry,
+    /// With high-resolution timers: the tick's hrtimer callback (`tick_sched_timer`) and a
+    /// sleeper's (`hrtimer_wakeup`).
+    pub tick_sched_timer: Entry,
+    pub hrtimer_wakeup: Entry,
 }
 
 /// Build the kernel's paths for its registered descriptors and fill its dispatch tables (the
@@ -178,6 +182,45 @@ pub fn link(k: &mut Kernel) {
         );
     }
 
+    // With high-resolution timers (a kernel that runs tasks) the Local APIC timer is one-shot:
+    // `smp_apic_timer_interrupt` -> `hrtimer_interrupt` runs every expired hrtimer's callback
+    // in hard-IRQ context, then programs the timer for the next expiry. The tick is one of
+    // them (`tick_sched_timer`: update_process_times -> run_local_timers ->
+    // raise_softirq(TIMER_SOFTIRQ), scheduler_tick; then `hrtimer_forward`, restart).
+    if let (Some(sc), Some(t)) = (k.sched.clone(), k.tick.clone()) {
+        k.entries.tick_sched_timer = k.code.add(
+            "tick_sched_timer",
+            vec![
+                Inc(TICKS),
+                RaiseSoftirq(TIMER_SOFTIRQ as u8),
+                t.handler.step(),
+                RestartTimer,
+                Return(Operand::Const(0)),
+            ]
+            .into(),
+        );
+        k.entries.hrtimer_wakeup = super::tasks::hrtimer_wakeup(&mut k.code, &sc);
+    }
+    let hrtimer_interrupt = k.sched.clone().map(|sc| {
+        let mut b: Builder = vec![
+            Run(c.apic_chip_op),
+            eoi,
+            HardirqEnter,
+            Run(sc.hrtimer_interrupt),
+        ]
+        .into();
+        let top = b.here();
+        b.push(NextExpiredTimer { done: 0 })
+            .push(CallTimer)
+            .push(Jump(top));
+        let done = b.here();
+        b.patch(top, done);
+        b.push(ArmTimer)
+            .push(Call(irq_exit))
+            .push(Return(Operand::Const(0)));
+        k.code
+            .add("smp_apic_timer_interrupt (hrtimer_interrupt)", b)
+    });
     // `smp_apic_timer_interrupt`: ack_APIC_irq comes first, so a later tick can be accepted
     // while this one runs; run_local_timers -> raise_softirq(TIMER_SOFTIRQ).
     let local_timer = k.tick.as_ref().map(|t| {
@@ -199,6 +242,10 @@ pub fn link(k: &mut Kernel) {
             ),
         )
     });
+    let local_timer = match (local_timer, hrtimer_interrupt) {
+        (Some((v, _)), Some(h)) => Some((v, h)),
+        (l, _) => l,
+    };
 
     // A vector nobody registered: do_IRQ's `ack_bad_irq` path, which acknowledges the Local
     // APIC, or its in-service bit (and a level line's remote IRR) would never clear.
@@ -240,12 +287,13 @@ pub fn link(k: &mut Kernel) {
 
     // The interrupt entry: with the Local APIC disabled the CPU must first ask the 8259 for the
     // vector; with it, the vector is known and the path starts at vectoring.
-    let tail = [
-        Run(c.entry_stub),
-        CallVector(Idt::Apic),
-        Run(c.exit_path),
-        Iret,
-    ];
+    // A kernel that runs tasks checks for a woken task on the way out (`ret_from_intr`).
+    let tasks = k.sched.is_some();
+    let mut tail = vec![Run(c.entry_stub), CallVector(Idt::Apic), Run(c.exit_path)];
+    if tasks {
+        tail.push(Resched { irq_return: true });
+    }
+    tail.push(Iret);
     let mut apic: Builder = vec![Vectoring].into();
     let mut pic: Builder = vec![IntAck, TakeVector, Vectoring].into();
     for s in tail {
@@ -267,6 +315,16 @@ pub fn link(k: &mut Kernel) {
     };
     let start = idle.here();
     let name = match &k.idle {
+        // 2.6: `cpu_idle`: `while (!need_resched()) default_idle(); schedule();` with
+        // `default_idle` -> `safe_halt` (sti; hlt), its test made with interrupts off.
+        None if tasks => {
+            idle.push(Cli)
+                .push(Run(c.idle_loop))
+                .push(Resched { irq_return: false })
+                .push(Halt { sti: true })
+                .push(Jump(0));
+            "cpu_idle"
+        }
         // 2.6: `default_idle` -> `safe_halt` (sti; hlt): the interrupt is taken at once.
         None => {
             idle.push(Run(c.idle_loop))
@@ -277,8 +335,11 @@ pub fn link(k: &mut Kernel) {
         // cpuidle: entered with interrupts off; after the wake-up the exit path runs before
         // `local_irq_enable` lets the interrupt in (the `Run(0)` is that window).
         Some(costs) => {
-            idle.push(Cli)
-                .push(Run(c.idle_loop + costs.entry))
+            idle.push(Cli);
+            if tasks {
+                idle.push(Resched { irq_return: false });
+            }
+            idle.push(Run(c.idle_loop + costs.entry))
                 .push(Halt { sti: false })
                 .push(Run(costs.exit))
                 .push(Sti)
@@ -288,6 +349,10 @@ pub fn link(k: &mut Kernel) {
         }
     };
     debug_assert_eq!(start, 2 * u32::from(k.workload));
+    debug_assert!(
+        !tasks || k.tick.is_some(),
+        "hrtimers need the timer's vector"
+    );
     k.entries.idle = k.code.add(name, idle);
 }
 

@@ -12,11 +12,13 @@ pub mod costs;
 pub mod cpuidle;
 pub mod drivers;
 pub mod freebsd;
+pub mod hrtimer;
 pub mod linux;
 pub mod program;
 pub mod sched;
 pub mod softirq;
 pub mod spl;
+pub mod tasks;
 
 use costs::{IdleCosts, KernelInstructions};
 pub use program::Entry;
@@ -160,6 +162,12 @@ pub struct Kernel {
     pub spl: Option<spl::SplPolicy>,
     /// The counts [`program::Step::RunDrawn`] draws from.
     pub drawn: Vec<DrawnCount>,
+    /// The scheduler's costs and preemption model, for a kernel that runs tasks besides the
+    /// idle task; with it the tick is an hrtimer on the one-shot Local APIC timer.
+    pub sched: Option<costs::SchedCosts>,
+    pub hrtimers: hrtimer::Hrtimers,
+    /// cyclictest's threads (their user-space state), if the scenario runs it.
+    pub cyclic: Vec<tasks::CyclicThread>,
 }
 
 impl Kernel {
@@ -180,6 +188,9 @@ impl Kernel {
             workload: false,
             spl: None,
             drawn: Vec::new(),
+            sched: None,
+            hrtimers: hrtimer::Hrtimers::default(),
+            cyclic: Vec::new(),
         }
     }
 

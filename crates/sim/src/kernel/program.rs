@@ -26,7 +26,7 @@
 use super::context::PreemptCount;
 use super::softirq::{SoftirqState, TaskletId};
 use super::Kernel;
-use crate::engine::SimDuration;
+use crate::engine::{SimDuration, SimTime};
 use crate::hw::cpu::CpuCosts;
 use crate::hw::lapic::LocalApic;
 use crate::workload::{Piece, WorkState};
@@ -183,6 +183,46 @@ pub enum Step {
     /// `doreti`: restore `cpl` from the frame's second local; if an interrupt it held off is
     /// pending and now unmasked, take it from `ipending` and go on at its replay entry.
     Doreti,
+    /// Instructions of user-mode code (a task's own work between system calls): process code
+    /// an interrupt cuts at the next instruction boundary, after a privilege change.
+    User(u32),
+    /// `do_nanosleep` for cyclictest thread `thread` (`clock_nanosleep(TIMER_ABSTIME)` at its
+    /// next wake-up time): queue its hrtimer there; a time already past does not sleep (go to
+    /// `skip`, as `hrtimer_start` finds the timer expired and clears the sleeper's task).
+    Nanosleep {
+        thread: u8,
+        skip: Entry,
+    },
+    /// `schedule()` from a task that has set itself sleeping: it leaves the run queue and the
+    /// core switches to the next task.
+    Block,
+    /// A preemption point: switch if a runnable task outranks the running one and the
+    /// kernel's preemption model allows it here. `irq_return`: the return from an interrupt
+    /// (`ret_from_intr`: to user mode always; to kernel code only with kernel preemption and
+    /// a zero preempt count); otherwise a voluntary point (the idle loop's `need_resched()`).
+    Resched {
+        irq_return: bool,
+    },
+    /// `hrtimer_interrupt`'s loop: the earliest timer of this CPU that has expired into the
+    /// frame's first local; none left: go to `done`.
+    NextExpiredTimer {
+        done: Entry,
+    },
+    /// `__run_hrtimer`: call the callback of the timer in the frame's first local, with the
+    /// timer in the callee's first local.
+    CallTimer,
+    /// `hrtimer_wakeup`: wake the task of the sleeper timer in the frame's first local.
+    WakeTimerTask,
+    /// A periodic timer's callback returns HRTIMER_RESTART: its expiry moves on by its period
+    /// and it is queued again (the timer in the frame's first local).
+    RestartTimer,
+    /// `tick_program_event`: program the Local APIC timer (one-shot) for this CPU's earliest
+    /// queued hrtimer (a write of its initial-count register).
+    ArmTimer,
+    /// cyclictest's arithmetic after `clock_gettime`: the latency of thread `thread` is now
+    /// minus the time it asked to wake at; then `next += interval` (2009's rt-tests: no
+    /// catch-up, so a thread that falls behind reports a lag that grows).
+    CyclicSample(u8),
 }
 
 impl Step {
@@ -197,7 +237,9 @@ impl Step {
             | Step::SoftirqRestart { to, .. }
             | Step::NextTasklet { done: to }
             | Step::Work { idle: to }
-            | Step::TakeSoftirq { absent: to, .. } => Some(to),
+            | Step::TakeSoftirq { absent: to, .. }
+            | Step::Nanosleep { skip: to, .. }
+            | Step::NextExpiredTimer { done: to } => Some(to),
             _ => None,
         }
     }
@@ -254,6 +296,16 @@ pub enum Op {
     /// The workload's busy stretch is spent; the next arrives after this gap (`None`: when
     /// the machine says so).
     Rest(Option<SimDuration>),
+    /// The running task sleeps: switch to the next one (`schedule()`).
+    Block,
+    /// Wake this task (`try_to_wake_up`): it becomes runnable on its CPU's run queue.
+    Wake(super::sched::TaskId),
+    /// A preemption point ([`Step::Resched`]).
+    Resched {
+        irq_return: bool,
+    },
+    /// Program the Local APIC timer for the CPU's earliest hrtimer.
+    ArmTimer,
 }
 
 /// One function activation: its position in the code and its locals (an interrupt's vector,
@@ -407,6 +459,10 @@ pub struct StepCtx<'a> {
     pub softirq: &'a mut SoftirqState,
     /// This CPU's workload generator, if the scenario has one.
     pub work: Option<&'a mut WorkState>,
+    /// The clock when the core's loop began; the time of a step is `now + ahead`.
+    pub now: SimTime,
+    /// This CPU's number (its hrtimer queue).
+    pub cpu: u8,
 }
 
 /// `irqreturn_t`'s IRQ_HANDLED.
@@ -434,6 +490,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         idt,
         spl,
         drawn,
+        hrtimers,
+        cyclic,
         ..
     } = &mut *cx.kernel;
     let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -673,6 +731,58 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     pc = e;
                 }
             }
+            Step::User(n) => {
+                break Op::Busy {
+                    d: cx.costs.instructions(n),
+                    user: true,
+                }
+            }
+            Step::Nanosleep { thread, skip } => {
+                let t = &cyclic[usize::from(thread)];
+                if t.next <= cx.now + cx.ahead {
+                    pc = skip;
+                } else if hrtimers.start(t.timer, t.next) {
+                    break Op::ArmTimer;
+                }
+            }
+            Step::Block => break Op::Block,
+            Step::Resched { irq_return } => break Op::Resched { irq_return },
+            Step::NextExpiredTimer { done } => {
+                match hrtimers.take_expired(cx.cpu, cx.now + cx.ahead) {
+                    Some(t) => this.a = u32::from(t),
+                    None => pc = done,
+                }
+            }
+            Step::CallTimer => {
+                let callee = Frame {
+                    a: this.a,
+                    ..Frame::at(hrtimers.timers[this.a as usize].func)
+                };
+                if !inline!() {
+                    break Op::Call(callee);
+                }
+                stack[top] = Frame { pc, ..this };
+                stack.push(callee);
+                top += 1;
+                this = callee;
+                pc = callee.pc;
+            }
+            Step::WakeTimerTask => {
+                let task = hrtimers.timers[this.a as usize]
+                    .task
+                    .expect("a sleeper's timer has its task");
+                break Op::Wake(task);
+            }
+            Step::RestartTimer => {
+                let t = &mut hrtimers.timers[this.a as usize];
+                let period = t.period.expect("a periodic timer");
+                t.expires += period;
+                t.queued = true;
+            }
+            Step::ArmTimer => break Op::ArmTimer,
+            Step::CyclicSample(thread) => {
+                cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
+            }
             Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
                 Some(t) => {
                     this.a = u32::from(t);
@@ -772,6 +882,8 @@ mod tests {
             preempt: &mut preempt,
             softirq: s,
             work: None,
+            now: SimTime::ZERO,
+            cpu: 0,
         };
         let mut stack = vec![*f];
         let op = super::step(&mut stack, &mut cx);
@@ -849,6 +961,8 @@ mod tests {
             preempt: &mut preempt,
             softirq: &mut s,
             work: None,
+            now: SimTime::ZERO,
+            cpu: 0,
         };
         let op = super::step(stack, &mut cx);
         (op, cx.ahead, cx.value)

@@ -14,7 +14,7 @@ use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::linux::Entries;
 use crate::kernel::program::{self, Access, Frame, Op, StepCtx};
-use crate::kernel::sched::TaskContext;
+use crate::kernel::sched::{Preemption, TaskContext, TaskState};
 use crate::kernel::softirq::SoftirqState;
 use crate::workload::WorkState;
 
@@ -70,6 +70,9 @@ pub struct Core {
     pub(super) from_user: bool,
     /// Cache lines of kernel code that may have gone cold, if the platform models it.
     pub cold: Option<ColdCode>,
+    /// Counts programmings of the one-shot Local APIC timer: a `LapicTimer` event of an older
+    /// one is stale.
+    pub(super) timer_gen: u32,
 }
 
 /// The cold-code model: a block of kernel code spans `ceil(n * instruction_bytes /
@@ -134,6 +137,7 @@ impl Core {
             in_user: false,
             from_user: false,
             cold: None,
+            timer_gen: 0,
         }
     }
 
@@ -166,15 +170,22 @@ impl Core {
         // An interrupt gate clears IF as part of delivery.
         self.ctx.irqs_enabled = false;
         self.ctx.saved_values.push(self.ctx.value);
+        // The entry frame's second local says whether the interrupt came from user mode (the
+        // saved CS that `ret_from_intr` tests).
+        let b = u32::from(self.from_user);
         let frame = if self.lapic.enabled {
             let vector = self.lapic.acknowledge().expect("deliverable");
             Frame {
                 a: u32::from(vector),
+                b,
                 ..Frame::at(entries.interrupt_apic)
             }
         } else {
             // The vector comes from the 8259's INTA cycle, the program's first step.
-            Frame::at(entries.interrupt_pic)
+            Frame {
+                b,
+                ..Frame::at(entries.interrupt_pic)
+            }
         };
         self.ctx.stack.push(frame);
     }
@@ -294,6 +305,11 @@ impl Machine {
         // How far past `now` instructions may be folded into a step (`StepCtx::horizon`).
         let horizon = next_smi.since_or_zero(now);
         let ahead = Self::may_run_ahead;
+        // The scheduler's model and the cost of a switch, for kernels that run tasks.
+        let (preemption, schedule_cost) = match &self.kernel.sched {
+            Some(s) => (Some(s.preemption), s.schedule),
+            None => (None, 0),
+        };
         /// Why the inner loop, which holds the core, stopped.
         enum Next {
             /// Let time pass: resume at `now + acc`.
@@ -351,6 +367,8 @@ impl Machine {
                             preempt: &mut core.ctx.preempt,
                             softirq: &mut core.softirq,
                             work: core.work.as_mut(),
+                            now,
+                            cpu: c as u8,
                         };
                         let op = program::step(&mut core.ctx.stack, &mut cx);
                         acc = cx.ahead;
@@ -400,9 +418,10 @@ impl Machine {
                     Op::Busy { d, user } => {
                         // Once the run has its samples, the workload starts no new busy
                         // stretches, so that the run can end.
-                        let done = match &self.pps {
-                            Some(p) => p.done(),
-                            None => {
+                        let done = match (&self.pps, self.kernel.cyclic.first()) {
+                            (Some(p), _) => p.done(),
+                            (None, Some(t)) => t.loops >= self.target_samples,
+                            (None, None) => {
                                 self.devices[usize::from(self.probed_device)].generated
                                     >= self.target_samples
                             }
@@ -472,6 +491,53 @@ impl Machine {
                         }
                         acc += core.timing.iret();
                         core.ctx.irqs_enabled = true;
+                    }
+                    Op::Block => {
+                        // `schedule()` from a task that set itself sleeping.
+                        let cur = usize::from(self.sched.current[c]);
+                        self.sched.tasks[cur].state = TaskState::Sleeping;
+                        acc += core.timing.instructions(schedule_cost);
+                        core.in_user = false;
+                        self.sched
+                            .switch(c as u8, &mut core.ctx)
+                            .expect("the idle task is always runnable");
+                    }
+                    Op::Wake(t) => {
+                        let task = &mut self.sched.tasks[usize::from(t)];
+                        if task.state == TaskState::Sleeping {
+                            task.state = TaskState::Runnable;
+                            let on = usize::from(task.core);
+                            self.sched.queues[on].enqueue(t);
+                        }
+                    }
+                    Op::Resched { irq_return } => {
+                        let p = core.ctx.preempt;
+                        // Returning from an interrupt: to user mode (the entry frame's second
+                        // local) a woken task always gets the CPU; to kernel code only with
+                        // kernel preemption and nothing that holds it off. A voluntary point
+                        // (the idle loop) switches outside interrupt context.
+                        let from_user =
+                            irq_return && core.ctx.stack.last().is_some_and(|f| f.b != 0);
+                        let kernel_preempts =
+                            matches!(preemption, Some(Preemption::Preempt | Preemption::Rt));
+                        let may =
+                            !p.in_interrupt() && (!irq_return || from_user || kernel_preempts);
+                        if may && self.sched.need_resched(c as u8) {
+                            acc += core.timing.instructions(schedule_cost);
+                            core.in_user = false;
+                            self.sched.switch(c as u8, &mut core.ctx);
+                        }
+                    }
+                    Op::ArmTimer => {
+                        // A write of the Local APIC timer's initial count: one-shot, for the
+                        // earliest queued hrtimer of this CPU (or stopped, with none).
+                        acc += core.timing.lapic_access();
+                        core.timer_gen = core.timer_gen.wrapping_add(1);
+                        if let Some(at) = self.kernel.hrtimers.earliest(c as u8) {
+                            let when = at.max(now + acc);
+                            self.q
+                                .schedule_at(when, Ev::LapicTimer(c as u8, core.timer_gen));
+                        }
                     }
                     Op::Halt { sti } => {
                         // The core idles from `now + acc`, ahead of the clock, if nothing is

@@ -66,6 +66,9 @@ enum Ev {
     Phase(u8),
     /// Core c's clock moves (`[cpu.frequency]`).
     Frequency(u8),
+    /// Core c's one-shot Local APIC timer (programmed for its earliest hrtimer, programming g)
+    /// fires.
+    LapicTimer(u8, u32),
 }
 
 /// Counters a run reports besides the latencies.
@@ -289,9 +292,24 @@ impl Machine {
         for c in 0..self.cores.len() {
             self.q.schedule_at(SimTime::ZERO, Ev::CpuResume(c as u8));
         }
+        // With high-resolution timers the Local APIC timer is one-shot, programmed for each
+        // CPU's earliest hrtimer (the tick among them); without, it is the periodic tick.
+        if self.kernel.sched.is_some() {
+            for c in 0..self.cores.len() {
+                if let Some(at) = self.kernel.hrtimers.earliest(c as u8) {
+                    let g = self.cores[c].timer_gen;
+                    self.q.schedule_at(at, Ev::LapicTimer(c as u8, g));
+                }
+            }
+        }
         // Every CPU's tick on the same jiffy boundary (Linux aligns them unless booted with
         // `skew_tick=1`, kernel/time/tick-sched.c).
-        if let Some(t) = &self.kernel.tick {
+        if let Some(t) = self
+            .kernel
+            .tick
+            .as_ref()
+            .filter(|_| self.kernel.sched.is_none())
+        {
             for (c, core) in self.cores.iter_mut().enumerate() {
                 if core.lapic.enabled {
                     core.next_tick = Some(SimTime::ZERO + t.period);
@@ -359,6 +377,7 @@ impl Machine {
                 Ev::Board(j, w) => self.on_board_timer(j, w),
                 Ev::Phase(i) => self.set_phase(usize::from(i)),
                 Ev::Frequency(c) => self.on_frequency(usize::from(c)),
+                Ev::LapicTimer(c, g) => self.on_lapic_timer(usize::from(c), g),
             }
             if let Some(p) = &mut self.pps {
                 if let crate::devices::Board::CounterCard(card) = &self.board[self.pps_card] {
@@ -400,12 +419,32 @@ impl Machine {
         }
     }
 
-    /// Every generator runs until the measured device has raised the run's sample count.
+    /// Every generator runs until the measured device has raised the run's sample count (or
+    /// cyclictest has run its loops).
     pub(super) fn wants_more(&self) -> bool {
-        match &self.pps {
-            Some(p) => !p.done(),
-            None => self.devices[usize::from(self.probed_device)].generated < self.target_samples,
+        match (&self.pps, self.kernel.cyclic.first()) {
+            (Some(p), _) => !p.done(),
+            (None, Some(t)) => t.loops < self.target_samples,
+            (None, None) => {
+                self.devices[usize::from(self.probed_device)].generated < self.target_samples
+            }
         }
+    }
+
+    /// Core c's one-shot Local APIC timer fires, unless it was programmed again since (a stale
+    /// event) or the run has its samples (the timers stop, so the run can drain).
+    pub(super) fn on_lapic_timer(&mut self, c: usize, gen: u32) {
+        if self.cores[c].timer_gen != gen || !self.wants_more() {
+            return;
+        }
+        let t = self
+            .kernel
+            .tick
+            .as_ref()
+            .expect("a kernel with hrtimers has a timer vector");
+        let vector = t.vector;
+        self.cores[c].lapic.accept(vector, false);
+        self.poke_cpu(c);
     }
 
     pub(super) fn on_generate(&mut self, k: u8) {

@@ -9,7 +9,7 @@ use super::Scenario;
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
 };
-use crate::engine::{RngStreams, SimDuration};
+use crate::engine::{RngStreams, SimDuration, SimTime};
 use crate::hw::cpu::CpuTiming;
 use crate::hw::ich::{Ich, IchTiming, PIRQ_ROUT_DISABLE};
 use crate::hw::ioapic::RedirectionEntry;
@@ -17,8 +17,11 @@ use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::LocalApic;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::Bdf;
+use crate::kernel::context::SchedClass;
 use crate::kernel::cpuidle::{Cpuidle, IdleState};
 use crate::kernel::drivers::{self, Registers};
+use crate::kernel::program::Frame;
+use crate::kernel::tasks::{self, CyclicThread};
 use crate::kernel::Tick;
 use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
@@ -324,12 +327,16 @@ impl Scenario {
                 .map_err(|m| self.invalid(&key("msi_vector"), m))?;
         }
 
-        let d0 = &self.file.device[0];
-        let mut probe = LatencyProbe::new(
-            d0.signature_bar + d0.isr_signature_offset,
-            (d0.driver != DriverName::RoundTrip)
-                .then_some(d0.signature_bar + d0.tasklet_signature_offset),
-        );
+        // The analyzer times the first device's signature writes (a run of cyclictest alone has
+        // none to time).
+        let mut probe = match self.file.device.first() {
+            Some(d0) => LatencyProbe::new(
+                d0.signature_bar + d0.isr_signature_offset,
+                (d0.driver != DriverName::RoundTrip)
+                    .then_some(d0.signature_bar + d0.tasklet_signature_offset),
+            ),
+            None => LatencyProbe::new(u64::MAX, None),
+        };
         // Warm-up interrupts go first and are not recorded: the governor starts with no history
         // and the run with every timer phase at zero, neither of which the published run had.
         let warmup = self.file.warmup_samples;
@@ -349,7 +356,34 @@ impl Scenario {
         };
         kernel.idle = self.kernel.idle.clone();
         kernel.workload = self.file.workload.is_some();
+        kernel.sched = self.kernel.sched.clone();
         linux::link(&mut kernel);
+        // A kernel with tasks: the tick is an hrtimer on each CPU, and cyclictest's threads are
+        // programs (spawned as tasks once the machine has its scheduler).
+        let mut cyclic = Vec::new();
+        if let Some(sc) = &self.kernel.sched {
+            let period = kernel.tick.as_ref().map(|t| t.period);
+            for c in 0..self.cores() {
+                if let Some(p) = period {
+                    let e = kernel.entries.tick_sched_timer;
+                    let t = kernel
+                        .hrtimers
+                        .add(&format!("tick_sched_timer/{c}"), c, e, None);
+                    kernel.hrtimers.timers[usize::from(t)].period = Some(p);
+                    kernel.hrtimers.start(t, SimTime::ZERO + p);
+                }
+            }
+            if let Some(ct) = &self.file.cyclictest {
+                for i in 0..ct.threads {
+                    let e = tasks::cyclictest(&mut kernel.code, sc, i, ct.loop_instructions);
+                    let wake = kernel.entries.hrtimer_wakeup;
+                    let timer = kernel
+                        .hrtimers
+                        .add(&format!("cyclictest/{i}"), i, wake, None);
+                    cyclic.push((i, e, timer));
+                }
+            }
+        }
         let smi = p.smi.as_ref().filter(|s| s.rate_per_s > 0.0).map(|s| Smi {
             mean_interval: ns(1e9 / s.rate_per_s),
             duration: ns(s.duration_us * 1e3),
@@ -369,6 +403,31 @@ impl Scenario {
         );
         machine.smi = smi;
         machine.intx_lines = intx_lines;
+        if let Some(ct) = &self.file.cyclictest {
+            let class = match ct.priority {
+                0 => SchedClass::Normal { nice: 0 },
+                p => SchedClass::Fifo { priority: p },
+            };
+            let interval = ns(ct.interval_us * 1e3);
+            // cyclictest starts whenever it is started: its wake-ups have an arbitrary phase
+            // against the tick's (uniform over one tick period), not the boot's zero.
+            let mut start = rng.stream("cyclictest.start");
+            let tick = machine.kernel.tick.as_ref().map(|t| t.period);
+            for (i, entry, timer) in cyclic {
+                use rand::Rng as _;
+                let phase = tick.map_or(SimDuration::ZERO, |p| {
+                    SimDuration::from_ps(start.gen_range(0..p.as_ps().max(1)))
+                });
+                let name = format!("cyclictest/{i}");
+                let task = machine.sched.spawn(&name, class, i, Frame::at(entry));
+                machine.kernel.hrtimers.timers[usize::from(timer)].task = Some(task);
+                // cyclictest reads the clock and asks to wake one interval later.
+                let first = SimTime::ZERO + phase + interval;
+                let mut t = CyclicThread::new(task, timer, interval, first);
+                t.warmup = warmup;
+                machine.kernel.cyclic.push(t);
+            }
+        }
         Ok(machine)
     }
 

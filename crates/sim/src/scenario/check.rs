@@ -744,11 +744,53 @@ impl Scenario {
         for (key, v, lo, hi, unit) in &ranges {
             self.in_range(key, *v, *lo, *hi, unit)?;
         }
-        if self.file.device.is_empty() {
+        if self.file.device.is_empty() && self.file.cyclictest.is_none() {
             return Err(self.invalid(
                 "device",
-                "a scenario needs at least one [[device]] (the measured exerciser comes first)",
+                "a scenario needs at least one [[device]] (the measured exerciser comes first), \
+                 or a [cyclictest] to measure",
             ));
+        }
+        if let Some(ct) = &self.file.cyclictest {
+            if self.kernel.sched.is_none() {
+                return Err(self.invalid(
+                    "cyclictest",
+                    "cyclictest is a task, and this kernel file has no [sched] section (its \
+                     scheduler and high-resolution timers): use a kernel that has one, such as \
+                     kernels/linux-2.6.29-i386-up.toml",
+                ));
+            }
+            self.in_range("cyclictest.interval_us", ct.interval_us, 1.0, 1e7, "us")?;
+            if ct.priority > 99 {
+                return Err(self.invalid(
+                    "cyclictest.priority",
+                    format!(
+                        "{} is not a SCHED_FIFO priority: use 1-99, or 0 for SCHED_OTHER",
+                        ct.priority
+                    ),
+                ));
+            }
+            if ct.threads == 0 || ct.threads > self.cores() {
+                return Err(self.invalid(
+                    "cyclictest.threads",
+                    format!(
+                        "{} threads on {} CPU(s): cyclictest runs one thread per CPU, 1 to {}",
+                        ct.threads,
+                        self.cores(),
+                        self.cores()
+                    ),
+                ));
+            }
+        }
+        if self.kernel.sched.is_some() {
+            let tick = self.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
+            if !tick || self.file.delivery == Delivery::Xtpic {
+                return Err(self.invalid(
+                    "kernel.sched",
+                    "a kernel with [sched] runs its timers on the Local APIC timer: it needs a \
+                     [tick] with hz > 0 and the Local APIC (delivery = \"ioapic\" or \"msi\")",
+                ));
+            }
         }
         let mut msi_vectors: Vec<(u32, &str)> = Vec::new();
         for (i, d) in self.file.device.iter().enumerate() {

@@ -175,10 +175,36 @@ pub struct KernelFile {
     /// The cpuidle idle path; absent: the 2.6 `sti; hlt` idle loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleCosts>,
+    /// The scheduler and high-resolution timers, for a kernel that runs tasks (cyclictest,
+    /// threads); absent: the idle task runs alone and the tick is periodic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::kernel::costs::SchedCosts>,
     /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
     /// from the text by `validate --uncertainty`; the model never sees them.
     #[serde(default, skip_serializing)]
     pub range: Option<toml::Value>,
+}
+
+/// cyclictest as the scenario runs it (rt-tests' options): one thread per CPU from CPU 0, each
+/// sleeping to absolute times `interval_us` apart and measuring how late it woke.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CyclictestSection {
+    /// `-i`: the interval, in microseconds.
+    pub interval_us: f64,
+    /// `-p`: SCHED_FIFO priority 1-99; 0 runs it SCHED_OTHER (cyclictest's default without
+    /// `-p`).
+    pub priority: u8,
+    /// `-t`: threads, one per CPU from CPU 0.
+    #[serde(default = "one_thread")]
+    pub threads: u8,
+    /// cyclictest's own user-space instructions per loop (`calcdiff`, the statistics, the
+    /// histogram update).
+    pub loop_instructions: u32,
+}
+
+fn one_thread() -> u8 {
+    1
 }
 
 /// A scenario file.
@@ -202,6 +228,15 @@ pub struct ScenarioFile {
     /// interrupts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<crate::workload::WorkloadSpec>,
+    /// cyclictest on the kernel's tasks: its loops are the run's samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cyclictest: Option<CyclictestSection>,
+    /// Settings of the platform and kernel files this scenario runs with, as `--set` flags
+    /// (`platform.cpu.clock_hz=800e6`: seed 003's clock on the EP80579 platform); the command
+    /// line's come after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
+    #[serde(default)]
     pub device: Vec<DeviceSection>,
     /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
     /// from the text by `validate --uncertainty`; the model never sees them.

@@ -42,6 +42,9 @@ impl NamesParts for ScenarioFile {
     fn kernel_name(&self) -> &str {
         &self.kernel
     }
+    fn presets(&self) -> &[String] {
+        &self.set
+    }
 }
 
 /// What one run of the machine produced, in its own terms (the mechanism tests read these); the
@@ -52,6 +55,9 @@ pub struct Outcome {
     pub tasklet: LatencyHistogram,
     /// The measured card's own round-trip counter (seed 002's instrument); empty without one.
     pub round_trip: LatencyHistogram,
+    /// cyclictest's latencies, all its threads together; empty without it.
+    pub cyclictest: LatencyHistogram,
+    pub tasks: TaskCounters,
     /// Does the measured card's driver schedule a tasklet (seed 000's driver)?
     pub has_tasklet: bool,
     /// The headline latency (round trip, or else ISR latency) sample by sample, bounded; from
@@ -61,6 +67,13 @@ pub struct Outcome {
     pub trace: Vec<TraceRecord>,
 }
 
+/// What the scheduler and the timers did (zero on a kernel without tasks).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TaskCounters {
+    pub context_switches: u64,
+    pub hrtimers_expired: u64,
+}
+
 impl Outcome {
     /// Add another replication's result: histograms and counters add up; the trace and the
     /// series are the first replication's, whichever side holds them.
@@ -68,6 +81,9 @@ impl Outcome {
         self.isr.merge(&o.isr);
         self.tasklet.merge(&o.tasklet);
         self.round_trip.merge(&o.round_trip);
+        self.cyclictest.merge(&o.cyclictest);
+        self.tasks.context_switches += o.tasks.context_switches;
+        self.tasks.hrtimers_expired += o.tasks.hrtimers_expired;
         self.counters.merge(&o.counters);
         if self.trace.is_empty() {
             self.trace = o.trace;
@@ -88,7 +104,8 @@ impl Outcome {
             .tasklet
             .count()
             .max(self.round_trip.count())
-            .max(if has_tasklet { 0 } else { self.isr.count() });
+            .max(if has_tasklet { 0 } else { self.isr.count() })
+            .max(self.cyclictest.count());
         let mut counters = vec![
             Count::always("interrupts_raised", c.interrupts_generated),
             Count::if_nonzero("warmup_samples_not_recorded", warmup),
@@ -126,6 +143,14 @@ impl Outcome {
                     .map(|(cpu, n)| Count::always(format!("interrupts_taken_cpu{cpu}"), *n)),
             );
         }
+        counters.push(Count::if_nonzero(
+            "context_switches",
+            self.tasks.context_switches,
+        ));
+        counters.push(Count::if_nonzero(
+            "hrtimers_expired",
+            self.tasks.hrtimers_expired,
+        ));
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
         counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
         let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
@@ -144,11 +169,22 @@ impl Outcome {
                 self.round_trip,
             ));
         }
-        metrics.push(measured(
-            "isr_latency",
-            "interrupt TLP on the device's link to the ISR's write on it",
-            self.isr,
-        ));
+        let cyclictest = !self.cyclictest.is_empty();
+        if cyclictest {
+            metrics.push(measured(
+                "cyclictest_latency",
+                "cyclictest's own arithmetic: clock_gettime after the wake-up minus the absolute \
+                 time it asked clock_nanosleep for",
+                self.cyclictest,
+            ));
+        }
+        if !cyclictest || !self.isr.is_empty() {
+            metrics.push(measured(
+                "isr_latency",
+                "interrupt TLP on the device's link to the ISR's write on it",
+                self.isr,
+            ));
+        }
         if has_tasklet {
             metrics.push(measured(
                 "tasklet_latency",
@@ -258,18 +294,35 @@ impl Scenario {
             return Err(ScenarioError::Runaway {
                 path: self.path.clone(),
                 events: counters.events,
-                completed: m.probe.completed().max(m.devices[0].round_trips.count()),
+                completed: (m.probe.completed())
+                    .max(m.devices.first().map_or(0, |d| d.round_trips.count()))
+                    .max(m.kernel.cyclic.first().map_or(0, |t| t.loops)),
                 requested: samples,
             });
         }
         let mut trace = std::mem::take(&mut m.analyzer.records);
         trace.sort_by_key(|r| (r.time_ps, r.packet));
+        let mut cyclictest = LatencyHistogram::new();
+        for t in &m.kernel.cyclic {
+            cyclictest.merge(&t.latency);
+        }
+        let tasks = TaskCounters {
+            context_switches: m.sched.switches,
+            hrtimers_expired: m.kernel.hrtimers.expired,
+        };
+        let first = m.devices.first_mut();
+        let (round_trip, device_series) = match first {
+            Some(d) => (std::mem::take(&mut d.round_trips), d.series.take()),
+            None => (LatencyHistogram::new(), None),
+        };
         Ok(Outcome {
             isr: std::mem::take(&mut m.probe.isr),
             tasklet: std::mem::take(&mut m.probe.tasklet),
-            round_trip: std::mem::take(&mut m.devices[0].round_trips),
+            round_trip,
+            cyclictest,
+            tasks,
             has_tasklet: m.probe.tasklet_signature_addr.is_some(),
-            series: match (m.devices[0].series.take(), m.probe.series.take()) {
+            series: match (device_series, m.probe.series.take()) {
                 (Some(s), _) if s.samples > 0 => Some(("round_trip", s)),
                 (_, Some(s)) if s.samples > 0 => Some(("isr_latency", s)),
                 _ => None,

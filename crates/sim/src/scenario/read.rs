@@ -103,6 +103,11 @@ pub struct Configured<F, P, K> {
 pub trait NamesParts {
     fn platform_name(&self) -> &str;
     fn kernel_name(&self) -> &str;
+    /// Settings the file itself makes in the other two, as `--set` flags, applied before the
+    /// command line's.
+    fn presets(&self) -> &[String] {
+        &[]
+    }
 }
 
 impl<F, P, K> Configured<F, P, K>
@@ -120,6 +125,8 @@ where
         let (platform_path, ptext, platform) =
             load_named(&path, &text, "platform", file.platform_name())?;
         let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", file.kernel_name())?;
+        let overrides: Vec<String> = file.presets().iter().chain(overrides).cloned().collect();
+        let overrides = &overrides[..];
         let mut s = Configured {
             path,
             file,

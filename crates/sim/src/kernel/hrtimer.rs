@@ -1,0 +1,127 @@
+//! High-resolution timers (Linux `kernel/hrtimer.c`, 2.6.21 and later, `CONFIG_HIGH_RES_TIMERS`):
+//! per-CPU queues of timers, each with an absolute expiry and a callback, and the Local APIC
+//! timer in one-shot mode programmed for the earliest of them (`tick_program_event` ->
+//! `lapic_next_event`, a write of the initial-count register). When it fires,
+//! `hrtimer_interrupt` runs every expired timer's callback in hard-IRQ context and programs the
+//! next expiry. The periodic tick itself is such a timer (`tick_sched_timer`) on a kernel with
+//! high resolution timers, and so is a sleeper's wake-up (`hrtimer_wakeup`, from
+//! `do_nanosleep`).
+//!
+//! The queue is a short list scanned in full: a CPU has its tick, one sleeper per task that
+//! sleeps on it and little else in the modelled runs (the kernel's red-black tree pays off at
+//! hundreds of timers).
+
+use super::program::Entry;
+use super::sched::TaskId;
+use crate::engine::{SimDuration, SimTime};
+
+/// Index of a timer in [`Hrtimers::timers`].
+pub type TimerId = u16;
+
+/// One `struct hrtimer`.
+#[derive(Clone, Debug)]
+pub struct Hrtimer {
+    pub name: String,
+    /// The CPU whose queue it is on when queued (`hrtimer_cpu_base`).
+    pub cpu: u8,
+    pub expires: SimTime,
+    /// Queued and not yet expired.
+    pub queued: bool,
+    /// The callback: a program called with the timer in its frame's first local.
+    pub func: Entry,
+    /// The task a sleeper's callback wakes (`struct hrtimer_sleeper.task`).
+    pub task: Option<TaskId>,
+    /// A periodic timer's period: its callback moves the expiry on by it and restarts it
+    /// (`hrtimer_forward` + HRTIMER_RESTART, the tick's `tick_sched_timer`).
+    pub period: Option<SimDuration>,
+}
+
+/// Every hrtimer of the kernel.
+#[derive(Clone, Debug, Default)]
+pub struct Hrtimers {
+    pub timers: Vec<Hrtimer>,
+    /// Callbacks run.
+    pub expired: u64,
+}
+
+impl Hrtimers {
+    /// `hrtimer_init` + the callback: a timer on `cpu`, not queued.
+    pub fn add(&mut self, name: &str, cpu: u8, func: Entry, task: Option<TaskId>) -> TimerId {
+        self.timers.push(Hrtimer {
+            name: name.to_string(),
+            cpu,
+            expires: SimTime::ZERO,
+            queued: false,
+            func,
+            task,
+            period: None,
+        });
+        TimerId::try_from(self.timers.len() - 1).expect("fewer than 65,536 hrtimers")
+    }
+
+    /// `hrtimer_start(HRTIMER_MODE_ABS)`: queue `t` to expire at `at`. Does it now expire first
+    /// on its CPU (so that the Local APIC timer must be programmed again)?
+    pub fn start(&mut self, t: TimerId, at: SimTime) -> bool {
+        let cpu = self.timers[usize::from(t)].cpu;
+        let first = self.earliest(cpu).is_none_or(|e| at < e);
+        let timer = &mut self.timers[usize::from(t)];
+        timer.expires = at;
+        timer.queued = true;
+        first
+    }
+
+    /// The earliest expiry queued on `cpu`.
+    pub fn earliest(&self, cpu: u8) -> Option<SimTime> {
+        self.timers
+            .iter()
+            .filter(|t| t.queued && t.cpu == cpu)
+            .map(|t| t.expires)
+            .min()
+    }
+
+    /// `__run_hrtimer`'s choice: the earliest timer on `cpu` that has expired by `now`, taken
+    /// off the queue (ties: the one started first, as the tree keeps insertion order among
+    /// equal keys; here the lower index).
+    pub fn take_expired(&mut self, cpu: u8, now: SimTime) -> Option<TimerId> {
+        let (i, _) = self
+            .timers
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.queued && t.cpu == cpu && t.expires <= now)
+            .min_by_key(|(i, t)| (t.expires, *i))?;
+        self.timers[i].queued = false;
+        self.expired += 1;
+        Some(i as TimerId)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expired_timers_come_out_earliest_first_and_only_once() {
+        let mut h = Hrtimers::default();
+        let at = |us: u64| SimTime::ZERO + SimDuration::from_ns(us * 1000);
+        let tick = h.add("tick", 0, 0, None);
+        let sleeper = h.add("cyclictest", 0, 1, Some(1));
+        let other_cpu = h.add("tick/1", 1, 0, None);
+        assert!(h.start(tick, at(4000)), "the first timer programs the APIC");
+        assert!(
+            h.start(sleeper, at(500)),
+            "an earlier one programs it again"
+        );
+        assert!(!h.start(other_cpu, at(100)) || h.earliest(0) == Some(at(500)));
+        assert_eq!(h.earliest(0), Some(at(500)));
+        assert_eq!(h.take_expired(0, at(499)), None);
+        assert_eq!(h.take_expired(0, at(4000)), Some(sleeper));
+        assert_eq!(h.take_expired(0, at(4000)), Some(tick));
+        assert_eq!(h.take_expired(0, at(9000)), None, "each runs once");
+        assert_eq!(
+            h.earliest(1),
+            Some(at(100)),
+            "another CPU's queue is its own"
+        );
+        assert_eq!(h.expired, 2);
+    }
+}
