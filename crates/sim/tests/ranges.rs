@@ -28,6 +28,7 @@ const CHECKED: &[&str] = &[
     "experiments/seed004/pps.toml",
     "kernels/linux-2.6.29-i386-up.toml",
     "experiments/seed003/idle.toml",
+    "experiments/seed003/flood.toml",
 ];
 
 /// The value of `v = text` when it parses alone.
@@ -101,7 +102,15 @@ fn estimated_numbers(text: &str) -> Vec<String> {
         }
         if let Some(name) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
             in_range = name == "range" || name.starts_with("range.");
-            table = name.to_string();
+            // A table inside the last element of an array of tables (`[device.nic]` after the
+            // second `[[device]]`: `device.1.nic`).
+            let within = arrays
+                .iter()
+                .find_map(|(a, i)| Some((a, i, name.strip_prefix(a.as_str())?.strip_prefix('.')?)));
+            table = match within {
+                Some((a, i, rest)) => format!("{a}.{i}.{rest}"),
+                None => name.to_string(),
+            };
             marked = false;
             continue;
         }

@@ -120,6 +120,12 @@ pub struct Exerciser {
     pub warmup: u64,
     /// DMA requests sent.
     pub dma_requests: u64,
+    /// A network controller's receive side behind this PCIe function (`nic.rs`): its registers
+    /// answer the driver, its interrupts go out through this function's MSI or INTx.
+    pub nic: Option<Box<super::nic::Nic>>,
+    /// The machine's pending event for the controller's next interrupt (its time, and a
+    /// generation that makes older events stale).
+    pub nic_timer: (Option<SimTime>, u32),
     rng: Stream,
 }
 
@@ -141,6 +147,8 @@ impl Exerciser {
             series: None,
             warmup: 0,
             dma_requests: 0,
+            nic: None,
+            nic_timer: (None, 0),
             rng,
         }
     }
@@ -267,7 +275,99 @@ impl Exerciser {
     }
 
     /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
+    /// The controller's interrupt, as this function signals it: an MSI write (held pending
+    /// while masked), or Assert_INTx if the line is not asserted already.
+    pub fn signal(&mut self) -> Option<Tlp> {
+        if self.msi.enabled {
+            if self.msi.masked {
+                self.msi.pending = true;
+                return None;
+            }
+            let (a, d) = (u64::from(self.msi.address), self.msi.data);
+            return Some(self.request(TlpKind::MemWrite, a, 1, d));
+        }
+        if self.intx_asserted {
+            return None;
+        }
+        self.intx_asserted = true;
+        let pin = self.cfg.intx_pin;
+        Some(self.request(TlpKind::Msg(MsgCode::AssertIntx(pin)), 0, 0, 0))
+    }
+
+    /// Deassert_INTx once the controller no longer asserts its interrupt (ICR was read).
+    pub fn nic_deassert(&mut self) -> Option<Tlp> {
+        let asserted = self.nic.as_ref().is_some_and(|n| n.line_asserted());
+        if self.msi.enabled || !self.intx_asserted || asserted {
+            return None;
+        }
+        self.intx_asserted = false;
+        let pin = self.cfg.intx_pin;
+        Some(self.request(TlpKind::Msg(MsgCode::DeassertIntx(pin)), 0, 0, 0))
+    }
+
+    /// A register access of the network controller, at `at` (after the card's PCIe core): a
+    /// read's value, or `None` for a write.
+    fn nic_access(&mut self, at: SimTime, off: u64, write: Option<u32>) -> Option<u32> {
+        use super::nic;
+        let n = self.nic.as_mut()?;
+        match (off, write) {
+            (nic::ICR, None) => Some(n.read_icr(at)),
+            (nic::STATUS, None) => Some(nic::STATUS_LINK_UP_1000_FD),
+            (_, None) => Some(0),
+            (nic::IMS, Some(v)) => {
+                if v != 0 {
+                    n.write_mask(at, true);
+                }
+                None
+            }
+            (nic::IMC, Some(v)) => {
+                if v != 0 {
+                    n.write_mask(at, false);
+                }
+                None
+            }
+            (nic::RDT, Some(v)) => {
+                n.write_rdt(at, v);
+                None
+            }
+            (nic::ITR, Some(v)) => {
+                n.write_itr(at, v);
+                None
+            }
+            (_, Some(_)) => None,
+        }
+    }
+
     pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Reaction {
+        if self.nic.is_some() {
+            if let Some(off) = self.in_reg_bar(tlp.addr) {
+                let at = now + self.cfg.core_rx;
+                match tlp.kind {
+                    TlpKind::MemRead => {
+                        self.reads_answered += 1;
+                        let value = self.nic_access(at, off, None).unwrap_or(0);
+                        let cpl = Tlp {
+                            kind: TlpKind::CplD,
+                            requester: tlp.requester,
+                            completer: self.cfg.bdf,
+                            tag: tlp.tag,
+                            addr: tlp.addr,
+                            len_dw: 1,
+                            data: value,
+                        };
+                        return Reaction::Send(
+                            self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx,
+                            cpl,
+                        );
+                    }
+                    TlpKind::MemWrite => {
+                        self.nic_access(at, off, Some(tlp.data));
+                        return Reaction::None;
+                    }
+                    _ => {}
+                }
+            }
+        }
         match tlp.kind {
             TlpKind::MemRead => {
                 self.reads_answered += 1;

@@ -18,6 +18,7 @@ pub mod counter_card;
 pub mod exerciser;
 pub mod gps;
 pub mod irq_source;
+pub mod nic;
 pub mod parallel_port;
 pub mod pit;
 pub mod rtc;

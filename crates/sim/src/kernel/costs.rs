@@ -121,3 +121,34 @@ pub struct SchedCosts {
     /// One system call's entry and exit (`sysenter_entry`, the work checks, `sysexit`).
     pub syscall: u32,
 }
+
+/// The networking core's receive path and the e1000e driver's, for a kernel with network
+/// devices (seed 003): NAPI's constants and the instruction counts of each path.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NetCosts {
+    /// `netdev_budget` (net/core/dev.c): packets one `net_rx_action` may process.
+    pub netdev_budget: u32,
+    /// The driver's NAPI weight (`netif_napi_add(..., e1000_clean, 64)`).
+    pub weight: u32,
+    /// e1000e's InterruptThrottleRate mode (param.c: 3, dynamic conservative, the default).
+    pub itr_setting: u32,
+    /// `e1000_intr_msi` / `e1000_intr` besides the ICR read, with `napi_schedule`.
+    pub isr: u32,
+    /// `net_rx_action`'s entry and exit.
+    pub net_rx_action: u32,
+    /// Per poll call in `net_rx_action`: the list handling, `netpoll_poll_lock`.
+    pub napi_poll: u32,
+    /// `e1000_clean`'s own work per poll: `e1000_clean_tx_irq` with nothing to clean, the
+    /// receive loop's setup and end.
+    pub poll: u32,
+    /// Per frame received: `e1000_clean_rx_irq`'s work on one descriptor (unmap, length and
+    /// status checks, `eth_type_trans`), the stack (`netif_receive_skb`, `ip_rcv`, the drop of
+    /// a packet not for this host) and the refill's allocation and mapping of a new buffer.
+    pub rx_packet: u32,
+    /// `e1000_alloc_rx_buffers`' own work per call, besides its buffers and the tail write.
+    pub alloc_rx_buffers: u32,
+    /// `e1000_set_itr`, `napi_complete` and `e1000_irq_enable` besides their register
+    /// accesses.
+    pub complete: u32,
+}

@@ -183,6 +183,7 @@ pub fn link(
         interrupt_pic,
         tick_sched_timer: NO_ENTRY,
         hrtimer_wakeup: NO_ENTRY,
+        ksoftirqd: NO_ENTRY,
     };
     k.spl = Some(policy);
     k.workload = true;

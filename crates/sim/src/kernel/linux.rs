@@ -19,7 +19,7 @@
 //! `request_irq` has run, so the programs are the same code specialised, not a different path.
 
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
-use super::softirq::{MAX_SOFTIRQ_RESTART, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
+use super::softirq::{MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
 use super::{Flow, Kernel, CACHED_IRQ_MASK, SPURIOUS_8259, TICKS};
 use crate::hw::lapic;
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
@@ -39,6 +39,8 @@ pub struct Entries {
     /// sleeper's (`hrtimer_wakeup`).
     pub tick_sched_timer: Entry,
     pub hrtimer_wakeup: Entry,
+    /// A kernel with tasks: ksoftirqd's loop.
+    pub ksoftirqd: Entry,
 }
 
 /// Build the kernel's paths for its registered descriptors and fill its dispatch tables (the
@@ -67,10 +69,32 @@ pub fn link(k: &mut Kernel) {
     if let Some(t) = &k.tick {
         handlers.push((TIMER_SOFTIRQ as u8, t.timer_softirq.step()));
     }
+    // `net_rx_action` (net/core/dev.c, 2.6.29), with network devices: poll the contexts on this
+    // CPU's list while the budget and two jiffies last.
+    if !k.net.napi.is_empty() {
+        let nc = k
+            .net_costs
+            .clone()
+            .expect("network devices need the kernel's [net] costs");
+        let mut b = Builder::new();
+        b.push(Run(nc.net_rx_action)).push(NetRxBegin);
+        let top = b.here();
+        b.push(NextNapi { done: 0 })
+            .push(Run(nc.napi_poll))
+            .push(CallPoll)
+            .push(AfterPoll)
+            .push(Jump(top));
+        let done = b.here();
+        b.patch(top, done);
+        b.push(Return(Operand::Const(0)));
+        let net_rx_action = k.code.add("net_rx_action", b);
+        handlers.push((NET_RX_SOFTIRQ as u8, Call(net_rx_action)));
+    }
     handlers.push((TASKLET_SOFTIRQ as u8, Call(tasklet_action)));
+    let tasks = k.sched.is_some();
     // `__do_softirq`: the handlers run with interrupts on; `if (pending && --max_restart) goto
-    // restart;`: 10 rounds in all. Anything still pending would wake ksoftirqd (not modelled
-    // yet).
+    // restart;`: 10 rounds in all (2.6.29 has no time limit; MAX_SOFTIRQ_TIME came in 3.10).
+    // A kernel with tasks then wakes ksoftirqd for what is still pending.
     let do_softirq = k.code.add("__do_softirq", {
         let mut b = Builder::new();
         b.push(SoftirqEnter).push(Run(c.do_softirq));
@@ -82,13 +106,14 @@ pub fn link(k: &mut Kernel) {
             let next = b.here();
             b.patch(test, next);
         }
-        b.push(Cli)
-            .push(SoftirqRestart {
-                max: MAX_SOFTIRQ_RESTART,
-                to: restart,
-            })
-            .push(SoftirqLeave)
-            .push(Return(Operand::Const(0)));
+        b.push(Cli).push(SoftirqRestart {
+            max: MAX_SOFTIRQ_RESTART,
+            to: restart,
+        });
+        if tasks {
+            b.push(WakeSoftirqd);
+        }
+        b.push(SoftirqLeave).push(Return(Operand::Const(0)));
         b
     });
     let irq_exit = k.code.add("irq_exit", {
@@ -287,8 +312,23 @@ pub fn link(k: &mut Kernel) {
 
     // The interrupt entry: with the Local APIC disabled the CPU must first ask the 8259 for the
     // vector; with it, the vector is known and the path starts at vectoring.
+    // ksoftirqd (kernel/softirq.c): `while (!kthread_should_stop()) { if
+    // (!local_softirq_pending()) schedule(); while (local_softirq_pending()) { do_softirq();
+    // cond_resched(); } }`, its test made with interrupts off.
+    if tasks {
+        let mut b: Builder = vec![Cli].into();
+        let test = b.here();
+        b.push(BranchIfNoSoftirq(0))
+            .push(Call(do_softirq))
+            .push(Sti)
+            .push(Resched { irq_return: false })
+            .push(Jump(0));
+        let sleep = b.here();
+        b.patch(test, sleep);
+        b.push(Block).push(Sti).push(Jump(0));
+        k.entries.ksoftirqd = k.code.add("ksoftirqd", b);
+    }
     // A kernel that runs tasks checks for a woken task on the way out (`ret_from_intr`).
-    let tasks = k.sched.is_some();
     let mut tail = vec![Run(c.entry_stub), CallVector(Idt::Apic), Run(c.exit_path)];
     if tasks {
         tail.push(Resched { irq_return: true });

@@ -14,6 +14,7 @@ pub mod drivers;
 pub mod freebsd;
 pub mod hrtimer;
 pub mod linux;
+pub mod net;
 pub mod program;
 pub mod sched;
 pub mod softirq;
@@ -168,6 +169,11 @@ pub struct Kernel {
     pub hrtimers: hrtimer::Hrtimers,
     /// cyclictest's threads (their user-space state), if the scenario runs it.
     pub cyclic: Vec<tasks::CyclicThread>,
+    /// NAPI and the network drivers' state, and their costs (with network devices).
+    pub net: net::Net,
+    pub net_costs: Option<costs::NetCosts>,
+    /// Each CPU's ksoftirqd, for a kernel that runs tasks.
+    pub ksoftirqd: Vec<sched::TaskId>,
 }
 
 impl Kernel {
@@ -191,6 +197,9 @@ impl Kernel {
             sched: None,
             hrtimers: hrtimer::Hrtimers::default(),
             cyclic: Vec::new(),
+            net: net::Net::default(),
+            net_costs: None,
+            ksoftirqd: Vec::new(),
         }
     }
 

@@ -223,6 +223,56 @@ pub enum Step {
     /// minus the time it asked to wake at; then `next += interval` (2009's rt-tests: no
     /// catch-up, so a thread that falls behind reports a lag that grows).
     CyclicSample(u8),
+    /// `__do_softirq`'s end: softirqs still pending after the last round wake this CPU's
+    /// ksoftirqd (`wakeup_softirqd`).
+    WakeSoftirqd,
+    /// `napi_schedule`: unless already scheduled, put the NAPI context on this CPU's poll list
+    /// and raise NET_RX_SOFTIRQ; the driver's per-interrupt totals start again (e1000e resets
+    /// them when `napi_schedule_prep` succeeds).
+    NapiSchedule(super::net::NapiId),
+    /// `net_rx_action`'s start: the budget of `netdev_budget` packets and the time limit of
+    /// two jiffies.
+    NetRxBegin,
+    /// `net_rx_action`'s loop: the first NAPI context on the poll list into the frame's first
+    /// local; none left: go to `done`; budget or time spent: raise NET_RX_SOFTIRQ again and go
+    /// to `done` (`softnet_break`).
+    NextNapi {
+        done: Entry,
+    },
+    /// Call the poll function of the NAPI context in the frame's first local.
+    CallPoll,
+    /// After a poll: the work it returned (the last value) comes off the budget; a context
+    /// that used its whole weight goes to the tail of the list.
+    AfterPoll,
+    /// `napi_complete`: off the poll list, no longer scheduled.
+    NapiComplete(super::net::NapiId),
+    /// The receive loop's test: the poll's work (the frame's first local) has reached the
+    /// weight: go to `done`.
+    RxWeightReached {
+        weight: u16,
+        done: Entry,
+    },
+    /// The next descriptor of adapter `dev`'s receive ring, if the chip has written it back
+    /// (the value: 1 if one was taken, 0 if not). The ring is host memory that the chip writes
+    /// by DMA; the core asks the chip how far it has got.
+    RxNext(u16),
+    /// One frame taken: the poll's work and the adapter's totals count it.
+    CountFrame(u16),
+    /// Go to `skip` unless adapter `dev` has at least `min` cleaned buffers to give back.
+    RefillDue {
+        dev: u16,
+        min: u8,
+        skip: Entry,
+    },
+    /// `e1000_alloc_rx_buffers`' tail update: the cleaned buffers go back to the ring (the new
+    /// tail into the adapter's RDT variable, which the next step writes to the chip).
+    RxRefill(u16),
+    /// `e1000_set_itr`: the new throttle rate into the adapter's ITR variable; unchanged: go to
+    /// `skip` (no register write).
+    SetItr {
+        dev: u16,
+        skip: Entry,
+    },
 }
 
 impl Step {
@@ -239,7 +289,11 @@ impl Step {
             | Step::Work { idle: to }
             | Step::TakeSoftirq { absent: to, .. }
             | Step::Nanosleep { skip: to, .. }
-            | Step::NextExpiredTimer { done: to } => Some(to),
+            | Step::NextExpiredTimer { done: to }
+            | Step::NextNapi { done: to }
+            | Step::RxWeightReached { done: to, .. }
+            | Step::RefillDue { skip: to, .. }
+            | Step::SetItr { skip: to, .. } => Some(to),
             _ => None,
         }
     }
@@ -306,6 +360,9 @@ pub enum Op {
     },
     /// Program the Local APIC timer for the CPU's earliest hrtimer.
     ArmTimer,
+    /// Take the next written-back receive descriptor of machine device `k`, if there is one
+    /// (the value: 1 or 0).
+    RxNext(u8),
 }
 
 /// One function activation: its position in the code and its locals (an interrupt's vector,
@@ -492,6 +549,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         drawn,
         hrtimers,
         cyclic,
+        net,
+        ksoftirqd,
         ..
     } = &mut *cx.kernel;
     let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -782,6 +841,91 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::ArmTimer => break Op::ArmTimer,
             Step::CyclicSample(thread) => {
                 cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
+            }
+            Step::WakeSoftirqd => {
+                if cx.softirq.pending != 0 {
+                    if let Some(&t) = ksoftirqd.get(usize::from(cx.cpu)) {
+                        break Op::Wake(t);
+                    }
+                }
+            }
+            Step::NapiSchedule(n) => {
+                let napi = &mut net.napi[usize::from(n)];
+                if !napi.scheduled {
+                    napi.scheduled = true;
+                    let d = &mut net.devs[usize::from(napi.dev)];
+                    (d.total_packets, d.total_bytes) = (0, 0);
+                    cx.softirq.poll_list.push_back(n);
+                    cx.softirq.raise(super::softirq::NET_RX_SOFTIRQ);
+                }
+            }
+            Step::NetRxBegin => {
+                cx.softirq.net_budget = i64::from(net.budget);
+                cx.softirq.net_time_limit = vars[usize::from(super::TICKS.0)] + 2;
+            }
+            Step::NextNapi { done } => match cx.softirq.poll_list.front() {
+                None => pc = done,
+                Some(&n) => {
+                    let jiffies = vars[usize::from(super::TICKS.0)];
+                    if cx.softirq.net_budget <= 0 || jiffies > cx.softirq.net_time_limit {
+                        cx.softirq.raise(super::softirq::NET_RX_SOFTIRQ);
+                        pc = done;
+                    } else {
+                        this.a = u32::from(n);
+                    }
+                }
+            },
+            Step::CallPoll => call!(net.napi[this.a as usize].poll),
+            Step::AfterPoll => {
+                let n = this.a as u16;
+                cx.softirq.net_budget -= i64::from(cx.value);
+                let napi = &net.napi[usize::from(n)];
+                if napi.scheduled && cx.value >= napi.weight {
+                    let l = &mut cx.softirq.poll_list;
+                    if let Some(i) = l.iter().position(|&x| x == n) {
+                        l.remove(i);
+                    }
+                    l.push_back(n);
+                }
+            }
+            Step::NapiComplete(n) => {
+                net.napi[usize::from(n)].scheduled = false;
+                let l = &mut cx.softirq.poll_list;
+                if let Some(i) = l.iter().position(|&x| x == n) {
+                    l.remove(i);
+                }
+            }
+            Step::RxWeightReached { weight, done } => {
+                if this.a >= u32::from(weight) {
+                    pc = done;
+                }
+            }
+            Step::RxNext(dev) => break Op::RxNext(net.devs[usize::from(dev)].device),
+            Step::CountFrame(dev) => {
+                this.a += 1;
+                let d = &mut net.devs[usize::from(dev)];
+                d.total_packets += 1;
+                d.total_bytes += d.frame_bytes;
+                d.cleaned += 1;
+                d.received += 1;
+            }
+            Step::RefillDue { dev, min, skip } => {
+                if net.devs[usize::from(dev)].cleaned < u32::from(min).max(1) {
+                    pc = skip;
+                }
+            }
+            Step::RxRefill(dev) => {
+                let d = &mut net.devs[usize::from(dev)];
+                let rdt = &mut vars[usize::from(d.rdt.0)];
+                *rdt = (*rdt + u64::from(d.cleaned)) % u64::from(d.ring);
+                d.cleaned = 0;
+            }
+            Step::SetItr { dev, skip } => {
+                let d = &mut net.devs[usize::from(dev)];
+                match d.set_itr() {
+                    Some(v) => vars[usize::from(d.itr_reg.0)] = u64::from(v),
+                    None => pc = skip,
+                }
             }
             Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
                 Some(t) => {

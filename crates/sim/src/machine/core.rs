@@ -528,6 +528,20 @@ impl Machine {
                             self.sched.switch(c as u8, &mut core.ctx);
                         }
                     }
+                    Op::RxNext(k) => {
+                        // The ring in host memory holds what the chip wrote back by now: catch
+                        // up with the clock first, so that every access to the chip (a tail
+                        // write on its way, its interrupt) that comes earlier has been made.
+                        if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            break Next::Resume;
+                        }
+                        let nic = self.devices[usize::from(k)]
+                            .nic
+                            .as_mut()
+                            .expect("a network driver's device has a controller");
+                        core.ctx.value = u32::from(nic.take_frame(now + acc));
+                    }
                     Op::ArmTimer => {
                         // A write of the Local APIC timer's initial count: one-shot, for the
                         // earliest queued hrtimer of this CPU (or stopped, with none).

@@ -69,6 +69,8 @@ enum Ev {
     /// Core c's one-shot Local APIC timer (programmed for its earliest hrtimer, programming g)
     /// fires.
     LapicTimer(u8, u32),
+    /// Device k's network controller may assert its interrupt (its timer's generation g).
+    Nic(u8, u32),
 }
 
 /// Counters a run reports besides the latencies.
@@ -330,6 +332,9 @@ impl Machine {
         }
         self.start_board();
         for k in 0..self.devices.len() {
+            if self.devices[k].nic.is_some() {
+                self.nic_changed(k as u8, SimTime::ZERO);
+            }
             if self.devices[k].cfg.generates {
                 let gap = self.devices[k].first_gap();
                 self.q.schedule_in(gap, Ev::Generate(k as u8));
@@ -378,6 +383,7 @@ impl Machine {
                 Ev::Phase(i) => self.set_phase(usize::from(i)),
                 Ev::Frequency(c) => self.on_frequency(usize::from(c)),
                 Ev::LapicTimer(c, g) => self.on_lapic_timer(usize::from(c), g),
+                Ev::Nic(k, g) => self.on_nic(k, g),
             }
             if let Some(p) = &mut self.pps {
                 if let crate::devices::Board::CounterCard(card) = &self.board[self.pps_card] {
@@ -386,6 +392,13 @@ impl Machine {
                 if p.done() {
                     break;
                 }
+            }
+        }
+        // The controllers' counts run to the end: frames that arrived after their last access.
+        let end = self.q.now().max(self.last_inline);
+        for d in &mut self.devices {
+            if let Some(n) = &mut d.nic {
+                n.advance(end);
             }
         }
         let probed = self.devices.get(usize::from(self.probed_device));
@@ -429,6 +442,50 @@ impl Machine {
                 self.devices[usize::from(self.probed_device)].generated < self.target_samples
             }
         }
+    }
+
+    /// After an access to device k's network controller (or its timer) at `at`: a line the
+    /// controller no longer asserts is deasserted, and the event for its next interrupt is
+    /// moved to when that is due.
+    pub(super) fn nic_changed(&mut self, k: u8, at: SimTime) {
+        let d = &mut self.devices[usize::from(k)];
+        let Some(nic) = &d.nic else { return };
+        let next = nic.next_interrupt();
+        if let Some(tlp) = d.nic_deassert() {
+            let delay = d.cfg.deassert_delay;
+            self.send_at(Endpoint::Device(k), Endpoint::Ich, tlp, at + delay, true);
+        }
+        let d = &mut self.devices[usize::from(k)];
+        if next != d.nic_timer.0 {
+            d.nic_timer = (next, d.nic_timer.1.wrapping_add(1));
+            if let Some(t) = next {
+                let g = d.nic_timer.1;
+                self.q.schedule_at(t.max(self.q.now()), Ev::Nic(k, g));
+            }
+        }
+    }
+
+    /// Device k's network controller: its next interrupt may be due.
+    pub(super) fn on_nic(&mut self, k: u8, gen: u32) {
+        let now = self.q.now();
+        if self.devices[usize::from(k)].nic_timer.1 != gen || !self.wants_more() {
+            return;
+        }
+        let d = &mut self.devices[usize::from(k)];
+        d.nic_timer.0 = None;
+        let nic = d.nic.as_mut().expect("a controller's event");
+        if nic.assert_due(now) {
+            if let Some(tlp) = d.signal() {
+                let delay = d.cfg.core_tx;
+                let dest = if tlp.kind == TlpKind::MemWrite {
+                    self.core_of(&tlp)
+                } else {
+                    Endpoint::Ich
+                };
+                self.send_at(Endpoint::Device(k), dest, tlp, now + delay, true);
+            }
+        }
+        self.nic_changed(k, now);
     }
 
     /// Core c's one-shot Local APIC timer fires, unless it was programmed again since (a stale

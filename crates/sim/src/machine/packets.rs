@@ -264,6 +264,14 @@ impl Machine {
 
     /// Device k takes `tlp` at `at` and reacts; `early` as for [`Self::send_at`].
     pub(super) fn device_receives(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
+        self.device_reacts(k, tlp, at, early);
+        if self.devices[usize::from(k)].nic.is_some() {
+            let at = at + self.devices[usize::from(k)].cfg.core_rx;
+            self.nic_changed(k, at);
+        }
+    }
+
+    fn device_reacts(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
         match self.devices[usize::from(k)].receive(at, &tlp) {
             Reaction::None => {}
             Reaction::Send(delay, reply) => {

@@ -36,6 +36,52 @@ use crate::topology::{
 use crate::workload::WorkState;
 use irqlab_stats::series::SampleSeries;
 
+/// e1000e's probe and open for device `k` (section `d`): the adapter's state, its NAPI context
+/// and poll, and its ISR (MSI or the shared-line one), whose entry is returned.
+fn e1000e_probe(
+    kernel: &mut Kernel,
+    nc: &crate::kernel::costs::NetCosts,
+    d: &DeviceSection,
+    n: &super::files::NicSection,
+    k: u8,
+    msi: bool,
+) -> crate::kernel::Entry {
+    use crate::kernel::net::{itr_register, Latency, Napi, NetDev};
+    let dev = kernel.net.devs.len() as u16;
+    let napi = kernel.net.napi.len() as u16;
+    // InterruptThrottleRate 3 starts at 20,000 interrupts/s (param.c), and
+    // e1000_configure_rx writes ITR with it.
+    let itr = 20_000;
+    let rdt = kernel.new_var(u64::from(n.ring - 1));
+    let itr_reg = kernel.new_var(u64::from(itr_register(itr)));
+    kernel.net.devs.push(NetDev {
+        name: d.name.clone(),
+        napi,
+        device: k,
+        ring: n.ring,
+        rdt,
+        cleaned: 0,
+        frame_bytes: n.frame_bytes,
+        total_packets: 0,
+        total_bytes: 0,
+        itr_setting: nc.itr_setting,
+        itr,
+        // The adapter is zeroed at probe: `lowest_latency`.
+        rx_itr: Latency::Lowest,
+        itr_reg,
+        received: 0,
+    });
+    kernel.net.napi.push(Napi {
+        scheduled: false,
+        poll: crate::kernel::program::NO_ENTRY,
+        weight: nc.weight,
+        dev,
+    });
+    let poll = drivers::e1000e::poll(kernel, nc, &d.name, d.reg_bar, dev, napi);
+    kernel.net.napi[usize::from(napi)].poll = poll;
+    drivers::e1000e::isr(kernel, nc, &d.name, d.reg_bar, napi, msi)
+}
+
 /// `assign_irq_vector`: hands out vectors a step apart.
 struct VectorAllocator {
     next: u32,
@@ -121,7 +167,9 @@ impl Scenario {
                 serviced_addr: match d.driver {
                     DriverName::RoundTrip => Some(d.signature_bar + d.isr_signature_offset),
                     DriverName::Seed000 => Some(d.signature_bar + d.tasklet_signature_offset),
-                    DriverName::Generic => None, // a generic device raises interrupts whenever it has work
+                    // A generic device raises interrupts whenever it has work; a network
+                    // controller whenever its traffic and its throttle say.
+                    DriverName::Generic | DriverName::E1000e => None,
                 },
                 interval_from_service: d.interval_from == IntervalFrom::Service,
                 core_tx: ns(d.core_tx_ns),
@@ -135,7 +183,11 @@ impl Scenario {
                 dma_writes: dma(d.dma_write_mb_per_s, d.dma_write_bytes, 0x1000_0000),
                 dma_reads: dma(d.dma_read_mb_per_s, d.dma_read_bytes, 0x1000_0000),
             };
-            devices.push(Exerciser::new(cfg, rng.stream(&format!("device.{i}"))));
+            let mut dev = Exerciser::new(cfg, rng.stream(&format!("device.{i}")));
+            if let Some(n) = &d.nic {
+                dev.nic = Some(Box::new(self.nic(d, n, &rng, i)));
+            }
+            devices.push(dev);
         }
         let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
         let mut elcr: u16 = 0;
@@ -299,10 +351,23 @@ impl Scenario {
                     d.isr_instructions,
                     d.isr_status_reads,
                 ),
+                DriverName::E1000e => {
+                    let nc = self.kernel.net.clone().ok_or_else(|| {
+                        self.invalid(
+                            &key("driver"),
+                            "the e1000e driver needs a kernel file with a [net] section (the \
+                             networking core's costs), such as kernels/linux-2.6.29-i386-up.toml",
+                        )
+                    })?;
+                    let n = d.nic.as_ref().expect("checked: e1000e has a [device.nic]");
+                    e1000e_probe(&mut kernel, &nc, d, n, i as u8, msi_mode)
+                }
             };
             let action = Action {
                 handler,
-                irqs_disabled: true, // SA_INTERRUPT in Figure 3
+                // SA_INTERRUPT in Figure 3; e1000e requests its IRQ without IRQF_DISABLED, so
+                // handle_IRQ_event enables interrupts around it.
+                irqs_disabled: d.driver != DriverName::E1000e,
             };
             let (irq, chip, flow, vector) = if msi_mode {
                 let v = vectors.alloc((d.msi_vector != 0).then_some(d.msi_vector));
@@ -329,7 +394,7 @@ impl Scenario {
 
         // The analyzer times the first device's signature writes (a run of cyclictest alone has
         // none to time).
-        let mut probe = match self.file.device.first() {
+        let mut probe = match self.file.device.first().filter(|d| d.nic.is_none()) {
             Some(d0) => LatencyProbe::new(
                 d0.signature_bar + d0.isr_signature_offset,
                 (d0.driver != DriverName::RoundTrip)
@@ -357,6 +422,8 @@ impl Scenario {
         kernel.idle = self.kernel.idle.clone();
         kernel.workload = self.file.workload.is_some();
         kernel.sched = self.kernel.sched.clone();
+        kernel.net.budget = self.kernel.net.as_ref().map_or(0, |n| n.netdev_budget);
+        kernel.net_costs = self.kernel.net.clone();
         linux::link(&mut kernel);
         // A kernel with tasks: the tick is an hrtimer on each CPU, and cyclictest's threads are
         // programs (spawned as tasks once the machine has its scheduler).
@@ -403,6 +470,20 @@ impl Scenario {
         );
         machine.smi = smi;
         machine.intx_lines = intx_lines;
+        if self.kernel.sched.is_some() {
+            // Each CPU's ksoftirqd (SCHED_OTHER, nice 19 in 2.6.29: `set_user_nice(current,
+            // 19)` in kernel/softirq.c's ksoftirqd()).
+            for c in 0..self.cores() {
+                let e = machine.kernel.entries.ksoftirqd;
+                let t = machine.sched.spawn(
+                    &format!("ksoftirqd/{c}"),
+                    SchedClass::Normal { nice: 19 },
+                    c,
+                    Frame::at(e),
+                );
+                machine.kernel.ksoftirqd.push(t);
+            }
+        }
         if let Some(ct) = &self.file.cyclictest {
             let class = match ct.priority {
                 0 => SchedClass::Normal { nice: 0 },
@@ -426,6 +507,17 @@ impl Scenario {
                 let mut t = CyclicThread::new(task, timer, interval, first);
                 t.warmup = warmup;
                 machine.kernel.cyclic.push(t);
+            }
+            // The traffic lasts as long as cyclictest's loops would on time (`-l`): then the
+            // generators stop, and a cyclictest that fell behind catches up, as it did when
+            // the seed's traffic ended.
+            if let Some(t) = machine.kernel.cyclic.first() {
+                let end = t.next + interval * (samples + warmup).saturating_sub(1);
+                for d in &mut machine.devices {
+                    if let Some(n) = &mut d.nic {
+                        n.cfg.traffic_end = Some(end);
+                    }
+                }
             }
         }
         Ok(machine)
@@ -715,6 +807,58 @@ impl Scenario {
 }
 
 /// The cold-code model of a platform's `[cpu.cache]`, drawing its misses from `rng`.
+impl Scenario {
+    /// Device `i`'s network controller, as `ifup` leaves it, and the traffic on its port.
+    fn nic(
+        &self,
+        d: &DeviceSection,
+        n: &super::files::NicSection,
+        rng: &RngStreams,
+        i: usize,
+    ) -> crate::devices::nic::Nic {
+        use crate::devices::nic::{Nic, NicConfig};
+        use crate::hw::pcie::{Tlp, TlpKind};
+        let ns = SimDuration::from_ns_f64;
+        // A frame's data write and its descriptor write-back, one after the other on the link
+        // (64-bit addresses: 4-DW headers).
+        let write = |bytes: u32| Tlp {
+            kind: TlpKind::MemWrite,
+            requester: d.bdf,
+            completer: Bdf::default(),
+            tag: 0,
+            addr: 1 << 32,
+            len_dw: bytes.div_ceil(4) as u16,
+            data: 0,
+        };
+        let bytes = write(n.frame_bytes).wire_bytes() + write(16).wire_bytes();
+        let lanes = u64::from(d.link_width.lanes());
+        let dma_per_frame = SimDuration::from_ps(
+            u64::from(bytes) * d.link_generation.attoseconds_per_byte() / lanes / 1_000_000,
+        );
+        let gap = (n.gap_us > 0.0).then(|| ns(n.gap_us * 1e3));
+        // The generator starts at an arbitrary phase within one gap.
+        let first_arrival = gap.map_or(SimDuration::ZERO, |g| {
+            use rand::Rng as _;
+            let mut r = rng.stream(&format!("device.{i}.traffic"));
+            SimDuration::from_ps(r.gen_range(0..g.as_ps().max(1)))
+        });
+        Nic::new(NicConfig {
+            ring: n.ring,
+            buffer_bytes: n.buffer_bytes,
+            buffer_bytes_per_frame: n.buffer_bytes_per_frame,
+            frame_bytes: n.frame_bytes,
+            gap,
+            first_arrival,
+            traffic_end: None,
+            rx_latency: ns(n.rx_latency_ns),
+            dma_per_frame,
+            descriptor_fetch: ns(n.descriptor_fetch_ns),
+            itr_interval: SimDuration::from_ns(256)
+                * u64::from(crate::kernel::net::itr_register(20_000)),
+        })
+    }
+}
+
 pub(crate) fn cold_code(c: &CacheSection, rng: crate::engine::Stream) -> ColdCode {
     ColdCode {
         line_bytes: f64::from(c.line_bytes),

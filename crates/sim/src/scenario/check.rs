@@ -64,6 +64,9 @@ impl Scenario {
         ];
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
+            // A network controller's registers are its own (`devices/nic.rs`); it has no
+            // signature region.
+            let exerciser = d.nic.is_none();
             for (field, offset, bar, size) in [
                 ("status_offset", d.status_offset, "reg_bar", d.reg_bar_size),
                 ("clear_offset", d.clear_offset, "reg_bar", d.reg_bar_size),
@@ -80,7 +83,7 @@ impl Scenario {
                     d.signature_bar_size,
                 ),
             ] {
-                if offset.checked_add(4).is_none_or(|end| end > size) {
+                if exerciser && offset.checked_add(4).is_none_or(|end| end > size) {
                     return Err(self.invalid(
                         &key(field),
                         format!(
@@ -94,6 +97,9 @@ impl Scenario {
                 ("reg_bar", d.reg_bar, d.reg_bar_size),
                 ("signature_bar", d.signature_bar, d.signature_bar_size),
             ] {
+                if size == 0 {
+                    continue;
+                }
                 let end = base.saturating_add(size);
                 if let Some((_, _, other)) = windows
                     .iter()
@@ -792,6 +798,93 @@ impl Scenario {
                 ));
             }
         }
+        for (i, d) in self.file.device.iter().enumerate() {
+            let key = |f: &str| format!("device.{i}.{f}");
+            match (&d.nic, d.driver) {
+                (None, DriverName::E1000e) => {
+                    return Err(self.invalid(
+                        &key("driver"),
+                        "the e1000e driver runs a network controller: add a [device.nic] \
+                         section (ring, buffer_bytes, frame_bytes, gap_us, ...)",
+                    ))
+                }
+                (Some(_), DriverName::E1000e) => {}
+                (Some(_), other) => {
+                    return Err(self.invalid(
+                        &key("nic"),
+                        format!(
+                            "a network controller needs driver = \"e1000e\" (this device's \
+                             driver is {other:?})"
+                        ),
+                    ))
+                }
+                (None, _) if d.signature_bar_size == 0 => {
+                    return Err(self.invalid(
+                        &key("signature_bar_size"),
+                        "missing: the exerciser's drivers write their signatures there; give \
+                         signature_bar, signature_bar_size and the register offsets",
+                    ))
+                }
+                (None, _) => {}
+            }
+            if let Some(n) = &d.nic {
+                if !(64..=4096).contains(&n.ring) || n.ring % 8 != 0 {
+                    return Err(self.invalid(
+                        &key("nic.ring"),
+                        format!(
+                            "{} descriptors: the 8257x rings hold 64 to 4096, a multiple of 8 \
+                             (e1000e RxDescriptors)",
+                            n.ring
+                        ),
+                    ));
+                }
+                if n.frame_bytes < 64 || n.frame_bytes > 1518 {
+                    return Err(self.invalid(
+                        &key("nic.frame_bytes"),
+                        format!(
+                            "{} bytes is not an Ethernet frame (64 to 1518)",
+                            n.frame_bytes
+                        ),
+                    ));
+                }
+                if n.buffer_bytes_per_frame < n.frame_bytes
+                    || n.buffer_bytes < n.buffer_bytes_per_frame
+                {
+                    return Err(self.invalid(
+                        &key("nic.buffer_bytes_per_frame"),
+                        "a frame takes at least its own size in the packet buffer, and the buffer \
+                         holds at least one",
+                    ));
+                }
+                // Gigabit Ethernet: 8 ns per byte, with the 8-byte preamble and 12-byte gap.
+                let line_us = f64::from(n.frame_bytes + 20) * 8e-3;
+                if n.gap_us != 0.0 && !(n.gap_us >= line_us && n.gap_us <= 1e6) {
+                    return Err(self.invalid(
+                        &key("nic.gap_us"),
+                        format!(
+                            "{} us between {}-byte frames is {}: Gigabit Ethernet carries one \
+                             every {line_us:.3} us at most (with preamble and inter-frame gap); \
+                             use {line_us:.3} to 1e6 us, or 0 for no traffic",
+                            n.gap_us,
+                            n.frame_bytes,
+                            if n.gap_us < line_us {
+                                "faster than line rate"
+                            } else {
+                                "out of range"
+                            }
+                        ),
+                    ));
+                }
+                self.in_range(&key("nic.rx_latency_ns"), n.rx_latency_ns, 0.0, 1e6, "ns")?;
+                self.in_range(
+                    &key("nic.descriptor_fetch_ns"),
+                    n.descriptor_fetch_ns,
+                    0.0,
+                    1e6,
+                    "ns",
+                )?;
+            }
+        }
         let mut msi_vectors: Vec<(u32, &str)> = Vec::new();
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
@@ -816,7 +909,10 @@ impl Scenario {
                 }
                 msi_vectors.push((v, &d.name));
             }
-            if d.interrupts == Interrupts::None && i == 0 {
+            // The first device is the measured one, unless cyclictest measures (and a network
+            // controller's traffic makes its interrupts).
+            let measured = i == 0 && self.file.cyclictest.is_none() && d.nic.is_none();
+            if d.interrupts == Interrupts::None && measured {
                 return Err(self.invalid(
                     &key("interrupts"),
                     "interrupts = \"none\" is for a card after the first that only shares the \

@@ -179,6 +179,10 @@ pub struct KernelFile {
     /// threads); absent: the idle task runs alone and the tick is periodic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<crate::kernel::costs::SchedCosts>,
+    /// The networking core and the network drivers' costs, for a kernel that runs network
+    /// devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<crate::kernel::costs::NetCosts>,
     /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
     /// from the text by `validate --uncertainty`; the model never sees them.
     #[serde(default, skip_serializing)]
@@ -268,17 +272,26 @@ pub struct DeviceSection {
     pub irq_cpu: u8,
     pub reg_bar: u64,
     pub reg_bar_size: u64,
+    #[serde(default)]
     pub status_offset: u64,
+    #[serde(default)]
     pub clear_offset: u64,
+    #[serde(default)]
     pub pending_flag: u32,
+    #[serde(default)]
     pub signature_bar: u64,
+    #[serde(default)]
     pub signature_bar_size: u64,
+    #[serde(default)]
     pub isr_signature_offset: u64,
+    #[serde(default)]
     pub tasklet_signature_offset: u64,
     pub read_turnaround_ns: f64,
     pub deassert_delay_ns: f64,
     /// "poisson" or "periodic", or "none" for a card that only shares the line.
+    #[serde(default)]
     pub interrupts: Interrupts,
+    #[serde(default)]
     pub interval_us: f64,
     /// The card's oscillator against its nominal frequency, in parts per million: its interval
     /// and its counter run this much fast (+) or slow (-) against the host's clocks.
@@ -329,6 +342,30 @@ pub struct DeviceSection {
     pub dma_read_mb_per_s: f64,
     #[serde(default = "default_dma_bytes")]
     pub dma_read_bytes: u32,
+    /// The network controller behind the function, for `driver = "e1000e"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicSection>,
+}
+
+/// An Intel 8257x Gigabit Ethernet controller's receive side and the traffic generator on its
+/// port (`devices/nic.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicSection {
+    /// Receive descriptors (e1000e's RxDescriptors, default 256).
+    pub ring: u32,
+    /// The receive share of the on-chip packet buffer, in bytes (PBA).
+    pub buffer_bytes: u32,
+    /// What one frame takes in that buffer.
+    pub buffer_bytes_per_frame: u32,
+    /// Frame size on the wire (without preamble and inter-frame gap).
+    pub frame_bytes: u32,
+    /// The traffic generator's fixed gap between frames, in microseconds; 0: no traffic.
+    pub gap_us: f64,
+    /// From a frame's end on the wire to its descriptor written back, with a descriptor ready.
+    pub rx_latency_ns: f64,
+    /// From a tail write reaching the chip to its fetch of the descriptors it gave.
+    pub descriptor_fetch_ns: f64,
 }
 
 /// Seed 002's counter.
@@ -345,14 +382,16 @@ fn default_dma_bytes() -> u32 {
 }
 
 /// How a device spaces its interrupts (`interrupts`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Interrupts {
     /// Exponentially distributed gaps with mean `interval_us`.
     Poisson,
     /// Every `interval_us` of the card's clock.
     Periodic,
-    /// None: a card after the first that only shares the line.
+    /// None: a card after the first that only shares the line, or a network controller (its
+    /// traffic makes its interrupts).
+    #[default]
     None,
 }
 
@@ -378,6 +417,8 @@ pub enum DriverName {
     RoundTrip,
     /// Status reads and a clear write.
     Generic,
+    /// Linux 2.6.29's e1000e on an 82571/82572 (needs a `[device.nic]`).
+    E1000e,
 }
 
 fn is_zero(v: &f64) -> bool {

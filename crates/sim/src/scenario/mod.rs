@@ -58,6 +58,8 @@ pub struct Outcome {
     /// cyclictest's latencies, all its threads together; empty without it.
     pub cyclictest: LatencyHistogram,
     pub tasks: TaskCounters,
+    /// The network controllers, in device order.
+    pub nics: Vec<NicCounters>,
     /// Does the measured card's driver schedule a tasklet (seed 000's driver)?
     pub has_tasklet: bool,
     /// The headline latency (round trip, or else ISR latency) sample by sample, bounded; from
@@ -74,6 +76,19 @@ pub struct TaskCounters {
     pub hrtimers_expired: u64,
 }
 
+/// One network controller's counts: what `/proc/interrupts` and `ethtool -S` would show.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NicCounters {
+    pub name: String,
+    /// Interrupts it asserted.
+    pub interrupts: u64,
+    /// Frames that arrived on its port, were dropped for a full packet buffer (MPC), and that
+    /// the stack received.
+    pub frames: u64,
+    pub dropped: u64,
+    pub received: u64,
+}
+
 impl Outcome {
     /// Add another replication's result: histograms and counters add up; the trace and the
     /// series are the first replication's, whichever side holds them.
@@ -84,6 +99,12 @@ impl Outcome {
         self.cyclictest.merge(&o.cyclictest);
         self.tasks.context_switches += o.tasks.context_switches;
         self.tasks.hrtimers_expired += o.tasks.hrtimers_expired;
+        for (a, b) in self.nics.iter_mut().zip(&o.nics) {
+            a.interrupts += b.interrupts;
+            a.frames += b.frames;
+            a.dropped += b.dropped;
+            a.received += b.received;
+        }
         self.counters.merge(&o.counters);
         if self.trace.is_empty() {
             self.trace = o.trace;
@@ -151,6 +172,14 @@ impl Outcome {
             "hrtimers_expired",
             self.tasks.hrtimers_expired,
         ));
+        for n in &self.nics {
+            counters.extend([
+                Count::always(format!("{}_interrupts", n.name), n.interrupts),
+                Count::always(format!("{}_frames", n.name), n.frames),
+                Count::always(format!("{}_frames_received", n.name), n.received),
+                Count::always(format!("{}_frames_lost", n.name), n.dropped),
+            ]);
+        }
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
         counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
         let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
@@ -310,6 +339,18 @@ impl Scenario {
             context_switches: m.sched.switches,
             hrtimers_expired: m.kernel.hrtimers.expired,
         };
+        let nics = (m.devices.iter())
+            .filter_map(|d| d.nic.as_ref().map(|n| (d, n)))
+            .map(|(d, n)| NicCounters {
+                name: d.cfg.name.clone(),
+                interrupts: n.interrupts,
+                frames: n.arrived,
+                dropped: n.dropped,
+                received: (m.kernel.net.devs.iter())
+                    .find(|x| x.name == d.cfg.name)
+                    .map_or(0, |x| x.received),
+            })
+            .collect();
         let first = m.devices.first_mut();
         let (round_trip, device_series) = match first {
             Some(d) => (std::mem::take(&mut d.round_trips), d.series.take()),
@@ -321,6 +362,7 @@ impl Scenario {
             round_trip,
             cyclictest,
             tasks,
+            nics,
             has_tasklet: m.probe.tasklet_signature_addr.is_some(),
             series: match (device_series, m.probe.series.take()) {
                 (Some(s), _) if s.samples > 0 => Some(("round_trip", s)),

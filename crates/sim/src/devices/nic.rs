@@ -1,0 +1,370 @@
+//! The receive side of an Intel 8257x Gigabit Ethernet controller (82571EB/82572EI; Intel
+//! "PCIe GbE Controllers Open Source Software Developer's Manual", 631xESB/82571/82572/82573,
+//! the register names below), with the traffic generator that feeds its port.
+//!
+//! A frame that arrives on the wire goes into the on-chip receive packet buffer (its receive
+//! share, PBA: 38 KB on the 82571/82572, e1000e `82571.c`). While the host has given the chip
+//! descriptors (the ring between RDH and RDT), the DMA engine moves the frame to host memory
+//! and writes its descriptor back; each write-back sets the receive-timer cause (ICR.RXT0,
+//! with RDTR = 0, e1000e's default). A frame that finds the buffer full is dropped and counted
+//! (MPC). An interrupt is asserted when a cause is pending, the cause is enabled (IMS), the
+//! previous interrupt has been acknowledged and the throttling interval (ITR, in 256 ns units)
+//! since the previous one has passed. Reading ICR returns and clears the causes and, with
+//! interrupt-acknowledge auto-mask (IAM, which e1000e sets), clears IMS: the driver enables it
+//! again when its NAPI poll completes.
+//!
+//! The frames themselves are not events. Arrivals come at a fixed gap from the generator, so the
+//! chip's state at any time follows from its state at the last access: [`Nic::advance`] runs
+//! the arrivals, drops and write-backs up to the time of each access (in time order, which the
+//! machine guarantees), and the machine schedules an event only for the next interrupt.
+//! A frame's DMA is timed (its latency from the wire to its written-back descriptor, and the
+//! link time of its data and descriptor writes, one after another) but its TLPs are not put on
+//! the fabric one by one: at the flood rates of seed 003 they fill about a tenth of a Gen1 x1
+//! link.
+
+use crate::engine::{SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// Register offsets in BAR 0 (e1000e `hw.h`).
+pub const STATUS: u64 = 0x0008;
+pub const ICR: u64 = 0x00C0;
+pub const ITR: u64 = 0x00C4;
+pub const IMS: u64 = 0x00D0;
+pub const IMC: u64 = 0x00D8;
+pub const RDT: u64 = 0x2818;
+/// ICR.RXT0: receiver timer interrupt (a descriptor written back).
+pub const ICR_RXT0: u32 = 0x80;
+/// ICR.INT_ASSERTED (82571 and later): an interrupt was asserted.
+pub const ICR_INT_ASSERTED: u32 = 0x8000_0000;
+/// STATUS.LU: link up; FD: full duplex; 1000 Mb/s.
+pub const STATUS_LINK_UP_1000_FD: u32 = 0x0000_0083;
+
+#[derive(Clone, Debug)]
+pub struct NicConfig {
+    /// Receive descriptors in the ring (e1000e `E1000_DEFAULT_RXD` 256).
+    pub ring: u32,
+    /// The receive share of the packet buffer, in bytes.
+    pub buffer_bytes: u32,
+    /// What one frame takes in it (the frame and its status).
+    pub buffer_bytes_per_frame: u32,
+    /// The frames' size on the wire, without preamble and gap.
+    pub frame_bytes: u32,
+    /// The generator's fixed gap between frames; `None`: no traffic.
+    pub gap: Option<SimDuration>,
+    /// When the first frame arrives.
+    pub first_arrival: SimDuration,
+    /// When the generator stops (the end of the measured run); `None`: never.
+    pub traffic_end: Option<SimTime>,
+    /// From a frame's last bit on the wire to its descriptor written back in host memory,
+    /// when a descriptor is ready and the DMA engine is free.
+    pub rx_latency: SimDuration,
+    /// The link time of one frame's data write and its descriptor write-back: frames leave the
+    /// buffer no faster than this.
+    pub dma_per_frame: SimDuration,
+    /// From a tail write to the chip having fetched the descriptors it gave.
+    pub descriptor_fetch: SimDuration,
+    /// The throttling interval before the driver first writes ITR.
+    pub itr_interval: SimDuration,
+}
+
+/// The chip's receive state and counters.
+#[derive(Clone, Debug)]
+pub struct Nic {
+    pub cfg: NicConfig,
+    /// The time its state was last brought to.
+    clock: SimTime,
+    /// Frames that have arrived on the wire.
+    pub arrived: u64,
+    /// Arrival times of the frames waiting in the packet buffer.
+    fifo: VecDeque<SimTime>,
+    /// Frames dropped because the buffer was full (MPC).
+    pub dropped: u64,
+    /// Descriptors the chip owns (given by tail writes, not yet written back).
+    hw_descriptors: u32,
+    /// When the descriptors of the last tail write were fetched.
+    descriptors_ready: SimTime,
+    /// When the last write-back finished.
+    last_done: SimTime,
+    /// Descriptors written back.
+    pub done: u64,
+    /// Written-back descriptors the driver has cleaned (its `next_to_clean`; the ring lives in
+    /// host memory, where both see it).
+    pub cleaned: u64,
+    /// The last tail value written.
+    rdt: u32,
+    /// Causes pending in ICR, and since when.
+    icr: Option<SimTime>,
+    /// IMS: the receive causes are enabled.
+    pub ims: bool,
+    /// An interrupt was asserted and ICR not read since.
+    asserted: bool,
+    last_assert: Option<SimTime>,
+    pub itr_interval: SimDuration,
+    /// Interrupts asserted.
+    pub interrupts: u64,
+}
+
+impl Nic {
+    /// The chip after `e1000_configure_rx` and `e1000_alloc_rx_buffers` at `ifup`: every
+    /// descriptor but one given to it (RDT = ring - 1), interrupts enabled.
+    pub fn new(cfg: NicConfig) -> Nic {
+        let ring = cfg.ring;
+        let itr = cfg.itr_interval;
+        Nic {
+            cfg,
+            clock: SimTime::ZERO,
+            arrived: 0,
+            fifo: VecDeque::new(),
+            dropped: 0,
+            hw_descriptors: ring - 1,
+            descriptors_ready: SimTime::ZERO,
+            last_done: SimTime::ZERO,
+            done: 0,
+            cleaned: 0,
+            rdt: ring - 1,
+            icr: None,
+            ims: true,
+            asserted: false,
+            last_assert: None,
+            itr_interval: itr,
+            interrupts: 0,
+        }
+    }
+
+    /// When frame `i` arrives.
+    fn arrival(&self, i: u64) -> Option<SimTime> {
+        let gap = self.cfg.gap?;
+        let at = SimTime::ZERO + self.cfg.first_arrival + gap * i;
+        self.cfg
+            .traffic_end
+            .is_none_or(|end| at < end)
+            .then_some(at)
+    }
+
+    /// When the frame at the buffer's head (arrived at `a`) would be written back.
+    fn completion(&self, a: SimTime) -> SimTime {
+        (a + self.cfg.rx_latency)
+            .max(self.last_done + self.cfg.dma_per_frame)
+            .max(self.descriptors_ready)
+    }
+
+    /// Move frames from the buffer to host memory while descriptors last, up to `limit`.
+    fn drain(&mut self, limit: SimTime) {
+        while self.hw_descriptors > 0 {
+            let Some(&a) = self.fifo.front() else { break };
+            let t = self.completion(a);
+            if t > limit {
+                break;
+            }
+            self.fifo.pop_front();
+            self.last_done = t;
+            self.hw_descriptors -= 1;
+            self.done += 1;
+            self.icr.get_or_insert(t);
+        }
+    }
+
+    /// Bring the chip's state to `t`: arrivals in order, each finding the buffer as the
+    /// write-backs before it left it.
+    pub fn advance(&mut self, t: SimTime) {
+        debug_assert!(t >= self.clock, "the chip is driven in time order");
+        while let Some(a) = self.arrival(self.arrived).filter(|&a| a <= t) {
+            self.drain(a);
+            let used = (self.fifo.len() as u32 + 1) * self.cfg.buffer_bytes_per_frame;
+            if used <= self.cfg.buffer_bytes {
+                self.fifo.push_back(a);
+            } else {
+                self.dropped += 1;
+            }
+            self.arrived += 1;
+        }
+        self.drain(t);
+        self.clock = self.clock.max(t);
+    }
+
+    /// A read of ICR at `t`: the causes, cleared; IAM clears IMS and the assertion.
+    pub fn read_icr(&mut self, t: SimTime) -> u32 {
+        self.advance(t);
+        let v = if self.icr.take().is_some() {
+            ICR_RXT0 | if self.asserted { ICR_INT_ASSERTED } else { 0 }
+        } else {
+            0
+        };
+        // Auto-mask applies when the read finds an interrupt asserted (ICR.INT_ASSERTED).
+        if self.asserted {
+            self.ims = false;
+        }
+        self.asserted = false;
+        v
+    }
+
+    /// A write of IMS (enable) or IMC (disable) at `t`.
+    pub fn write_mask(&mut self, t: SimTime, enable: bool) {
+        self.advance(t);
+        self.ims = enable;
+    }
+
+    /// A write of the receive tail at `t`: the descriptors between the old and the new tail
+    /// are the chip's.
+    pub fn write_rdt(&mut self, t: SimTime, tail: u32) {
+        self.advance(t);
+        let ring = self.cfg.ring;
+        let given = (tail % ring + ring - self.rdt) % ring;
+        self.rdt = tail % ring;
+        self.hw_descriptors += given;
+        debug_assert!(self.hw_descriptors < ring);
+        self.descriptors_ready = t + self.cfg.descriptor_fetch;
+        self.drain(t);
+    }
+
+    /// A write of ITR at `t` (the interval in 256 ns units; 0: no throttling).
+    pub fn write_itr(&mut self, t: SimTime, value: u32) {
+        self.advance(t);
+        self.itr_interval = SimDuration::from_ns(256) * u64::from(value);
+    }
+
+    /// The driver cleans the next descriptor at `t`, if one has been written back.
+    pub fn take_frame(&mut self, t: SimTime) -> bool {
+        self.advance(t);
+        if self.cleaned < self.done {
+            self.cleaned += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// When the chip will next assert an interrupt, as things stand at its clock: `None` while
+    /// the cause is masked, an interrupt awaits its acknowledgement, or nothing can set a
+    /// cause (no traffic, or no descriptor until the driver gives some).
+    pub fn next_interrupt(&self) -> Option<SimTime> {
+        if !self.ims || self.asserted {
+            return None;
+        }
+        let cause = match self.icr {
+            Some(t) => t,
+            None if self.hw_descriptors == 0 => return None,
+            None => match self.fifo.front() {
+                Some(&a) => self.completion(a),
+                None => self.completion(self.arrival(self.arrived)?),
+            },
+        };
+        let throttle = self
+            .last_assert
+            .map_or(SimTime::ZERO, |l| l + self.itr_interval);
+        Some(cause.max(throttle).max(self.clock))
+    }
+
+    /// Assert the interrupt at `t` if it is due then.
+    pub fn assert_due(&mut self, t: SimTime) -> bool {
+        self.advance(t);
+        if self.next_interrupt().is_some_and(|at| at <= t) {
+            self.asserted = true;
+            self.last_assert = Some(t);
+            self.interrupts += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Is the interrupt line asserted (INTx: until ICR is read)?
+    pub fn line_asserted(&self) -> bool {
+        self.asserted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(n: u64) -> SimDuration {
+        SimDuration::from_ns(n * 1000)
+    }
+
+    fn at(n: u64) -> SimTime {
+        SimTime::ZERO + us(n)
+    }
+
+    fn nic(gap_us: u64) -> Nic {
+        Nic::new(NicConfig {
+            ring: 8,
+            buffer_bytes: 4 * 80,
+            buffer_bytes_per_frame: 80,
+            frame_bytes: 64,
+            gap: Some(us(gap_us)),
+            first_arrival: us(gap_us),
+            traffic_end: None,
+            rx_latency: us(1),
+            dma_per_frame: SimDuration::from_ns(500),
+            descriptor_fetch: us(1),
+            itr_interval: us(50),
+        })
+    }
+
+    #[test]
+    fn frames_are_written_back_while_descriptors_last_then_buffered_then_dropped() {
+        let mut n = nic(10);
+        // 7 descriptors (ring - 1), then a buffer of 4 frames; frames at 10, 20, ... us.
+        n.advance(at(70));
+        assert_eq!(
+            (n.arrived, n.done, n.dropped),
+            (7, 6, 0),
+            "the 7th is 1 us from done"
+        );
+        n.advance(at(200));
+        assert_eq!(
+            (n.arrived, n.done, n.dropped),
+            (20, 7, 9),
+            "7 done, 4 held, 9 dropped"
+        );
+        // The driver cleans 7 and gives them back at 200 us: the 4 held frames go at once (after
+        // the descriptor fetch, 500 ns apart), the next arrivals find descriptors again.
+        for _ in 0..7 {
+            assert!(n.take_frame(at(200)));
+        }
+        assert!(!n.take_frame(at(200)));
+        n.write_rdt(at(200), 7 + 7);
+        n.advance(at(203));
+        assert_eq!(n.done, 11, "the four held frames");
+        n.advance(at(212));
+        assert_eq!((n.done, n.dropped), (12, 9), "and the one at 210 us");
+    }
+
+    #[test]
+    fn interrupts_are_throttled_and_masked_until_the_driver_acknowledges() {
+        let mut n = nic(10);
+        // The first write-back is at 11 us: the interrupt is due then.
+        n.advance(at(5));
+        assert_eq!(n.next_interrupt(), Some(at(11)));
+        assert!(n.assert_due(at(11)));
+        assert_eq!(n.next_interrupt(), None, "asserted until ICR is read");
+        // The ISR reads ICR at 13 us: causes returned, IMS cleared (auto-mask).
+        assert_eq!(n.read_icr(at(13)), ICR_RXT0 | ICR_INT_ASSERTED);
+        assert!(!n.ims);
+        assert_eq!(n.next_interrupt(), None, "masked while NAPI polls");
+        // The poll completes at 30 us and enables IMS: a frame written back at 21 us is
+        // pending, but the throttle holds the interrupt to 11 + 50 us.
+        n.write_mask(at(30), true);
+        assert_eq!(n.next_interrupt(), Some(at(61)));
+        assert!(!n.assert_due(at(60)));
+        assert!(n.assert_due(at(61)));
+        assert_eq!(n.interrupts, 2);
+        // ITR written to 0: no throttle; after an acknowledged interrupt the next follows the
+        // next write-back.
+        n.write_itr(at(62), 0);
+        n.read_icr(at(62));
+        n.write_mask(at(62), true);
+        assert_eq!(n.next_interrupt(), Some(at(71)));
+    }
+
+    #[test]
+    fn no_traffic_no_interrupt() {
+        let mut n = nic(10);
+        n.cfg.gap = None;
+        n.advance(at(1000));
+        assert_eq!(n.next_interrupt(), None);
+        assert_eq!(n.read_icr(at(1000)), 0);
+        assert!(n.ims, "a read that finds no cause masks nothing");
+    }
+}

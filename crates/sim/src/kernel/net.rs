@@ -1,0 +1,207 @@
+//! The receive path of Linux 2.6.29's networking core: NAPI (`struct napi_struct`, the
+//! per-CPU poll list, `net_rx_action` with its budget of `netdev_budget` packets and two
+//! jiffies) and the e1000e driver's state that its programs keep (`drivers/e1000e.rs`): the
+//! receive ring's tail, the buffers cleaned since the last refill, and the dynamic interrupt
+//! throttling of `e1000_set_itr`.
+
+use super::program::{Entry, Var};
+
+/// Index of a NAPI context in [`Net::napi`].
+pub type NapiId = u16;
+
+/// `struct napi_struct`.
+#[derive(Clone, Debug)]
+pub struct Napi {
+    /// NAPI_STATE_SCHED: on a poll list (scheduled and not completed).
+    pub scheduled: bool,
+    /// The driver's poll function.
+    pub poll: Entry,
+    /// `n->weight`: the most packets one poll may take.
+    pub weight: u32,
+    /// The network device it polls (an index into [`Net::devs`]).
+    pub dev: u16,
+}
+
+/// e1000e's latency classes (`enum latency_range`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Latency {
+    Lowest = 0,
+    Low = 1,
+    Bulk = 2,
+}
+
+/// What the e1000e driver keeps of one adapter (`struct e1000_adapter`).
+#[derive(Clone, Debug)]
+pub struct NetDev {
+    pub name: String,
+    pub napi: NapiId,
+    /// The machine's device the adapter is (for the core's accesses to its ring).
+    pub device: u8,
+    /// Receive descriptors in the ring.
+    pub ring: u32,
+    /// The tail the driver last wrote (`rx_ring->next_to_use`), in a variable the RDT write
+    /// reads.
+    pub rdt: Var,
+    /// Buffers cleaned since the last refill (`cleaned_count`).
+    pub cleaned: u32,
+    /// The frames' bytes (what `total_rx_bytes` adds per packet).
+    pub frame_bytes: u32,
+    /// `total_rx_packets` / `total_rx_bytes` since the ISR last scheduled the poll.
+    pub total_packets: u32,
+    pub total_bytes: u32,
+    /// InterruptThrottleRate's mode (3: dynamic conservative), `adapter->itr` (interrupts per
+    /// second), `adapter->rx_itr`, and the ITR register value the driver writes, in a
+    /// variable.
+    pub itr_setting: u32,
+    pub itr: u32,
+    pub rx_itr: Latency,
+    pub itr_reg: Var,
+    /// Packets the stack received from it.
+    pub received: u64,
+}
+
+/// `e1000_update_itr` (drivers/net/e1000e/netdev.c, 2.6.29): the next latency class from
+/// the packets and bytes of the last interrupt's poll.
+pub fn update_itr(itr_setting: Latency, packets: u32, bytes: u32) -> Latency {
+    if packets == 0 {
+        return itr_setting;
+    }
+    let per = bytes / packets;
+    match itr_setting {
+        Latency::Lowest => {
+            // "handle TSO and jumbo frames"
+            if per > 8000 {
+                Latency::Bulk
+            } else if packets < 5 && bytes > 512 {
+                Latency::Low
+            } else {
+                itr_setting
+            }
+        }
+        // "50 usec aka 20000 ints/s"
+        Latency::Low => {
+            if bytes > 10000 {
+                if per > 8000 || packets < 10 || per > 1200 {
+                    Latency::Bulk
+                } else if packets > 35 {
+                    Latency::Lowest
+                } else {
+                    itr_setting
+                }
+            } else if per > 2000 {
+                Latency::Bulk
+            } else if packets <= 2 && bytes < 512 {
+                Latency::Lowest
+            } else {
+                itr_setting
+            }
+        }
+        // "250 usec aka 4000 ints/s"
+        Latency::Bulk => {
+            if bytes > 25000 {
+                if packets > 35 {
+                    Latency::Low
+                } else {
+                    itr_setting
+                }
+            } else if bytes < 6000 {
+                Latency::Low
+            } else {
+                itr_setting
+            }
+        }
+    }
+}
+
+/// The ITR register value for `itr` interrupts per second (`1000000000 / (itr * 256)`, in
+/// 256 ns units).
+pub fn itr_register(itr: u32) -> u32 {
+    1_000_000_000 / (itr * 256)
+}
+
+impl NetDev {
+    /// `e1000_set_itr` at the end of a poll (receive only: the transmit class stays at its
+    /// start, `lowest_latency`, which conservative mode makes `low_latency`): the new rate, if
+    /// it changed (the driver then writes ITR).
+    pub fn set_itr(&mut self) -> Option<u32> {
+        self.rx_itr = update_itr(self.rx_itr, self.total_packets, self.total_bytes);
+        let conservative = self.itr_setting == 3;
+        if conservative && self.rx_itr == Latency::Lowest {
+            self.rx_itr = Latency::Low;
+        }
+        let tx_itr = if conservative {
+            Latency::Low
+        } else {
+            Latency::Lowest
+        };
+        let new_itr = match self.rx_itr.max(tx_itr) {
+            Latency::Lowest => 70_000,
+            Latency::Low => 20_000,
+            Latency::Bulk => 4_000,
+        };
+        if new_itr == self.itr {
+            return None;
+        }
+        // "bias the interrupt rate towards Bulk by adding intermediate steps when interrupt
+        // rate is increasing"
+        let new_itr = if new_itr > self.itr {
+            (self.itr + (new_itr >> 2)).min(new_itr)
+        } else {
+            new_itr
+        };
+        self.itr = new_itr;
+        Some(itr_register(new_itr))
+    }
+}
+
+/// The networking core's state.
+#[derive(Clone, Debug, Default)]
+pub struct Net {
+    pub napi: Vec<Napi>,
+    pub devs: Vec<NetDev>,
+    /// `netdev_budget`: packets one `net_rx_action` may process.
+    pub budget: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_frame_flood_holds_at_twenty_thousand_interrupts_a_second_in_conservative_mode() {
+        // 64-byte frames, any number per poll: every branch of low_latency keeps or lowers the
+        // class, and conservative mode turns lowest into low.
+        for packets in [1, 2, 5, 36, 64] {
+            let bytes = 64 * packets;
+            let class = update_itr(Latency::Low, packets, bytes);
+            assert!(class <= Latency::Low, "{packets} packets: {class:?}");
+        }
+        assert_eq!(update_itr(Latency::Low, 200, 200 * 64), Latency::Lowest);
+        assert_eq!(update_itr(Latency::Low, 8, 8 * 1500), Latency::Bulk);
+        assert_eq!(update_itr(Latency::Bulk, 4, 4 * 64), Latency::Low);
+        assert_eq!(itr_register(20_000), 195, "49.92 us");
+        let mut d = NetDev {
+            name: "eth0".into(),
+            napi: 0,
+            device: 0,
+            ring: 256,
+            rdt: Var(0),
+            cleaned: 0,
+            frame_bytes: 64,
+            total_packets: 40,
+            total_bytes: 40 * 64,
+            itr_setting: 3,
+            itr: 20_000,
+            rx_itr: Latency::Low,
+            itr_reg: Var(0),
+            received: 0,
+        };
+        assert_eq!(d.set_itr(), None, "stays at 20,000");
+        // Dynamic mode (1) lets it climb towards 70,000, a quarter step at a time.
+        d.itr_setting = 1;
+        d.total_packets = 1;
+        d.total_bytes = 64;
+        d.rx_itr = Latency::Low;
+        assert_eq!(d.set_itr(), Some(itr_register(20_000 + 70_000 / 4)));
+    }
+}
