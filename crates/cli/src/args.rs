@@ -207,6 +207,16 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub replications: u32,
+    /// For a scenario that runs cyclictest (seed003/idle, seed003/flood): also write its
+    /// latencies in cyclictest's --histogram format to FILE, the same format and renderer as
+    /// `irqlab measure timer --histogram-out`, so a simulated and a measured run plot alike.
+    #[arg(long, value_name = "FILE")]
+    pub histogram_out: Option<PathBuf>,
+    /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups count
+    /// as overflows.
+    #[arg(long, value_name = "US", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub histogram_max_us: u64,
 }
 
 #[derive(Args)]

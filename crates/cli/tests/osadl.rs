@@ -154,3 +154,75 @@ fn the_osadl_recipe_reads_the_histogram_file_unchanged() {
     let png = std::fs::read(dir.path().join("plot.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "gnuplot drew the plot");
 }
+
+#[test]
+fn a_simulated_cyclictest_writes_the_same_file_through_the_same_recipe() {
+    // `irqlab sim` on seed 003's flood writes its cyclictest's histogram with the renderer
+    // `measure timer` uses: the recipe's steps read it the same way (one thread: one column),
+    // so a simulated RT box and a measured one plot side by side.
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("output");
+    let out = Command::cargo_bin("irqlab")
+        .unwrap()
+        .args(["sim", "seed003/flood", "--samples", "400"])
+        .args(["--histogram-max-us", "200", "--histogram-out"])
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&output).unwrap();
+    assert!(text.starts_with("# Histogram\n# Bucket size: 1 us"));
+    let recipe = RECIPE.replace("cores=2", "cores=1");
+    let run = Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(&recipe)
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let max: u64 = String::from_utf8_lossy(&run.stdout).trim().parse().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The run's own table prints the same maximum (in ns; the file truncates to us).
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("cyclictest_latency"))
+        .unwrap();
+    let max_ns: u64 = row
+        .split_whitespace()
+        .nth(8)
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap();
+    assert_eq!(max, max_ns / 1000, "{row}");
+    let h = std::fs::read_to_string(dir.path().join("histogram1")).unwrap();
+    let total: u64 = h
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(h.lines().count(), 200);
+    assert_eq!(total, 400, "every wake-up below 200 us at a 10 us gap");
+}
+
+#[test]
+fn a_scenario_without_cyclictest_refuses_histogram_out_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("output");
+    let out = Command::cargo_bin("irqlab")
+        .unwrap()
+        .args(["sim", "seed000/soc", "--samples", "50", "--histogram-out"])
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("runs no cyclictest") && err.contains("seed003/idle"),
+        "{err}"
+    );
+    assert!(!output.exists());
+}

@@ -3,8 +3,8 @@
 //! assertions leave wide margins, so a busy machine does not fail them.
 
 use irqlab_host::timer::{
-    cyclictest_histogram, measure_timer, online_cpus, LiveStat, Stop, StopReason, TimerOptions,
-    WARN_NO_DMA_LATENCY, WARN_NO_FIFO, WARN_NO_MLOCK,
+    measure_timer, online_cpus, LiveStat, Stop, StopReason, TimerOptions, WARN_NO_DMA_LATENCY,
+    WARN_NO_FIFO, WARN_NO_MLOCK,
 };
 use irqlab_host::HostError;
 use nix::sched::sched_getaffinity;
@@ -115,7 +115,7 @@ fn a_short_run_measures_one_wakeup_per_interval() {
     assert_eq!(last[0].max_ns, Some(max_ns));
     assert!(last[0].tid > 0);
 
-    let text = cyclictest_histogram(&[&result.histogram], 100);
+    let text = irqlab_report::cyclictest::cyclictest_histogram(&[&result.histogram], 100);
     let rows = text
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty());

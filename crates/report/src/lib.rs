@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod activity;
+pub mod cyclictest;
 pub mod inventory;
 pub mod json;
 pub mod plot;

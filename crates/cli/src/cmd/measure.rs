@@ -115,7 +115,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     if let Some(path) = &histogram_out {
         let hists: Vec<&irqlab_stats::LatencyHistogram> =
             measured.thread_histograms.iter().map(|(_, h)| h).collect();
-        let text = timer::cyclictest_histogram(&hists, histogram_max_us);
+        let text = report::cyclictest::cyclictest_histogram(&hists, histogram_max_us);
         report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
         super::wrote(std::slice::from_ref(path));
     }

@@ -4,7 +4,7 @@ use super::{emit_run, flags_tag};
 use crate::args::SimArgs;
 use crate::made::Invocation;
 use crate::ui::Progress;
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use irqlab_sim::simulation::Simulation;
 use irqlab_stats::results::RunReport;
 use serde::Serialize;
@@ -74,6 +74,9 @@ fn result_flags(a: &SimArgs) -> Vec<String> {
 
 pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     super::check_outputs(a.json.as_deref(), a.plot.as_deref())?;
+    if let Some(p) = &a.histogram_out {
+        irqlab_report::check_writable(p).with_context(|| "--histogram-out")?;
+    }
     let file = resolve(&a.scenario)?;
     let counter = Arc::new(AtomicU64::new(0));
     let sim = Simulation::load(&file, &a.set)?;
@@ -88,7 +91,24 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     let bar = Progress::start(sim.interrupts(samples, a.replications), &counter);
     let result = sim.run(seed, samples, a.trace, a.replications, Some(counter));
     bar.finish();
-    let mut rep = irqlab_sim::report::run_report(&sim, seed, &result?);
+    let result = result?;
+    // cyclictest's histogram, checked before anything is printed or written.
+    let cyclictest = match &a.histogram_out {
+        Some(path) => {
+            let Some(h) = result.metric(CYCLICTEST_METRIC) else {
+                let names: Vec<&str> = result.metrics.iter().map(|m| m.name.as_str()).collect();
+                anyhow::bail!(
+                    "--histogram-out writes cyclictest's latencies, and {} runs no cyclictest \
+                     (its metrics: {}); use a scenario with a [cyclictest], such as seed003/idle",
+                    a.scenario.display(),
+                    names.join(", ")
+                );
+            };
+            Some((path, h))
+        }
+        None => None,
+    };
+    let mut rep = irqlab_sim::report::run_report(&sim, seed, &result);
     let kind = sim.variant();
     list_overrides(&mut rep, &a.set);
     let made = inv.made(
@@ -118,8 +138,17 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
         &made,
         a.json.as_deref(),
         a.plot.as_deref().map(|d| (d, name.as_str())),
-    )
+    )?;
+    if let Some((path, h)) = cyclictest {
+        let text = irqlab_report::cyclictest::cyclictest_histogram(&[h], a.histogram_max_us);
+        irqlab_report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
+        super::wrote(std::slice::from_ref(path));
+    }
+    Ok(())
 }
+
+/// The metric a simulated cyclictest records (`scenario::Outcome::into_result`).
+const CYCLICTEST_METRIC: &str = "cyclictest_latency";
 
 /// The run's header lists every `--set`, after the seed.
 fn list_overrides(rep: &mut RunReport, set: &[String]) {
