@@ -246,20 +246,7 @@ impl Exerciser {
         }
         self.generated += 1;
         self.status |= self.cfg.pending_flag;
-        if self.msi.enabled {
-            if self.msi.masked {
-                self.msi.pending = true;
-                return None;
-            }
-            let (a, d) = (u64::from(self.msi.address), self.msi.data);
-            return Some(self.request(TlpKind::MemWrite, a, 1, d));
-        }
-        if self.intx_asserted {
-            return None;
-        }
-        self.intx_asserted = true;
-        let pin = self.cfg.intx_pin;
-        Some(self.request(TlpKind::Msg(MsgCode::AssertIntx(pin)), 0, 0, 0))
+        self.signal()
     }
 
     fn in_reg_bar(&self, addr: u64) -> Option<u64> {
@@ -274,9 +261,9 @@ impl Exerciser {
                 && addr < self.cfg.signature_bar + self.cfg.signature_bar_size)
     }
 
-    /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
-    /// The controller's interrupt, as this function signals it: an MSI write (held pending
-    /// while masked), or Assert_INTx if the line is not asserted already.
+    /// The card's interrupt (its own, or its network controller's), as this function signals
+    /// it: an MSI write (held pending while masked), or Assert_INTx if the line is not
+    /// asserted already.
     pub fn signal(&mut self) -> Option<Tlp> {
         if self.msi.enabled {
             if self.msi.masked {
@@ -338,6 +325,7 @@ impl Exerciser {
         }
     }
 
+    /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
     pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Reaction {
         if self.nic.is_some() {
             if let Some(off) = self.in_reg_bar(tlp.addr) {

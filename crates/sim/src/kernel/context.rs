@@ -5,6 +5,12 @@
 
 use serde::Serialize;
 
+/// Index of a task in the scheduler's table (`kernel/sched.rs`).
+pub type TaskId = u16;
+
+/// Index of a NAPI context in the networking core's table (`kernel/net.rs`).
+pub type NapiId = u16;
+
 /// Scheduling class of a task (Linux `SCHED_*`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum SchedClass {

@@ -11,8 +11,8 @@
 //! sleeps on it and little else in the modelled runs (the kernel's red-black tree pays off at
 //! hundreds of timers).
 
+use super::context::TaskId;
 use super::program::Entry;
-use super::sched::TaskId;
 use crate::engine::{SimDuration, SimTime};
 
 /// Index of a timer in [`Hrtimers::timers`].

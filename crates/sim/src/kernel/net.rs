@@ -4,10 +4,8 @@
 //! receive ring's tail, the buffers cleaned since the last refill, and the dynamic interrupt
 //! throttling of `e1000_set_itr`.
 
+pub use super::context::NapiId;
 use super::program::{Entry, Var};
-
-/// Index of a NAPI context in [`Net::napi`].
-pub type NapiId = u16;
 
 /// `struct napi_struct`.
 #[derive(Clone, Debug)]

@@ -229,7 +229,7 @@ pub enum Step {
     /// `napi_schedule`: unless already scheduled, put the NAPI context on this CPU's poll list
     /// and raise NET_RX_SOFTIRQ; the driver's per-interrupt totals start again (e1000e resets
     /// them when `napi_schedule_prep` succeeds).
-    NapiSchedule(super::net::NapiId),
+    NapiSchedule(super::context::NapiId),
     /// `net_rx_action`'s start: the budget of `netdev_budget` packets and the time limit of
     /// two jiffies.
     NetRxBegin,
@@ -245,7 +245,7 @@ pub enum Step {
     /// that used its whole weight goes to the tail of the list.
     AfterPoll,
     /// `napi_complete`: off the poll list, no longer scheduled.
-    NapiComplete(super::net::NapiId),
+    NapiComplete(super::context::NapiId),
     /// The receive loop's test: the poll's work (the frame's first local) has reached the
     /// weight: go to `done`.
     RxWeightReached {
@@ -353,7 +353,7 @@ pub enum Op {
     /// The running task sleeps: switch to the next one (`schedule()`).
     Block,
     /// Wake this task (`try_to_wake_up`): it becomes runnable on its CPU's run queue.
-    Wake(super::sched::TaskId),
+    Wake(super::context::TaskId),
     /// A preemption point ([`Step::Resched`]).
     Resched {
         irq_return: bool,
@@ -881,19 +881,13 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 cx.softirq.net_budget -= i64::from(cx.value);
                 let napi = &net.napi[usize::from(n)];
                 if napi.scheduled && cx.value >= napi.weight {
-                    let l = &mut cx.softirq.poll_list;
-                    if let Some(i) = l.iter().position(|&x| x == n) {
-                        l.remove(i);
-                    }
-                    l.push_back(n);
+                    unlist(&mut cx.softirq.poll_list, n);
+                    cx.softirq.poll_list.push_back(n);
                 }
             }
             Step::NapiComplete(n) => {
                 net.napi[usize::from(n)].scheduled = false;
-                let l = &mut cx.softirq.poll_list;
-                if let Some(i) = l.iter().position(|&x| x == n) {
-                    l.remove(i);
-                }
+                unlist(&mut cx.softirq.poll_list, n);
             }
             Step::RxWeightReached { weight, done } => {
                 if this.a >= u32::from(weight) {
@@ -938,6 +932,13 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
     };
     stack[top] = Frame { pc, ..this };
     op
+}
+
+/// Take NAPI context `n` off a poll list (`list_del`).
+fn unlist(l: &mut std::collections::VecDeque<super::context::NapiId>, n: super::context::NapiId) {
+    if let Some(i) = l.iter().position(|&x| x == n) {
+        l.remove(i);
+    }
 }
 
 impl Frame {

@@ -14,11 +14,9 @@
 //! Seeds 000 and 002 run the idle task alone; seed 003's kernels (threaded handlers, ksoftirqd,
 //! cyclictest) add the others.
 
+pub use super::context::TaskId;
 use super::context::{PreemptCount, SchedClass};
 use super::program::{Frame, Op};
-
-/// Index of a task in [`Scheduler::tasks`].
-pub type TaskId = u16;
 
 /// The kernel's preemption model (Linux `CONFIG_PREEMPT_*`): where a woken task of a higher
 /// class or priority may take the core from the running one. A kernel file names its model

@@ -34,7 +34,7 @@ pub struct SoftirqState {
     /// The list `tasklet_action` spliced off and is running.
     pub tasklet_running: VecDeque<TaskletId>,
     /// `softnet_data.poll_list`: NAPI contexts scheduled on this CPU, in order.
-    pub poll_list: VecDeque<super::net::NapiId>,
+    pub poll_list: VecDeque<super::context::NapiId>,
     /// `net_rx_action`'s budget left and its time limit (in jiffies, the tick count).
     pub net_budget: i64,
     pub net_time_limit: u64,

@@ -10,10 +10,10 @@
 //! it has caught up (it never does, if it is starved for good: the lag then grows linearly and
 //! the average is half the maximum).
 
+use super::context::TaskId;
 use super::costs::SchedCosts;
 use super::hrtimer::TimerId;
 use super::program::{Builder, Entry, Step};
-use super::sched::TaskId;
 use crate::engine::{SimDuration, SimTime};
 use irqlab_stats::LatencyHistogram;
 
