@@ -198,7 +198,10 @@ impl Machine {
                     self.board_receives(k, tlp, t);
                     return released;
                 }
-                Endpoint::Device(k) if !self.is_board(k) => {
+                // A network controller's state runs in time order (`nic.rs`): a store the core
+                // has gone on from reaches it at its event, after the core's earlier reads of
+                // its ring.
+                Endpoint::Device(k) if self.takes_early(k, ahead) => {
                     self.release(p);
                     self.last_inline = self.last_inline.max(t);
                     self.device_receives(k, tlp, t, !ahead);
@@ -223,6 +226,15 @@ impl Machine {
         self.packets[p as usize].hop = i;
         self.q.schedule_at(t, Ev::Hop(p));
         released
+    }
+
+    /// May PCIe device k take a packet ahead of the clock? Not a board device (above), and
+    /// not a network controller while the core that sent it runs on.
+    fn takes_early(&self, k: u8, ahead: bool) -> bool {
+        match self.devices.get(usize::from(k)) {
+            None => false,
+            Some(d) => !ahead || d.nic.is_none(),
+        }
     }
 
     pub(super) fn deliver(&mut self, p: u32) {
