@@ -325,6 +325,24 @@ impl Exerciser {
         }
     }
 
+    /// The completion of read `tlp` with `value`, after the card's turnaround.
+    fn answer(&mut self, tlp: &Tlp, value: u32) -> Reaction {
+        self.reads_answered += 1;
+        let cpl = Tlp {
+            kind: TlpKind::CplD,
+            requester: tlp.requester,
+            completer: self.cfg.bdf,
+            tag: tlp.tag,
+            addr: tlp.addr,
+            len_dw: 1,
+            data: value,
+        };
+        Reaction::Send(
+            self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx,
+            cpl,
+        )
+    }
+
     /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
     pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Reaction {
         if self.nic.is_some() {
@@ -332,21 +350,8 @@ impl Exerciser {
                 let at = now + self.cfg.core_rx;
                 match tlp.kind {
                     TlpKind::MemRead => {
-                        self.reads_answered += 1;
                         let value = self.nic_access(at, off, None).unwrap_or(0);
-                        let cpl = Tlp {
-                            kind: TlpKind::CplD,
-                            requester: tlp.requester,
-                            completer: self.cfg.bdf,
-                            tag: tlp.tag,
-                            addr: tlp.addr,
-                            len_dw: 1,
-                            data: value,
-                        };
-                        return Reaction::Send(
-                            self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx,
-                            cpl,
-                        );
+                        return self.answer(tlp, value);
                     }
                     TlpKind::MemWrite => {
                         self.nic_access(at, off, Some(tlp.data));
@@ -358,24 +363,11 @@ impl Exerciser {
         }
         match tlp.kind {
             TlpKind::MemRead => {
-                self.reads_answered += 1;
                 let value = match self.in_reg_bar(tlp.addr) {
                     Some(off) if off == self.cfg.status_offset => self.status,
                     _ => 0,
                 };
-                let cpl = Tlp {
-                    kind: TlpKind::CplD,
-                    requester: tlp.requester,
-                    completer: self.cfg.bdf,
-                    tag: tlp.tag,
-                    addr: tlp.addr,
-                    len_dw: 1,
-                    data: value,
-                };
-                Reaction::Send(
-                    self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx,
-                    cpl,
-                )
+                self.answer(tlp, value)
             }
             TlpKind::MemWrite => match self.in_reg_bar(tlp.addr) {
                 Some(off) if off == self.cfg.clear_offset => {

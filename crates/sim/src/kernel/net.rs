@@ -111,6 +111,10 @@ pub fn update_itr(itr_setting: Latency, packets: u32, bytes: u32) -> Latency {
     }
 }
 
+/// `adapter->itr` at probe for InterruptThrottleRate 3 (param.c: 20,000 interrupts/s), which
+/// `e1000_configure_rx` writes to ITR.
+pub const INITIAL_ITR: u32 = 20_000;
+
 /// The ITR register value for `itr` interrupts per second (`1000000000 / (itr * 256)`, in
 /// 256 ns units).
 pub fn itr_register(itr: u32) -> u32 {

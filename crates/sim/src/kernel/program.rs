@@ -582,8 +582,13 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         };
     }
     macro_rules! call {
-        ($entry:expr) => {{
-            let callee = Frame::at($entry);
+        ($entry:expr) => {
+            call_frame!(Frame::at($entry))
+        };
+    }
+    macro_rules! call_frame {
+        ($callee:expr) => {{
+            let callee = $callee;
             if !inline!() {
                 break Op::Call(callee);
             }
@@ -812,20 +817,10 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     None => pc = done,
                 }
             }
-            Step::CallTimer => {
-                let callee = Frame {
-                    a: this.a,
-                    ..Frame::at(hrtimers.timers[this.a as usize].func)
-                };
-                if !inline!() {
-                    break Op::Call(callee);
-                }
-                stack[top] = Frame { pc, ..this };
-                stack.push(callee);
-                top += 1;
-                this = callee;
-                pc = callee.pc;
-            }
+            Step::CallTimer => call_frame!(Frame {
+                a: this.a,
+                ..Frame::at(hrtimers.timers[this.a as usize].func)
+            }),
             Step::WakeTimerTask => {
                 let task = hrtimers.timers[this.a as usize]
                     .task

@@ -418,14 +418,13 @@ impl Machine {
                     Op::Busy { d, user } => {
                         // Once the run has its samples, the workload starts no new busy
                         // stretches, so that the run can end.
-                        let done = match (&self.pps, self.kernel.cyclic.first()) {
-                            (Some(p), _) => p.done(),
-                            (None, Some(t)) => t.loops >= self.target_samples,
-                            (None, None) => {
-                                self.devices[usize::from(self.probed_device)].generated
-                                    >= self.target_samples
-                            }
-                        };
+                        let done = super::has_samples(
+                            &self.pps,
+                            &self.kernel,
+                            &self.devices,
+                            self.probed_device,
+                            self.target_samples,
+                        );
                         if done {
                             if let Some(w) = &mut core.work {
                                 w.stopped = true;

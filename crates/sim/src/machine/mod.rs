@@ -225,6 +225,22 @@ impl Counters {
     }
 }
 
+/// Has the run its samples: seed 004's pulses, cyclictest's loops, or the measured device's
+/// interrupts? (Of the machine's parts, so that the core's loop can ask while it holds a core.)
+pub(super) fn has_samples(
+    pps: &Option<crate::probes::pps::PpsProbe>,
+    kernel: &Kernel,
+    devices: &[Exerciser],
+    probed: u8,
+    target: u64,
+) -> bool {
+    match (pps, kernel.cyclic.first()) {
+        (Some(p), _) => p.done(),
+        (None, Some(t)) => t.loops >= target,
+        (None, None) => devices[usize::from(probed)].generated >= target,
+    }
+}
+
 /// How often a run reports its progress, in interrupts of the measured device.
 pub const PROGRESS_EVERY: u64 = 1 << 14;
 
@@ -435,13 +451,13 @@ impl Machine {
     /// Every generator runs until the measured device has raised the run's sample count (or
     /// cyclictest has run its loops).
     pub(super) fn wants_more(&self) -> bool {
-        match (&self.pps, self.kernel.cyclic.first()) {
-            (Some(p), _) => !p.done(),
-            (None, Some(t)) => t.loops < self.target_samples,
-            (None, None) => {
-                self.devices[usize::from(self.probed_device)].generated < self.target_samples
-            }
-        }
+        !has_samples(
+            &self.pps,
+            &self.kernel,
+            &self.devices,
+            self.probed_device,
+            self.target_samples,
+        )
     }
 
     /// After an access to device k's network controller (or its timer) at `at`: a line the
@@ -477,11 +493,7 @@ impl Machine {
         if nic.assert_due(now) {
             if let Some(tlp) = d.signal() {
                 let delay = d.cfg.core_tx;
-                let dest = if tlp.kind == TlpKind::MemWrite {
-                    self.core_of(&tlp)
-                } else {
-                    Endpoint::Ich
-                };
+                let dest = self.interrupt_dest(&tlp);
                 self.send_at(Endpoint::Device(k), dest, tlp, now + delay, true);
             }
         }
@@ -630,12 +642,17 @@ impl Machine {
                     }
                 }
             }
-            let dest = if tlp.kind == TlpKind::MemWrite {
-                self.core_of(&tlp)
-            } else {
-                Endpoint::Ich
-            };
+            let dest = self.interrupt_dest(&tlp);
             self.send_at(Endpoint::Device(k), dest, tlp, at + delay, early);
+        }
+    }
+
+    /// Where a device's interrupt goes: an MSI write to the cores, INTx messages to the hub.
+    fn interrupt_dest(&self, tlp: &crate::hw::pcie::Tlp) -> Endpoint {
+        if tlp.kind == TlpKind::MemWrite {
+            self.core_of(tlp)
+        } else {
+            Endpoint::Ich
         }
     }
 

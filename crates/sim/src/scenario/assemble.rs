@@ -46,12 +46,10 @@ fn e1000e_probe(
     k: u8,
     msi: bool,
 ) -> crate::kernel::Entry {
-    use crate::kernel::net::{itr_register, Latency, Napi, NetDev};
+    use crate::kernel::net::{itr_register, Latency, Napi, NetDev, INITIAL_ITR};
     let dev = kernel.net.devs.len() as u16;
     let napi = kernel.net.napi.len() as u16;
-    // InterruptThrottleRate 3 starts at 20,000 interrupts/s (param.c), and
-    // e1000_configure_rx writes ITR with it.
-    let itr = 20_000;
+    let itr = INITIAL_ITR;
     let rdt = kernel.new_var(u64::from(n.ring - 1));
     let itr_reg = kernel.new_var(u64::from(itr_register(itr)));
     kernel.net.devs.push(NetDev {
@@ -853,8 +851,11 @@ impl Scenario {
             rx_latency: ns(n.rx_latency_ns),
             dma_per_frame,
             descriptor_fetch: ns(n.descriptor_fetch_ns),
+            // e1000_configure_rx's ITR write.
             itr_interval: SimDuration::from_ns(256)
-                * u64::from(crate::kernel::net::itr_register(20_000)),
+                * u64::from(crate::kernel::net::itr_register(
+                    crate::kernel::net::INITIAL_ITR,
+                )),
         })
     }
 }

@@ -339,15 +339,15 @@ impl Scenario {
             context_switches: m.sched.switches,
             hrtimers_expired: m.kernel.hrtimers.expired,
         };
-        let nics = (m.devices.iter())
-            .filter_map(|d| d.nic.as_ref().map(|n| (d, n)))
-            .map(|(d, n)| NicCounters {
+        let nics = (m.devices.iter().enumerate())
+            .filter_map(|(k, d)| d.nic.as_ref().map(|n| (k, d, n)))
+            .map(|(k, d, n)| NicCounters {
                 name: d.cfg.name.clone(),
                 interrupts: n.interrupts,
                 frames: n.arrived,
                 dropped: n.dropped,
                 received: (m.kernel.net.devs.iter())
-                    .find(|x| x.name == d.cfg.name)
+                    .find(|x| usize::from(x.device) == k)
                     .map_or(0, |x| x.received),
             })
             .collect();
