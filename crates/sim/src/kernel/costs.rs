@@ -122,6 +122,41 @@ pub struct SchedCosts {
     pub syscall: u32,
 }
 
+/// The -rt patch's threaded interrupt handling (2.6.29-rt: `CONFIG_PREEMPT_HARDIRQS` and
+/// `CONFIG_PREEMPT_SOFTIRQS`): a device's hard interrupt only acknowledges and wakes its IRQ
+/// thread, which runs the driver's handler; each softirq runs in a thread of its own
+/// (`sirq-net-rx/0`, ...). With `enabled = false` (mainline) handlers run in hard-IRQ context
+/// and softirqs on the interrupt's exit. Whether softirq handlers are preemptible is the
+/// preemption model's: `rt` (PREEMPT_RT's `local_bh_disable` is a per-thread lock), not
+/// `preempt` (it raises the preempt count).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Threads {
+    pub enabled: bool,
+    /// SCHED_FIFO priority of the IRQ threads (`MAX_USER_RT_PRIO/2` = 50).
+    pub irq_priority: u8,
+    /// SCHED_FIFO priority of the softirq threads: 50 until 2.6.29.5-rt21, 49 after it.
+    pub softirq_priority: u8,
+    /// Where a sleeper's hrtimer (`hrtimer_wakeup`) runs: in the timer's hard interrupt, or
+    /// deferred to the HRTIMER softirq's thread (-rt's softirq split).
+    pub hrtimer_wakeup: HrtimerWakeup,
+    /// Instructions of the hard part of a threaded interrupt (`redirect_hardirq`: mark the
+    /// descriptor in progress, `wake_up_process` of its thread besides `try_to_wake_up`) and
+    /// of the IRQ thread's loop around the handler (`do_irqd` -> `do_hardirq`).
+    pub redirect: u32,
+    pub irq_thread_loop: u32,
+    /// A softirq thread's loop around one handler run (`ksoftirqd` of -rt).
+    pub softirq_thread_loop: u32,
+}
+
+/// Where a sleeper's hrtimer callback runs in a threaded kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HrtimerWakeup {
+    Hardirq,
+    Softirq,
+}
+
 /// The networking core's receive path and the e1000e driver's, for a kernel with network
 /// devices (seed 003): NAPI's constants and the instruction counts of each path.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -19,7 +19,9 @@
 //! `request_irq` has run, so the programs are the same code specialised, not a different path.
 
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
-use super::softirq::{MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ};
+use super::softirq::{
+    HRTIMER_SOFTIRQ, MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ,
+};
 use super::{Flow, Kernel, CACHED_IRQ_MASK, SPURIOUS_8259, TICKS};
 use crate::hw::lapic;
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
@@ -92,6 +94,32 @@ pub fn link(k: &mut Kernel) {
     }
     handlers.push((TASKLET_SOFTIRQ as u8, Call(tasklet_action)));
     let tasks = k.sched.is_some();
+    // A threaded kernel (the -rt patch): device handlers in IRQ threads, softirqs in threads
+    // of their own. PREEMPT_RT makes `local_bh_disable` a per-thread lock, so a softirq
+    // handler in a thread stays preemptible; without it the preempt count holds preemption
+    // off until the handler returns.
+    let threads = k.threads.clone();
+    let rt = k
+        .sched
+        .as_ref()
+        .is_some_and(|s| s.preemption == super::sched::Preemption::Rt);
+    let deferred = threads
+        .as_ref()
+        .is_some_and(|t| t.hrtimer_wakeup == super::costs::HrtimerWakeup::Softirq);
+    // -rt's softirq split of hrtimers: `run_hrtimer_softirq` runs the callbacks that
+    // `hrtimer_interrupt` left to it.
+    if deferred {
+        let mut b = Builder::new();
+        let top = b.here();
+        b.push(NextDeferredTimer { done: 0 })
+            .push(CallTimer)
+            .push(Jump(top));
+        let done = b.here();
+        b.patch(top, done);
+        b.push(Return(Operand::Const(0)));
+        let run = k.code.add("run_hrtimer_softirq", b);
+        handlers.push((HRTIMER_SOFTIRQ as u8, Call(run)));
+    }
     // `__do_softirq`: the handlers run with interrupts on; `if (pending && --max_restart) goto
     // restart;`: 10 rounds in all (2.6.29 has no time limit; MAX_SOFTIRQ_TIME came in 3.10).
     // A kernel with tasks then wakes ksoftirqd for what is still pending.
@@ -100,7 +128,7 @@ pub fn link(k: &mut Kernel) {
         b.push(SoftirqEnter).push(Run(c.do_softirq));
         let restart = b.here();
         b.push(TakeSoftirqs);
-        for (nr, h) in handlers {
+        for &(nr, h) in &handlers {
             let test = b.here();
             b.push(TakeSoftirq { nr, absent: 0 }).push(h);
             let next = b.here();
@@ -116,16 +144,85 @@ pub fn link(k: &mut Kernel) {
         b.push(SoftirqLeave).push(Return(Operand::Const(0)));
         b
     });
+    let try_to_wake_up = k.sched.as_ref().map_or(0, |s| s.try_to_wake_up);
     let irq_exit = k.code.add("irq_exit", {
         let mut b = Builder::new();
         b.push(HardirqLeave).push(Run(c.irq_exit));
         let test = b.here();
-        b.push(BranchIfNoSoftirq(0)).push(Call(do_softirq));
+        b.push(BranchIfNoSoftirq(0));
+        if threads.is_some() {
+            // -rt's `__do_softirq` with softirq threads: "Push all softirq processing off
+            // to ksoftirqd" (`trigger_softirqs`: wake the thread of each pending softirq).
+            b.push(TriggerSoftirqs);
+            let wake = b.here();
+            b.push(WakeNextSoftirq { done: 0 })
+                .push(Run(try_to_wake_up))
+                .push(Jump(wake));
+            let done = b.here();
+            b.patch(wake, done);
+        } else {
+            b.push(Call(do_softirq));
+        }
         let out = b.here();
         b.patch(test, out);
         b.push(Return(Operand::Const(0)));
         b
     });
+    // Each softirq's thread (-rt's `ksoftirqd(data)`): while its softirq is pending, clear it,
+    // `local_bh_disable`, run the handler with interrupts on, `cond_resched`; then sleep.
+    if let Some(t) = &threads {
+        for &(nr, h) in &handlers {
+            let mut b: Builder = vec![Cli].into();
+            let test = b.here();
+            b.push(SoftirqThreadTake { nr, idle: 0 });
+            if !rt {
+                b.push(SoftirqEnter);
+            }
+            b.push(Sti)
+                .push(Run(t.softirq_thread_loop))
+                .push(h)
+                .push(Cli);
+            if !rt {
+                b.push(SoftirqLeave);
+            }
+            b.push(Sti)
+                .push(Resched { irq_return: false })
+                .push(Jump(0));
+            let sleep = b.here();
+            b.patch(test, sleep);
+            b.push(Block).push(Jump(0));
+            let name = super::softirq::name(u32::from(nr));
+            let e = k.code.add(format!("sirq-{name}"), b);
+            k.softirq_thread_entries.push((nr, name, e));
+        }
+    }
+    // An IRQ thread of the softirq threads' own priority runs pending softirqs itself after
+    // its handler (`do_softirq_from_hardirq` -> `___do_softirq(1)`), restarting while any is
+    // pending.
+    let merged = threads
+        .as_ref()
+        .filter(|t| t.irq_priority == t.softirq_priority)
+        .map(|_| {
+            let mut b = Builder::new();
+            if !rt {
+                b.push(SoftirqEnter);
+            }
+            b.push(Run(c.do_softirq));
+            let restart = b.here();
+            b.push(TakeSoftirqs);
+            for &(nr, h) in &handlers {
+                let test = b.here();
+                b.push(TakeSoftirq { nr, absent: 0 }).push(h);
+                let next = b.here();
+                b.patch(test, next);
+            }
+            b.push(Cli).push(BranchIfSoftirqPending(restart));
+            if !rt {
+                b.push(SoftirqLeave);
+            }
+            b.push(Sti).push(Return(Operand::Const(0)));
+            k.code.add("do_softirq_from_hardirq", b)
+        });
 
     // The 8259's chip operations, per line, as i8259.c runs them.
     let mut chip_ops = ChipOps::default();
@@ -183,15 +280,56 @@ pub fn link(k: &mut Kernel) {
             }
             // handle_edge_irq: chip->ack (EOI) first, then the chain.
             Flow::Edge => {
-                b.push(Run(c.apic_chip_op))
-                    .push(eoi)
-                    .push(Call(chain))
-                    .push(Run(rest));
+                b.push(Run(c.apic_chip_op)).push(eoi);
+                match &threads {
+                    // `redirect_hardirq`: the handler runs in the descriptor's thread.
+                    Some(t) => b
+                        .push(Run(t.redirect + try_to_wake_up))
+                        .push(WakeIrqThread(i as u16)),
+                    None => b.push(Call(chain)),
+                };
+                b.push(Run(rest));
                 "handle_edge_irq"
             }
         };
         b.push(Return(Operand::Const(0)));
         let flow_entry = k.code.add(format!("{name}(irq {irq})"), b);
+        // The descriptor's IRQ thread (-rt's `do_irqd`): take the pending mark, run the
+        // handlers with interrupts on, then the softirqs (merged, or woken in their threads),
+        // `cond_resched`; sleep when nothing is pending.
+        if let Some(t) = &threads {
+            let pending = k.new_var(0);
+            k.irq_thread_pending.push(pending);
+            let mut b: Builder = vec![Cli].into();
+            let test = b.here();
+            b.push(IrqThreadTake {
+                desc: i as u16,
+                idle: 0,
+            })
+            .push(Sti)
+            .push(Run(t.irq_thread_loop))
+            .push(Call(chain))
+            .push(Sti);
+            match merged {
+                Some(m) => b.push(Call(m)),
+                None => {
+                    b.push(Cli).push(TriggerSoftirqs);
+                    let wake = b.here();
+                    b.push(WakeNextSoftirq { done: 0 })
+                        .push(Run(try_to_wake_up))
+                        .push(Jump(wake));
+                    let done = b.here();
+                    b.patch(wake, done);
+                    b.push(Sti)
+                }
+            };
+            b.push(Resched { irq_return: false }).push(Jump(0));
+            let sleep = b.here();
+            b.patch(test, sleep);
+            b.push(Block).push(Jump(0));
+            let e = k.code.add(format!("irq/{irq} thread"), b);
+            k.irq_thread_entries.push(e);
+        }
         do_irq.push(
             k.code.add(
                 format!("do_IRQ(irq {irq})"),
@@ -235,9 +373,14 @@ pub fn link(k: &mut Kernel) {
         ]
         .into();
         let top = b.here();
-        b.push(NextExpiredTimer { done: 0 })
-            .push(CallTimer)
-            .push(Jump(top));
+        b.push(NextExpiredTimer { done: 0 });
+        if deferred {
+            let defer = b.here();
+            b.push(DeferSleeper { call: 0 }).push(Jump(top));
+            let call = b.here();
+            b.patch(defer, call);
+        }
+        b.push(CallTimer).push(Jump(top));
         let done = b.here();
         b.patch(top, done);
         b.push(ArmTimer)

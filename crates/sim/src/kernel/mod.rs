@@ -174,6 +174,20 @@ pub struct Kernel {
     pub net_costs: Option<costs::NetCosts>,
     /// Each CPU's ksoftirqd, for a kernel that runs tasks.
     pub ksoftirqd: Vec<sched::TaskId>,
+    /// Threaded handlers (`costs::Threads`, enabled), their IRQ threads by descriptor and each
+    /// CPU's softirq threads by softirq number.
+    pub threads: Option<costs::Threads>,
+    pub irq_threads: Vec<sched::TaskId>,
+    pub softirq_threads: Vec<[Option<sched::TaskId>; softirq::NR_SOFTIRQS]>,
+    /// Per descriptor: the variable whose bit 0 says the hard part has run and the thread has
+    /// not yet taken it (`IRQ_PENDING`).
+    pub irq_thread_pending: Vec<Var>,
+    /// Sleeper hrtimers expired in hard IRQ and left to the HRTIMER softirq, per CPU.
+    pub deferred_timers: Vec<std::collections::VecDeque<hrtimer::TimerId>>,
+    /// The thread programs `linux::link` built: each descriptor's IRQ thread, and each
+    /// softirq's thread with its name (`sirq-net-rx`).
+    pub irq_thread_entries: Vec<Entry>,
+    pub softirq_thread_entries: Vec<(u8, &'static str, Entry)>,
 }
 
 impl Kernel {
@@ -200,6 +214,13 @@ impl Kernel {
             net: net::Net::default(),
             net_costs: None,
             ksoftirqd: Vec::new(),
+            threads: None,
+            irq_threads: Vec::new(),
+            softirq_threads: Vec::new(),
+            irq_thread_pending: Vec::new(),
+            deferred_timers: Vec::new(),
+            irq_thread_entries: Vec::new(),
+            softirq_thread_entries: Vec::new(),
         }
     }
 

@@ -273,6 +273,43 @@ pub enum Step {
         dev: u16,
         skip: Entry,
     },
+    /// A threaded interrupt's hard part (`redirect_hardirq`): mark descriptor `desc` pending
+    /// for its thread and wake the thread.
+    WakeIrqThread(u16),
+    /// The IRQ thread of descriptor `desc` takes the pending mark; none: go to `idle` (sleep).
+    IrqThreadTake {
+        desc: u16,
+        idle: Entry,
+    },
+    /// `trigger_softirqs` on the interrupt's exit in a threaded kernel: the pending softirqs
+    /// (outside a nested interrupt) into the frame's first local, whose threads
+    /// [`Step::WakeNextSoftirq`] then wakes.
+    TriggerSoftirqs,
+    /// The lowest softirq left in the frame's first local: wake its thread (`wakeup_softirqd`,
+    /// which skips the wake where an IRQ thread of the same priority will run it); none left:
+    /// go to `done`.
+    WakeNextSoftirq {
+        done: Entry,
+    },
+    /// A softirq thread's test: softirq `nr` pending: clear it and go on; not: go to `idle`.
+    SoftirqThreadTake {
+        nr: u8,
+        idle: Entry,
+    },
+    /// Branch if any softirq is pending (the merged loop of an IRQ thread restarts while one
+    /// is: "with softirq threading there's no reason not to finish the workload").
+    BranchIfSoftirqPending(Entry),
+    /// In `hrtimer_interrupt` of a kernel that defers sleepers to the HRTIMER softirq: the
+    /// expired timer in the frame's first local is a sleeper: queue it for the softirq and
+    /// raise it; not: go to `call` (its callback runs here).
+    DeferSleeper {
+        call: Entry,
+    },
+    /// The HRTIMER softirq: the next deferred timer of this CPU into the frame's first local;
+    /// none left: go to `done`.
+    NextDeferredTimer {
+        done: Entry,
+    },
 }
 
 impl Step {
@@ -293,7 +330,13 @@ impl Step {
             | Step::NextNapi { done: to }
             | Step::RxWeightReached { done: to, .. }
             | Step::RefillDue { skip: to, .. }
-            | Step::SetItr { skip: to, .. } => Some(to),
+            | Step::SetItr { skip: to, .. }
+            | Step::IrqThreadTake { idle: to, .. }
+            | Step::WakeNextSoftirq { done: to }
+            | Step::SoftirqThreadTake { idle: to, .. }
+            | Step::BranchIfSoftirqPending(to)
+            | Step::DeferSleeper { call: to }
+            | Step::NextDeferredTimer { done: to } => Some(to),
             _ => None,
         }
     }
@@ -354,6 +397,10 @@ pub enum Op {
     Block,
     /// Wake this task (`try_to_wake_up`): it becomes runnable on its CPU's run queue.
     Wake(super::context::TaskId),
+    /// `wakeup_softirqd(nr)` of a threaded kernel: wake this CPU's thread of softirq `nr`,
+    /// unless the running task is an IRQ thread of the same priority outside hard-IRQ context
+    /// (it runs the softirq itself, `do_softirq_from_hardirq`).
+    WakeSoftirq(u8),
     /// A preemption point ([`Step::Resched`]).
     Resched {
         irq_return: bool,
@@ -551,6 +598,9 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         cyclic,
         net,
         ksoftirqd,
+        irq_threads,
+        irq_thread_pending,
+        deferred_timers,
         ..
     } = &mut *cx.kernel;
     let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -842,6 +892,60 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     if let Some(&t) = ksoftirqd.get(usize::from(cx.cpu)) {
                         break Op::Wake(t);
                     }
+                }
+            }
+            Step::WakeIrqThread(d) => {
+                vars[usize::from(irq_thread_pending[usize::from(d)].0)] |= 1;
+                break Op::Wake(irq_threads[usize::from(d)]);
+            }
+            Step::IrqThreadTake { desc, idle } => {
+                let v = &mut vars[usize::from(irq_thread_pending[usize::from(desc)].0)];
+                if *v & 1 != 0 {
+                    *v &= !1;
+                } else {
+                    pc = idle;
+                }
+            }
+            Step::TriggerSoftirqs => {
+                this.a = if cx.preempt.in_interrupt() {
+                    0
+                } else {
+                    cx.softirq.pending
+                };
+            }
+            Step::WakeNextSoftirq { done } => {
+                if this.a == 0 {
+                    pc = done;
+                } else {
+                    let nr = this.a.trailing_zeros();
+                    this.a &= !(1 << nr);
+                    break Op::WakeSoftirq(nr as u8);
+                }
+            }
+            Step::SoftirqThreadTake { nr, idle } => {
+                if cx.softirq.pending & (1 << nr) != 0 {
+                    cx.softirq.pending &= !(1 << nr);
+                } else {
+                    pc = idle;
+                }
+            }
+            Step::BranchIfSoftirqPending(to) => {
+                if cx.softirq.pending != 0 {
+                    pc = to;
+                }
+            }
+            Step::DeferSleeper { call } => {
+                if hrtimers.timers[this.a as usize].task.is_some() {
+                    deferred_timers[usize::from(cx.cpu)].push_back(this.a as u16);
+                    cx.softirq.raise(super::softirq::HRTIMER_SOFTIRQ);
+                } else {
+                    pc = call;
+                }
+            }
+            Step::NextDeferredTimer { done } => {
+                match deferred_timers[usize::from(cx.cpu)].pop_front() {
+                    Some(t) => this.a = u32::from(t),
+                    None => pc = done,
                 }
             }
             Step::NapiSchedule(n) => {

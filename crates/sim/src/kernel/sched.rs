@@ -88,6 +88,10 @@ pub struct Task {
     pub core: u8,
     /// Its saved context, while it is not running.
     pub context: TaskContext,
+    /// Woken while still running, before the `schedule()` of a sleep it was about to make: a
+    /// task sets itself TASK_INTERRUPTIBLE before it queues what will wake it, so such a wake
+    /// makes it TASK_RUNNING again and its `schedule()` does not sleep.
+    pub wake_pending: bool,
 }
 
 /// One core's run queue: the runnable tasks besides the one running, in the order they became
@@ -123,6 +127,13 @@ impl RunQueue {
             .max_by_key(|&t| rank(tasks[usize::from(t)].class))
     }
 
+    /// A running task taken off the core by a better one: it stays first among its equals
+    /// (sched-rt.c requeues a preempted SCHED_FIFO task at the head of its priority's list).
+    pub fn requeue_preempted(&mut self, t: TaskId) {
+        debug_assert!(!self.runnable.contains(&t));
+        self.runnable.insert(0, t);
+    }
+
     pub fn take(&mut self, t: TaskId) {
         self.runnable.retain(|&x| x != t);
     }
@@ -150,6 +161,7 @@ impl Scheduler {
                 core: c,
                 // Its context lives in the core until it is switched out.
                 context: TaskContext::default(),
+                wake_pending: false,
             })
             .collect();
         Scheduler {
@@ -169,9 +181,25 @@ impl Scheduler {
             state: TaskState::Runnable,
             core,
             context: TaskContext::starting(entry),
+            wake_pending: false,
         });
         self.queues[usize::from(core)].enqueue(id);
         id
+    }
+
+    /// `try_to_wake_up`: a sleeping task becomes runnable on its CPU's queue (waking one that
+    /// is runnable or running does nothing).
+    pub fn wake(&mut self, t: TaskId) {
+        let task = &mut self.tasks[usize::from(t)];
+        match task.state {
+            TaskState::Sleeping => {
+                task.state = TaskState::Runnable;
+                let on = usize::from(task.core);
+                self.queues[on].enqueue(t);
+            }
+            TaskState::Running => task.wake_pending = true,
+            TaskState::Runnable => {}
+        }
     }
 
     /// Should `core` switch now: is a queued task of a better class or priority than the one
@@ -194,7 +222,7 @@ impl Scheduler {
         let p = &mut self.tasks[usize::from(prev)];
         if p.state == TaskState::Running {
             p.state = TaskState::Runnable;
-            self.queues[c].enqueue(prev);
+            self.queues[c].requeue_preempted(prev);
         }
         std::mem::swap(&mut self.tasks[usize::from(prev)].context, loaded);
         let n = &mut self.tasks[usize::from(next)];

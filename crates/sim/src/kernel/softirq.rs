@@ -10,8 +10,25 @@ pub const TIMER_SOFTIRQ: u32 = 1;
 pub const NET_TX_SOFTIRQ: u32 = 2;
 pub const NET_RX_SOFTIRQ: u32 = 3;
 pub const TASKLET_SOFTIRQ: u32 = 6;
+/// 2.6.29's `HRTIMER_SOFTIRQ` (-rt's deferred hrtimer callbacks).
+pub const HRTIMER_SOFTIRQ: u32 = 7;
+/// Softirq numbers this model uses a thread slot for.
+pub const NR_SOFTIRQS: usize = 8;
 /// `kernel/softirq.c`: restarts of the softirq loop before deferring to ksoftirqd.
 pub const MAX_SOFTIRQ_RESTART: u8 = 10;
+
+/// A softirq's name as -rt names its thread (`softirq_names` of kernel/softirq.c).
+pub fn name(nr: u32) -> &'static str {
+    match nr {
+        HI_SOFTIRQ => "high",
+        TIMER_SOFTIRQ => "timer",
+        NET_TX_SOFTIRQ => "net-tx",
+        NET_RX_SOFTIRQ => "net-rx",
+        TASKLET_SOFTIRQ => "tasklet",
+        HRTIMER_SOFTIRQ => "hrtimer",
+        _ => "other",
+    }
+}
 
 /// Index of a tasklet in the kernel's tasklet table.
 pub type TaskletId = u16;

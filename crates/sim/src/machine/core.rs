@@ -494,19 +494,30 @@ impl Machine {
                     Op::Block => {
                         // `schedule()` from a task that set itself sleeping.
                         let cur = usize::from(self.sched.current[c]);
-                        self.sched.tasks[cur].state = TaskState::Sleeping;
-                        acc += core.timing.instructions(schedule_cost);
-                        core.in_user = false;
-                        self.sched
-                            .switch(c as u8, &mut core.ctx)
-                            .expect("the idle task is always runnable");
+                        // Woken since it set itself sleeping: `schedule()` returns at once.
+                        if !std::mem::take(&mut self.sched.tasks[cur].wake_pending) {
+                            self.sched.tasks[cur].state = TaskState::Sleeping;
+                            acc += core.timing.instructions(schedule_cost);
+                            core.in_user = false;
+                            self.sched
+                                .switch(c as u8, &mut core.ctx)
+                                .expect("the idle task is always runnable");
+                        }
                     }
-                    Op::Wake(t) => {
-                        let task = &mut self.sched.tasks[usize::from(t)];
-                        if task.state == TaskState::Sleeping {
-                            task.state = TaskState::Runnable;
-                            let on = usize::from(task.core);
-                            self.sched.queues[on].enqueue(t);
+                    Op::Wake(t) => self.sched.wake(t),
+                    Op::WakeSoftirq(nr) => {
+                        // -rt's `wakeup_softirqd`: an IRQ thread of the softirq thread's own
+                        // priority, outside hard-IRQ context, runs the softirq itself
+                        // (`do_softirq_from_hardirq`), so the wake is skipped.
+                        let cur = self.sched.current[c];
+                        let merge = self.kernel.threads.as_ref().is_some_and(|t| {
+                            t.irq_priority == t.softirq_priority
+                                && core.ctx.preempt.hardirq == 0
+                                && self.kernel.irq_threads.contains(&cur)
+                        });
+                        let t = self.kernel.softirq_threads[c][usize::from(nr)];
+                        if let (Some(t), false) = (t, merge) {
+                            self.sched.wake(t);
                         }
                     }
                     Op::Resched { irq_return } => {

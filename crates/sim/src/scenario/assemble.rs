@@ -420,6 +420,18 @@ impl Scenario {
         kernel.idle = self.kernel.idle.clone();
         kernel.workload = self.file.workload.is_some();
         kernel.sched = self.kernel.sched.clone();
+        kernel.threads = self.kernel.threads.clone().filter(|t| t.enabled);
+        if kernel.threads.is_some() && kernel.sched.is_none() {
+            return Err(self.invalid(
+                "kernel.threads.enabled",
+                format!(
+                    "kernel '{}' has threaded handlers but no [sched] section, and threads \
+                     need the scheduler: add [sched] (as kernels/linux-2.6.29-i386-up.toml has) \
+                     or set kernel.threads.enabled=false",
+                    self.kernel.name
+                ),
+            ));
+        }
         kernel.net.budget = self.kernel.net.as_ref().map_or(0, |n| n.netdev_budget);
         kernel.net_costs = self.kernel.net.clone();
         linux::link(&mut kernel);
@@ -468,7 +480,9 @@ impl Scenario {
         );
         machine.smi = smi;
         machine.intx_lines = intx_lines;
-        if self.kernel.sched.is_some() {
+        if machine.kernel.threads.is_some() {
+            self.spawn_threads(&mut machine)?;
+        } else if self.kernel.sched.is_some() {
             // Each CPU's ksoftirqd (SCHED_OTHER, nice 19 in 2.6.29: `set_user_nice(current,
             // 19)` in kernel/softirq.c's ksoftirqd()).
             for c in 0..self.cores() {
@@ -804,8 +818,52 @@ impl Scenario {
     }
 }
 
-/// The cold-code model of a platform's `[cpu.cache]`, drawing its misses from `rng`.
 impl Scenario {
+    /// A threaded kernel's tasks (2.6.29-rt): an IRQ thread per device descriptor
+    /// (`IRQ-16`, as -rt names them) and a thread per softirq and CPU (`sirq-net-rx/0`), all
+    /// SCHED_FIFO at the kernel file's priorities.
+    fn spawn_threads(&self, machine: &mut Machine) -> Result<(), ScenarioError> {
+        let t = machine.kernel.threads.clone().expect("a threaded kernel");
+        for d in &machine.kernel.irqs {
+            if d.flow != Flow::Edge {
+                return Err(self.invalid(
+                    "delivery",
+                    format!(
+                        "IRQ {} is level-triggered through the IO-APIC, and this model's \
+                         threaded kernel only redirects edge interrupts (MSI) to their threads \
+                         (-rt masks a level line until its thread has run, which is not \
+                         modelled): use delivery = \"msi\", or kernel.threads.enabled=false",
+                        d.irq
+                    ),
+                ));
+            }
+        }
+        let irq_class = SchedClass::Fifo {
+            priority: t.irq_priority,
+        };
+        let sirq_class = SchedClass::Fifo {
+            priority: t.softirq_priority,
+        };
+        for (i, &e) in machine.kernel.irq_thread_entries.clone().iter().enumerate() {
+            let name = format!("IRQ-{}", machine.kernel.irqs[i].irq);
+            let task = machine.sched.spawn(&name, irq_class, 0, Frame::at(e));
+            machine.kernel.irq_threads.push(task);
+        }
+        for c in 0..self.cores() {
+            let mut slots = [None; crate::kernel::softirq::NR_SOFTIRQS];
+            for &(nr, name, e) in &machine.kernel.softirq_thread_entries.clone() {
+                let task =
+                    machine
+                        .sched
+                        .spawn(&format!("sirq-{name}/{c}"), sirq_class, c, Frame::at(e));
+                slots[usize::from(nr)] = Some(task);
+            }
+            machine.kernel.softirq_threads.push(slots);
+            machine.kernel.deferred_timers.push(Default::default());
+        }
+        Ok(())
+    }
+
     /// Device `i`'s network controller, as `ifup` leaves it, and the traffic on its port.
     fn nic(
         &self,

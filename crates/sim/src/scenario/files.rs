@@ -179,6 +179,10 @@ pub struct KernelFile {
     /// threads); absent: the idle task runs alone and the tick is periodic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<crate::kernel::costs::SchedCosts>,
+    /// Threaded interrupt handlers and softirq threads (the -rt patch), for a kernel with
+    /// `[sched]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<crate::kernel::costs::Threads>,
     /// The networking core and the network drivers' costs, for a kernel that runs network
     /// devices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
