@@ -43,6 +43,10 @@ const CASES: &[(&str, &[&str])] = &[
     // Seed 004: the whole pulse timeline, and replications of a shorter one.
     ("seed004", &["sim", "seed004/pps"]),
     ("seed004-replications", &["sim", "seed004/pps", "--samples", "1200", "--replications", "2"]),
+    // Seed 003: the flood on the vanilla kernel, and the two threaded kernels with their knobs.
+    ("seed003-flood", &["sim", "seed003/flood", "--samples", "1000", "--set", "device.0.nic.gap_us=6", "--set", "device.1.nic.gap_us=6"]),
+    ("seed003-rt-low", &["sim", "seed003/flood", "--samples", "1000", "--set", "device.0.nic.gap_us=6", "--set", "device.1.nic.gap_us=6", "--set", "kernel.threads.enabled=true", "--set", "kernel.sched.preemption=rt", "--set", "cyclictest.priority=40", "--set", "kernel.net.rx_packet=1350"]),
+    ("seed003-threaded-hrtimer-softirq", &["sim", "seed003/flood", "--samples", "1000", "--set", "device.0.nic.gap_us=5", "--set", "device.1.nic.gap_us=5", "--set", "kernel.threads.enabled=true", "--set", "kernel.sched.preemption=preempt", "--set", "kernel.threads.hrtimer_wakeup=softirq", "--set", "kernel.threads.softirq_priority=49"]),
     // Every validation row at the default sample counts, with the runs' histograms.
     ("validate", &["validate"]),
 ];

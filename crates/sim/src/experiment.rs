@@ -199,6 +199,49 @@ pub enum Check {
         published_text: String,
         source: String,
     },
+    /// Seed 003's cyclictest columns over a table's runs, matched by shape: every run starved
+    /// (the lag of 2009's cyclictest grows for the whole run: its maximum at least half the
+    /// run's loops times the interval, its average 0.45-0.55 of its maximum), or every run
+    /// served with its average and maximum inside the bounds given.
+    CyclictestShape {
+        id: String,
+        runs: Vec<String>,
+        expect: ShapeExpect,
+        /// cyclictest's interval (`-i`), for the length of a run's loops.
+        interval_us: f64,
+        #[serde(default)]
+        min_low_us: Option<f64>,
+        #[serde(default)]
+        min_high_us: Option<f64>,
+        #[serde(default)]
+        avg_low_us: Option<f64>,
+        #[serde(default)]
+        avg_high_us: Option<f64>,
+        #[serde(default)]
+        max_low_us: Option<f64>,
+        #[serde(default)]
+        max_high_us: Option<f64>,
+        published_text: String,
+        source: String,
+    },
+    /// Seed 003's "Lost Frames (%)" over a table's runs (every NIC together): none where the
+    /// table has 0.00, within a factor of two of the table's share elsewhere.
+    FramesLost {
+        id: String,
+        runs: Vec<String>,
+        published_percent: Vec<f64>,
+        published_text: String,
+        source: String,
+    },
+    /// Seed 003's "IRQs" columns: over runs in the order of a rising packet rate, no run's
+    /// interrupts (every NIC together) more than 5% above the previous run's, and the last
+    /// run's below the first's (NAPI polls instead of interrupting).
+    InterruptsFall {
+        id: String,
+        runs: Vec<String>,
+        published_text: String,
+        source: String,
+    },
     /// A quantile of one workload phase exceeds the same quantile of another (seed 004).
     PhaseOrder {
         id: String,
@@ -220,7 +263,10 @@ impl Check {
             | Check::QuantileRange { id, .. }
             | Check::Exceedance { id, .. }
             | Check::StepPeriod { id, .. }
-            | Check::PhaseOrder { id, .. } => id,
+            | Check::PhaseOrder { id, .. }
+            | Check::CyclictestShape { id, .. }
+            | Check::FramesLost { id, .. }
+            | Check::InterruptsFall { id, .. } => id,
         }
     }
     /// What makes this row unusable as written, if anything.
@@ -250,6 +296,13 @@ impl Check {
             Check::QuantileRange { quantile, .. } if !(0.0..=1.0).contains(quantile) => {
                 Some("`quantile` is a fraction from 0 (the minimum) to 1 (the maximum)")
             }
+            Check::FramesLost {
+                runs,
+                published_percent,
+                ..
+            } if runs.len() != published_percent.len() => {
+                Some("a frames_lost row gives one `published_percent` per run")
+            }
             Check::PhaseOrder { quantile, .. } if !(*quantile > 0.0 && *quantile < 1.0) => Some(
                 "a phase_order row's `quantile` is strictly between 0 and 1 (two extremes have \
                  no interval to compare by)",
@@ -275,6 +328,9 @@ impl Check {
             | Check::Exceedance { run, .. }
             | Check::StepPeriod { run, .. }
             | Check::PhaseOrder { run, .. } => vec![run],
+            Check::CyclictestShape { runs, .. }
+            | Check::FramesLost { runs, .. }
+            | Check::InterruptsFall { runs, .. } => runs.iter().map(String::as_str).collect(),
         }
     }
 }
@@ -391,7 +447,10 @@ impl Check {
             },
             Check::TaskletProportional { .. }
             | Check::TraceSequence { .. }
-            | Check::PhaseOrder { .. } => Judged::Share {
+            | Check::PhaseOrder { .. }
+            | Check::CyclictestShape { .. }
+            | Check::FramesLost { .. }
+            | Check::InterruptsFall { .. } => Judged::Share {
                 pass_share: SHAPE_PASS_SHARE,
             },
         }
@@ -944,6 +1003,143 @@ impl Experiment {
                 }
                 row
             }
+            Check::CyclictestShape {
+                id,
+                runs: names,
+                expect,
+                interval_us,
+                min_low_us,
+                min_high_us,
+                avg_low_us,
+                avg_high_us,
+                max_low_us,
+                max_high_us,
+                published_text,
+                source,
+            } => {
+                let mut row = self.row(id, format!("cyclictest of {}", names.join(", ")), source);
+                row.published_text = published_text.clone();
+                row.tolerance = "shape".into();
+                let mut ok = true;
+                let mut seen = Vec::new();
+                for name in names {
+                    let Some(h) = runs[name].metric(CYCLICTEST).filter(|h| !h.is_empty()) else {
+                        ok = false;
+                        seen.push(format!("{name}: no samples"));
+                        continue;
+                    };
+                    let min = h.min_ns().unwrap_or(0) as f64 / 1e3;
+                    let avg = h.mean_ns().unwrap_or(0.0) / 1e3;
+                    let max = h.max_ns().unwrap_or(0) as f64 / 1e3;
+                    let run_us = h.count() as f64 * interval_us;
+                    let starved = max >= 0.5 * run_us && (0.45..=0.55).contains(&(avg / max));
+                    let holds = match expect {
+                        ShapeExpect::Starved => starved,
+                        ShapeExpect::Served => {
+                            let inside = |v: f64, lo: &Option<f64>, hi: &Option<f64>| {
+                                lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h)
+                            };
+                            !starved
+                                && inside(min, min_low_us, min_high_us)
+                                && inside(avg, avg_low_us, avg_high_us)
+                                && inside(max, max_low_us, max_high_us)
+                        }
+                    };
+                    ok &= holds;
+                    seen.push(format!(
+                        "{name}: min {min:.0} avg {avg:.0} max {max:.0} us{}",
+                        if starved { " (starved)" } else { "" }
+                    ));
+                }
+                row.published = match expect {
+                    ShapeExpect::Starved => "starved".into(),
+                    ShapeExpect::Served => {
+                        let b = |lo: &Option<f64>, hi: &Option<f64>| match (lo, hi) {
+                            (Some(l), Some(h)) => format!("{l}-{h}"),
+                            (None, Some(h)) => format!("<= {h}"),
+                            (Some(l), None) => format!(">= {l}"),
+                            (None, None) => "any".into(),
+                        };
+                        let min = match (min_low_us, min_high_us) {
+                            (None, None) => String::new(),
+                            _ => format!("min {} us, ", b(min_low_us, min_high_us)),
+                        };
+                        format!(
+                            "{min}avg {} us, max {} us",
+                            b(avg_low_us, avg_high_us),
+                            b(max_low_us, max_high_us)
+                        )
+                    }
+                };
+                row.simulated = if ok { "holds" } else { "does not hold" }.into();
+                row.holds = Some(ok);
+                row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+                row.detail = seen.join("; ");
+                row
+            }
+            Check::FramesLost {
+                id,
+                runs: names,
+                published_percent,
+                published_text,
+                source,
+            } => {
+                let mut row = self.row(id, format!("lost frames of {}", names.join(", ")), source);
+                row.published_text = published_text.clone();
+                row.published = published_percent
+                    .iter()
+                    .map(|p| format!("{p:.2}%"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                row.tolerance = "0 where 0, else x2".into();
+                let mut ok = true;
+                let mut seen = Vec::new();
+                for (name, &published) in names.iter().zip(published_percent) {
+                    let (frames, lost) = nic_totals(&runs[name], "_frames", "_frames_lost");
+                    let got = 100.0 * lost as f64 / frames.max(1) as f64;
+                    ok &= if published == 0.0 {
+                        lost == 0
+                    } else {
+                        got >= published / 2.0 && got <= published * 2.0
+                    };
+                    seen.push(format!("{got:.2}%"));
+                }
+                row.simulated = seen.join(" ");
+                row.holds = Some(ok);
+                row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+                row.detail = format!("runs {}", names.join(", "));
+                row
+            }
+            Check::InterruptsFall {
+                id,
+                runs: names,
+                published_text,
+                source,
+            } => {
+                let mut row = self.row(
+                    id,
+                    format!("interrupts per NIC over {}", names.join(", ")),
+                    source,
+                );
+                row.published_text = published_text.clone();
+                row.published = "falls as the rate rises".into();
+                row.tolerance = "each run <= 1.05 x the previous; last < first".into();
+                let irqs: Vec<u64> = names
+                    .iter()
+                    .map(|n| nic_totals(&runs[n], "_interrupts", "_frames_lost").0)
+                    .collect();
+                let ok = irqs.windows(2).all(|w| w[1] as f64 <= 1.05 * w[0] as f64)
+                    && irqs.last() < irqs.first();
+                row.simulated = irqs
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                row.holds = Some(ok);
+                row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+                row.detail = format!("runs {}", names.join(", "));
+                row
+            }
             Check::PhaseOrder {
                 id,
                 run,
@@ -1079,6 +1275,33 @@ fn decided(inside: Option<bool>) -> Decision {
 }
 
 /// Set a row's verdict (and what would decide it) from a decision.
+/// The simulated cyclictest's metric.
+const CYCLICTEST: &str = "cyclictest_latency";
+
+/// What a seed-003 table says of cyclictest in a set of runs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShapeExpect {
+    Starved,
+    Served,
+}
+
+/// A run's network controllers together: the sum of the counters named `NIC{of}` and of
+/// `NIC{lost}`, for every NIC (a controller has a `NIC_frames_lost` counter).
+fn nic_totals(r: &RunResult, of: &str, lost: &str) -> (u64, u64) {
+    let get = |name: &str| {
+        r.counters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.value)
+    };
+    r.counters
+        .iter()
+        .filter_map(|c| c.name.strip_suffix("_frames_lost"))
+        .map(|nic| (get(&format!("{nic}{of}")), get(&format!("{nic}{lost}"))))
+        .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+}
+
 fn judge(row: &mut ValidationRow, d: Decision) {
     (row.verdict, row.needs) = match d {
         Decision::Pass => (Verdict::Pass, None),

@@ -88,7 +88,8 @@ pub struct Task {
     pub core: u8,
     /// Its saved context, while it is not running.
     pub context: TaskContext,
-    /// Woken while still running, before the `schedule()` of a sleep it was about to make: a
+    /// Woken while still running (or preempted), before the `schedule()` of a sleep it was
+    /// about to make: a
     /// task sets itself TASK_INTERRUPTIBLE before it queues what will wake it, so such a wake
     /// makes it TASK_RUNNING again and its `schedule()` does not sleep.
     pub wake_pending: bool,
@@ -197,8 +198,9 @@ impl Scheduler {
                 let on = usize::from(task.core);
                 self.queues[on].enqueue(t);
             }
-            TaskState::Running => task.wake_pending = true,
-            TaskState::Runnable => {}
+            // Preempted after setting itself sleeping, a task is still on the run queue:
+            // the wake makes it TASK_RUNNING, and its `schedule()` returns at once too.
+            TaskState::Running | TaskState::Runnable => task.wake_pending = true,
         }
     }
 
@@ -273,6 +275,23 @@ mod tests {
         // The idle task, switched out first, went back on the queue and runs last.
         assert_eq!(order, vec![cyclic, irq, sirq, fair, 0]);
         assert_eq!(s.switches, 5);
+    }
+
+    #[test]
+    fn a_wake_of_a_task_that_has_not_yet_slept_is_kept_for_its_schedule() {
+        let mut s = Scheduler::new(1);
+        let t = s.spawn("cyclictest", SchedClass::Fifo { priority: 40 }, 0, entry());
+        // Runnable (preempted after queueing its timer): the timer's wake is not lost.
+        s.wake(t);
+        assert!(s.tasks[usize::from(t)].wake_pending);
+        assert_eq!(s.queues[0].pick(&s.tasks), Some(t), "queued once");
+        let mut core = TaskContext::default();
+        s.switch(0, &mut core);
+        s.tasks[usize::from(t)].state = TaskState::Sleeping;
+        s.tasks[usize::from(t)].wake_pending = false;
+        s.wake(t);
+        assert_eq!(s.tasks[usize::from(t)].state, TaskState::Runnable);
+        assert!(!s.tasks[usize::from(t)].wake_pending);
     }
 
     #[test]
