@@ -165,3 +165,21 @@ fn a_threaded_kernel_refuses_level_triggered_intx_and_says_what_to_use() {
         .to_string();
     assert!(e.contains("delivery") && e.contains("msi"), "{e}");
 }
+
+#[test]
+fn a_thread_priority_outside_sched_fifo_is_refused_with_the_range() {
+    for key in [
+        "kernel.threads.irq_priority",
+        "kernel.threads.softirq_priority",
+    ] {
+        for bad in [0, 100] {
+            let mut set: Vec<String> = THREADED.iter().map(|s| s.to_string()).collect();
+            set.push(format!("{key}={bad}"));
+            let e = Scenario::load(repo().join(FLOOD), &set)
+                .and_then(|s| s.run(1, 10, 0))
+                .expect_err("refused")
+                .to_string();
+            assert!(e.contains(key) && e.contains("1-99"), "{e}");
+        }
+    }
+}

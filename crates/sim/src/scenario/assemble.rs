@@ -824,6 +824,20 @@ impl Scenario {
     /// SCHED_FIFO at the kernel file's priorities.
     fn spawn_threads(&self, machine: &mut Machine) -> Result<(), ScenarioError> {
         let t = machine.kernel.threads.clone().expect("a threaded kernel");
+        for (key, p) in [
+            ("kernel.threads.irq_priority", t.irq_priority),
+            ("kernel.threads.softirq_priority", t.softirq_priority),
+        ] {
+            if !(1..=99).contains(&p) {
+                return Err(self.invalid(
+                    key,
+                    format!(
+                        "{p} is not a SCHED_FIFO priority: kernel threads run at 1-99 \
+                         (sched_setscheduler); -rt's default is 50"
+                    ),
+                ));
+            }
+        }
         for d in &machine.kernel.irqs {
             if d.flow != Flow::Edge {
                 return Err(self.invalid(
