@@ -127,13 +127,7 @@ pub fn link(k: &mut Kernel) {
         let mut b = Builder::new();
         b.push(SoftirqEnter).push(Run(c.do_softirq));
         let restart = b.here();
-        b.push(TakeSoftirqs);
-        for &(nr, h) in &handlers {
-            let test = b.here();
-            b.push(TakeSoftirq { nr, absent: 0 }).push(h);
-            let next = b.here();
-            b.patch(test, next);
-        }
+        softirq_round(&mut b, &handlers);
         b.push(Cli).push(SoftirqRestart {
             max: MAX_SOFTIRQ_RESTART,
             to: restart,
@@ -153,13 +147,7 @@ pub fn link(k: &mut Kernel) {
         if threads.is_some() {
             // -rt's `__do_softirq` with softirq threads: "Push all softirq processing off
             // to ksoftirqd" (`trigger_softirqs`: wake the thread of each pending softirq).
-            b.push(TriggerSoftirqs);
-            let wake = b.here();
-            b.push(WakeNextSoftirq { done: 0 })
-                .push(Run(try_to_wake_up))
-                .push(Jump(wake));
-            let done = b.here();
-            b.patch(wake, done);
+            trigger_softirqs(&mut b, try_to_wake_up);
         } else {
             b.push(Call(do_softirq));
         }
@@ -209,13 +197,7 @@ pub fn link(k: &mut Kernel) {
             }
             b.push(Run(c.do_softirq));
             let restart = b.here();
-            b.push(TakeSoftirqs);
-            for &(nr, h) in &handlers {
-                let test = b.here();
-                b.push(TakeSoftirq { nr, absent: 0 }).push(h);
-                let next = b.here();
-                b.patch(test, next);
-            }
+            softirq_round(&mut b, &handlers);
             b.push(Cli).push(BranchIfSoftirqPending(restart));
             if !rt {
                 b.push(SoftirqLeave);
@@ -313,13 +295,8 @@ pub fn link(k: &mut Kernel) {
             match merged {
                 Some(m) => b.push(Call(m)),
                 None => {
-                    b.push(Cli).push(TriggerSoftirqs);
-                    let wake = b.here();
-                    b.push(WakeNextSoftirq { done: 0 })
-                        .push(Run(try_to_wake_up))
-                        .push(Jump(wake));
-                    let done = b.here();
-                    b.patch(wake, done);
+                    b.push(Cli);
+                    trigger_softirqs(&mut b, try_to_wake_up);
                     b.push(Sti)
                 }
             };
@@ -537,6 +514,30 @@ pub fn link(k: &mut Kernel) {
         "hrtimers need the timer's vector"
     );
     k.entries.idle = k.code.add(name, idle);
+}
+
+/// One round of `__do_softirq`: take the pending mask (interrupts on), then each handler whose
+/// softirq was pending, lowest number first.
+fn softirq_round(b: &mut Builder, handlers: &[(u8, Step)]) {
+    b.push(TakeSoftirqs);
+    for &(nr, h) in handlers {
+        let test = b.here();
+        b.push(TakeSoftirq { nr, absent: 0 }).push(h);
+        let next = b.here();
+        b.patch(test, next);
+    }
+}
+
+/// -rt's `trigger_softirqs`: wake the thread of each pending softirq (`wakeup_softirqd`, each
+/// wake a `try_to_wake_up`).
+fn trigger_softirqs(b: &mut Builder, try_to_wake_up: u32) {
+    b.push(TriggerSoftirqs);
+    let wake = b.here();
+    b.push(WakeNextSoftirq { done: 0 })
+        .push(Run(try_to_wake_up))
+        .push(Jump(wake));
+    let done = b.here();
+    b.patch(wake, done);
 }
 
 /// i8259.c's chip operations, one program per line, built when a line needs them.
