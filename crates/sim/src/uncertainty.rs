@@ -182,6 +182,13 @@ pub fn parameters(
                         }
                     }
                     Spread::Drawn(range) => {
+                        // A run that sets the parameter itself (a calibrated free parameter,
+                        // a fact of its seed) keeps that value: the draw's flag would be
+                        // overridden, and a value the run never sees is no driver of its rows.
+                        let pinned = spec
+                            .set
+                            .iter()
+                            .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == d.key));
                         let i = match parameters
                             .iter()
                             .position(|p| p.key == d.key && p.file == d.file)
@@ -198,7 +205,9 @@ pub fn parameters(
                                 parameters.len() - 1
                             }
                         };
-                        params.push(i);
+                        if !pinned {
+                            params.push(i);
+                        }
                     }
                 }
             }
@@ -615,6 +624,28 @@ impl Draws {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parameter_a_run_sets_itself_is_not_drawn_for_that_run() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let e = Experiment::load(root.join("experiments/seed003.toml")).unwrap();
+        // `rt-van-max` needs run vanilla-5, which sets the clock and the per-frame work.
+        let plan = parameters(std::slice::from_ref(&e), Some("rt-van-max"), 1).unwrap();
+        let names = plan.names();
+        let run = &plan.runs[0];
+        let drawn: Vec<&str> = run.params.iter().map(|&p| names[p].as_str()).collect();
+        for pinned in ["platform.cpu.clock_hz", "kernel.net.rx_packet"] {
+            assert!(
+                plan.parameters.iter().any(|p| p.key == pinned),
+                "{pinned} is declared"
+            );
+            assert!(!drawn.contains(&pinned), "{pinned} drawn: {drawn:?}");
+        }
+        assert!(
+            drawn.contains(&"platform.cpu.cycles_per_instruction"),
+            "{drawn:?}"
+        );
+    }
 
     #[test]
     fn a_latin_hypercube_fills_every_stratum_once() {
