@@ -1095,7 +1095,10 @@ impl Experiment {
                 let mut ok = true;
                 let mut seen = Vec::new();
                 for (name, &published) in names.iter().zip(published_percent) {
-                    let (frames, lost) = nic_totals(&runs[name], "_frames", "_frames_lost");
+                    let (frames, lost) = (
+                        nic_sum(&runs[name], "_frames"),
+                        nic_sum(&runs[name], "_frames_lost"),
+                    );
                     let got = 100.0 * lost as f64 / frames.max(1) as f64;
                     ok &= if published == 0.0 {
                         lost == 0
@@ -1126,7 +1129,7 @@ impl Experiment {
                 row.tolerance = "each run <= 1.05 x the previous; last < first".into();
                 let irqs: Vec<u64> = names
                     .iter()
-                    .map(|n| nic_totals(&runs[n], "_interrupts", "_frames_lost").0)
+                    .map(|n| nic_sum(&runs[n], "_interrupts"))
                     .collect();
                 let ok = irqs.windows(2).all(|w| w[1] as f64 <= 1.05 * w[0] as f64)
                     && irqs.last() < irqs.first();
@@ -1286,9 +1289,9 @@ pub enum ShapeExpect {
     Served,
 }
 
-/// A run's network controllers together: the sum of the counters named `NIC{of}` and of
-/// `NIC{lost}`, for every NIC (a controller has a `NIC_frames_lost` counter).
-fn nic_totals(r: &RunResult, of: &str, lost: &str) -> (u64, u64) {
+/// A run's network controllers together: the sum of the counters named `NIC{suffix}` over
+/// every NIC (a controller is a `NIC_frames_lost` counter's prefix).
+fn nic_sum(r: &RunResult, suffix: &str) -> u64 {
     let get = |name: &str| {
         r.counters
             .iter()
@@ -1298,8 +1301,8 @@ fn nic_totals(r: &RunResult, of: &str, lost: &str) -> (u64, u64) {
     r.counters
         .iter()
         .filter_map(|c| c.name.strip_suffix("_frames_lost"))
-        .map(|nic| (get(&format!("{nic}{of}")), get(&format!("{nic}{lost}"))))
-        .fold((0, 0), |(a, b), (x, y)| (a + x, b + y))
+        .map(|nic| get(&format!("{nic}{suffix}")))
+        .sum()
 }
 
 fn judge(row: &mut ValidationRow, d: Decision) {
