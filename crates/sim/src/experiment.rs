@@ -1097,7 +1097,10 @@ impl Experiment {
                 for (name, &published) in names.iter().zip(published_percent) {
                     let (frames, lost) = (
                         nic_sum(&runs[name], "_frames"),
-                        nic_sum(&runs[name], "_frames_lost"),
+                        // What the generator would miss: frames dropped on arrival, and
+                        // frames routed to a port whose transmit ring was full.
+                        nic_sum(&runs[name], "_frames_lost")
+                            + nic_sum(&runs[name], "_frames_tx_dropped"),
                     );
                     let got = 100.0 * lost as f64 / frames.max(1) as f64;
                     ok &= if published == 0.0 {

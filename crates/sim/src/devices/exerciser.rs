@@ -321,6 +321,14 @@ impl Exerciser {
                 n.write_itr(at, v);
                 None
             }
+            (nic::TDT, Some(v)) => {
+                n.write_tdt(at, v);
+                None
+            }
+            (nic::ICS, Some(v)) => {
+                n.write_ics(at, v);
+                None
+            }
             (_, Some(_)) => None,
         }
     }

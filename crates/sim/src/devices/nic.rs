@@ -29,11 +29,20 @@ use std::collections::VecDeque;
 pub const STATUS: u64 = 0x0008;
 pub const ICR: u64 = 0x00C0;
 pub const ITR: u64 = 0x00C4;
+/// Interrupt Cause Set: a write sets the causes it names, as if the events had happened.
+pub const ICS: u64 = 0x00C8;
 pub const IMS: u64 = 0x00D0;
 pub const IMC: u64 = 0x00D8;
 pub const RDT: u64 = 0x2818;
+/// Transmit descriptor tail.
+pub const TDT: u64 = 0x3818;
+/// ICR.TXDW: a transmit descriptor written back.
+pub const ICR_TXDW: u32 = 0x01;
 /// ICR.RXT0: receiver timer interrupt (a descriptor written back).
 pub const ICR_RXT0: u32 = 0x80;
+/// ICR.RXDMT0: receive descriptors below the minimum threshold (e1000e's watchdog sets it
+/// through ICS "to ensure Rx ring is cleaned").
+pub const ICR_RXDMT0: u32 = 0x10;
 /// ICR.INT_ASSERTED (82571 and later): an interrupt was asserted.
 pub const ICR_INT_ASSERTED: u32 = 0x8000_0000;
 /// STATUS.LU: link up; FD: full duplex; 1000 Mb/s.
@@ -65,6 +74,17 @@ pub struct NicConfig {
     pub descriptor_fetch: SimDuration,
     /// The throttling interval before the driver first writes ITR.
     pub itr_interval: SimDuration,
+    /// Transmit descriptors in the ring (e1000e `E1000_DEFAULT_TXD` 256).
+    pub tx_ring: u32,
+    /// From a tail write reaching the chip to the frame's descriptor written back, when the
+    /// wire is free: the descriptor's and the data's fetch (DMA reads), the MAC.
+    pub tx_latency: SimDuration,
+    /// One frame's time on the wire, with its preamble and inter-frame gap: frames leave no
+    /// faster.
+    pub wire_per_frame: SimDuration,
+    /// TIDV: a write-back's interrupt cause waits this long (e1000e sets IDE in every
+    /// descriptor when TxIntDelay is not 0).
+    pub tx_int_delay: SimDuration,
 }
 
 /// The chip's receive state and counters.
@@ -94,6 +114,8 @@ pub struct Nic {
     rdt: u32,
     /// Causes pending in ICR, and since when.
     icr: Option<SimTime>,
+    /// Which causes: RXT0 from write-backs, others set through ICS.
+    causes: u32,
     /// IMS: the receive causes are enabled.
     pub ims: bool,
     /// An interrupt was asserted and ICR not read since.
@@ -102,6 +124,18 @@ pub struct Nic {
     pub itr_interval: SimDuration,
     /// Interrupts asserted.
     pub interrupts: u64,
+    /// The last transmit tail written.
+    tdt: u32,
+    /// Write-back times of the transmit descriptors from absolute index `tx_base` on, up to
+    /// the last one given (`tx_given`).
+    tx_done: VecDeque<SimTime>,
+    tx_base: u64,
+    tx_given: u64,
+    /// Descriptors the driver has cleaned, and those whose TXDW cause has been set.
+    tx_cleaned: u64,
+    tx_signalled: u64,
+    /// When the last transmit write-back happens.
+    tx_last_done: SimTime,
 }
 
 impl Nic {
@@ -123,11 +157,19 @@ impl Nic {
             cleaned: 0,
             rdt: ring - 1,
             icr: None,
+            causes: 0,
             ims: true,
             asserted: false,
             last_assert: None,
             itr_interval: itr,
             interrupts: 0,
+            tdt: 0,
+            tx_done: VecDeque::new(),
+            tx_base: 0,
+            tx_given: 0,
+            tx_cleaned: 0,
+            tx_signalled: 0,
+            tx_last_done: SimTime::ZERO,
         }
     }
 
@@ -161,6 +203,7 @@ impl Nic {
             self.hw_descriptors -= 1;
             self.done += 1;
             self.icr.get_or_insert(t);
+            self.causes |= ICR_RXT0;
         }
     }
 
@@ -179,14 +222,74 @@ impl Nic {
             self.arrived += 1;
         }
         self.drain(t);
+        while let Some(c) = self.tx_cause().filter(|&c| c <= t) {
+            self.icr.get_or_insert(c);
+            self.causes |= ICR_TXDW;
+            self.tx_signalled += 1;
+        }
+        self.trim_tx();
         self.clock = self.clock.max(t);
+    }
+
+    /// When the next transmit write-back's cause is set, if one is outstanding.
+    fn tx_cause(&self) -> Option<SimTime> {
+        let i = self.tx_signalled.checked_sub(self.tx_base)?;
+        self.tx_done
+            .get(i as usize)
+            .map(|&d| d + self.cfg.tx_int_delay)
+    }
+
+    /// Forget write-backs both cleaned and signalled.
+    fn trim_tx(&mut self) {
+        while self.tx_base < self.tx_cleaned.min(self.tx_signalled) {
+            self.tx_done.pop_front();
+            self.tx_base += 1;
+        }
+    }
+
+    /// A write of the transmit tail at `t`: each descriptor between the old and the new tail
+    /// is written back after the tail's latency, and no sooner than one wire time after the
+    /// previous one.
+    pub fn write_tdt(&mut self, t: SimTime, tail: u32) {
+        self.advance(t);
+        let ring = self.cfg.tx_ring;
+        let given = (tail % ring + ring - self.tdt) % ring;
+        self.tdt = tail % ring;
+        for _ in 0..given {
+            let done = (t + self.cfg.tx_latency).max(self.tx_last_done + self.cfg.wire_per_frame);
+            self.tx_last_done = done;
+            self.tx_done.push_back(done);
+            self.tx_given += 1;
+        }
+        debug_assert!(self.tx_given - self.tx_cleaned < u64::from(ring));
+    }
+
+    /// The driver's `e1000_clean_tx_irq` looks at the next descriptor to clean at `t`: written
+    /// back (DD set) or not.
+    pub fn take_tx(&mut self, t: SimTime) -> bool {
+        self.advance(t);
+        let i = (self.tx_cleaned - self.tx_base) as usize;
+        match self.tx_done.get(i) {
+            Some(&d) if d <= t => {
+                self.tx_cleaned += 1;
+                self.trim_tx();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Frames on the wire by the chip's clock.
+    pub fn transmitted(&self) -> u64 {
+        let pending = self.tx_done.iter().filter(|&&d| d > self.clock).count();
+        self.tx_given - pending as u64
     }
 
     /// A read of ICR at `t`: the causes, cleared; IAM clears IMS and the assertion.
     pub fn read_icr(&mut self, t: SimTime) -> u32 {
         self.advance(t);
         let v = if self.icr.take().is_some() {
-            ICR_RXT0 | if self.asserted { ICR_INT_ASSERTED } else { 0 }
+            std::mem::take(&mut self.causes) | if self.asserted { ICR_INT_ASSERTED } else { 0 }
         } else {
             0
         };
@@ -202,6 +305,16 @@ impl Nic {
     pub fn write_mask(&mut self, t: SimTime, enable: bool) {
         self.advance(t);
         self.ims = enable;
+    }
+
+    /// A write of ICS at `t`: the causes named are pending from now, and interrupt as any
+    /// cause does (when enabled, acknowledged and past the throttling interval).
+    pub fn write_ics(&mut self, t: SimTime, causes: u32) {
+        self.advance(t);
+        if causes != 0 {
+            self.icr.get_or_insert(t);
+            self.causes |= causes;
+        }
     }
 
     /// A write of the receive tail at `t`: the descriptors between the old and the new tail
@@ -236,17 +349,26 @@ impl Nic {
 
     /// When the chip will next assert an interrupt, as things stand at its clock: `None` while
     /// the cause is masked, an interrupt awaits its acknowledgement, or nothing can set a
-    /// cause (no traffic, or no descriptor until the driver gives some).
+    /// cause (no traffic, or no descriptor until the driver gives some, and no transmit
+    /// write-back to come).
     pub fn next_interrupt(&self) -> Option<SimTime> {
         if !self.ims || self.asserted {
             return None;
         }
-        let cause = match self.icr {
-            Some(t) => t,
-            None if self.hw_descriptors == 0 => return None,
-            None => match self.fifo.front() {
+        let rx = || {
+            if self.hw_descriptors == 0 {
+                return None;
+            }
+            Some(match self.fifo.front() {
                 Some(&a) => self.completion(a),
                 None => self.completion(self.arrival(self.arrived)?),
+            })
+        };
+        let cause = match self.icr {
+            Some(t) => t,
+            None => match (rx(), self.tx_cause()) {
+                (Some(r), Some(x)) => r.min(x),
+                (r, x) => r.or(x)?,
             },
         };
         let throttle = self
@@ -299,6 +421,10 @@ mod tests {
             dma_per_frame: SimDuration::from_ns(500),
             descriptor_fetch: us(1),
             itr_interval: us(50),
+            tx_ring: 8,
+            tx_latency: us(2),
+            wire_per_frame: SimDuration::from_ns(672),
+            tx_int_delay: us(8),
         })
     }
 
@@ -366,5 +492,48 @@ mod tests {
         assert_eq!(n.next_interrupt(), None);
         assert_eq!(n.read_icr(at(1000)), 0);
         assert!(n.ims, "a read that finds no cause masks nothing");
+    }
+
+    #[test]
+    fn an_ics_write_interrupts_without_traffic_and_its_cause_reads_back_once() {
+        let mut n = nic(10);
+        n.cfg.gap = None;
+        n.write_ics(at(1000), ICR_RXDMT0);
+        assert_eq!(n.next_interrupt(), Some(at(1000)));
+        assert!(n.assert_due(at(1000)));
+        assert_eq!(n.read_icr(at(1001)), ICR_RXDMT0 | ICR_INT_ASSERTED);
+        assert_eq!(n.read_icr(at(1002)), 0, "read clears the causes");
+        assert!(!n.ims, "auto-masked by the read that found the interrupt");
+        n.write_mask(at(1003), true);
+        n.write_ics(at(1003), 0);
+        assert_eq!(n.next_interrupt(), None, "a write of no cause sets none");
+    }
+
+    #[test]
+    fn transmitted_frames_leave_at_wire_speed_are_cleaned_once_written_back_and_interrupt() {
+        let mut n = nic(10);
+        n.cfg.gap = None;
+        // Three descriptors given at 100 us: written back 2 us later, one wire time apart.
+        n.write_tdt(at(100), 3);
+        assert!(!n.take_tx(at(101)), "not yet written back");
+        assert!(n.take_tx(at(102)));
+        assert!(
+            !n.take_tx(at(102)),
+            "the second leaves 672 ns after the first"
+        );
+        assert!(n.take_tx(at(103)));
+        assert!(!n.take_tx(at(103)), "the third at 103.344 us");
+        assert!(n.take_tx(at(104)));
+        // Each write-back's cause comes after TIDV (8 us).
+        assert_eq!(n.next_interrupt(), Some(at(110)));
+        assert!(n.assert_due(at(110)));
+        assert_eq!(n.read_icr(at(111)), ICR_TXDW | ICR_INT_ASSERTED);
+        assert!(!n.take_tx(at(200)), "nothing more given");
+        assert_eq!(n.transmitted(), 3);
+        // The tail wraps around the ring: 3 -> 1 gives six descriptors.
+        n.write_tdt(at(120), 1);
+        assert!((0..6).all(|_| n.take_tx(at(130))));
+        assert!(!n.take_tx(at(130)));
+        assert_eq!(n.transmitted(), 9);
     }
 }

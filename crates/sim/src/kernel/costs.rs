@@ -120,6 +120,10 @@ pub struct SchedCosts {
     pub clock_gettime: u32,
     /// One system call's entry and exit (`sysenter_entry`, the work checks, `sysexit`).
     pub syscall: u32,
+    /// keventd's `worker_thread` loop and `run_workqueue` per work besides the work's own
+    /// function: `prepare_to_wait`/`finish_wait`, the list lock, `list_del_init`,
+    /// `work_clear_pending`, the call.
+    pub run_workqueue: u32,
 }
 
 /// The -rt patch's threaded interrupt handling (2.6.29-rt: `CONFIG_PREEMPT_HARDIRQS` and
@@ -186,4 +190,22 @@ pub struct NetCosts {
     /// `e1000_set_itr`, `napi_complete` and `e1000_irq_enable` besides their register
     /// accesses.
     pub complete: u32,
+    /// `run_timer_softirq` per expired timer (detach, `set_running_timer`, the unlock and the
+    /// call) with e1000e's callback `e1000_watchdog` -> `schedule_work` -> `queue_work`,
+    /// besides the worker's wake-up.
+    pub watchdog: u32,
+    /// IPv4 forwarding per frame, from `ip_rcv_finish` to the driver: the route cache
+    /// lookup, `ip_forward` (TTL, checksum), `ip_output`, the neighbour's cached header,
+    /// `dev_queue_xmit` and the qdisc's enqueue, `qdisc_restart` and `dev_hard_start_xmit`.
+    pub forward: u32,
+    /// `e1000_xmit_frame` for one frame besides the tail write: its checks, the queue lock,
+    /// `e1000_tx_map` (`pci_map_single`) and `e1000_tx_queue` (the descriptor, `wmb`).
+    pub xmit: u32,
+    /// `e1000_clean_tx_irq` per transmitted frame: the descriptor test, `e1000_put_txbuf`
+    /// (`pci_unmap_single`, `dev_kfree_skb_any`).
+    pub tx_clean: u32,
+    /// `e1000_watchdog_task` besides its register accesses: `e1000_has_link` (no PHY access
+    /// with the link steady), `e1000e_update_stats`' accumulations and `net_stats` fill,
+    /// `e1000e_update_adaptive`, `mod_timer`.
+    pub watchdog_task: u32,
 }

@@ -184,6 +184,7 @@ pub fn link(
         tick_sched_timer: NO_ENTRY,
         hrtimer_wakeup: NO_ENTRY,
         ksoftirqd: NO_ENTRY,
+        events_worker: NO_ENTRY,
     };
     k.spl = Some(policy);
     k.workload = true;

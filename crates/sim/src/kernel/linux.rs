@@ -43,6 +43,8 @@ pub struct Entries {
     pub hrtimer_wakeup: Entry,
     /// A kernel with tasks: ksoftirqd's loop.
     pub ksoftirqd: Entry,
+    /// With drivers' deferred work: keventd's `worker_thread` loop (`events/N`).
+    pub events_worker: Entry,
 }
 
 /// Build the kernel's paths for its registered descriptors and fill its dispatch tables (the
@@ -68,8 +70,44 @@ pub fn link(k: &mut Kernel) {
     // TIMER (`run_timer_softirq` when no timer expires: a counted block with no accesses, run
     // inside the loop) before TASKLET.
     let mut handlers = Vec::new();
+    // With drivers' timer-wheel timers, `run_timer_softirq` runs those whose expiry `jiffies`
+    // has reached, each callback after the other.
     if let Some(t) = &k.tick {
-        handlers.push((TIMER_SOFTIRQ as u8, t.timer_softirq.step()));
+        if k.deferred.timers.is_empty() {
+            handlers.push((TIMER_SOFTIRQ as u8, t.timer_softirq.step()));
+        } else {
+            let mut b = Builder::new();
+            b.push(t.timer_softirq.step());
+            let top = b.here();
+            b.push(NextExpiredWheelTimer { done: 0 })
+                .push(CallWheelTimer)
+                .push(Jump(top));
+            let done = b.here();
+            b.patch(top, done);
+            b.push(Return(Operand::Const(0)));
+            let run = k.code.add("run_timer_softirq", b);
+            handlers.push((TIMER_SOFTIRQ as u8, Call(run)));
+        }
+    }
+    // keventd's `worker_thread`: with the list lock (interrupts off) take the next work and
+    // run it with interrupts on; sleep when the list is empty. 2.6.29's `run_workqueue` has no
+    // `cond_resched()` between works.
+    if !k.deferred.works.is_empty() {
+        let sc = k
+            .sched
+            .clone()
+            .expect("deferred work needs a kernel with tasks");
+        let mut b: Builder = vec![Cli].into();
+        let test = b.here();
+        b.push(NextWork { idle: 0 })
+            .push(Sti)
+            .push(Run(sc.run_workqueue))
+            .push(CallWork)
+            .push(Jump(0));
+        let sleep = b.here();
+        b.patch(test, sleep);
+        b.push(Block).push(Jump(0));
+        k.entries.events_worker = k.code.add("worker_thread(events)", b);
     }
     // `net_rx_action` (net/core/dev.c, 2.6.29), with network devices: poll the contexts on this
     // CPU's list while the budget and two jiffies last.

@@ -20,6 +20,7 @@ pub mod sched;
 pub mod softirq;
 pub mod spl;
 pub mod tasks;
+pub mod workqueue;
 
 use costs::{IdleCosts, KernelInstructions};
 pub use program::Entry;
@@ -188,6 +189,8 @@ pub struct Kernel {
     /// softirq's thread with its name (`sirq-net-rx`).
     pub irq_thread_entries: Vec<Entry>,
     pub softirq_thread_entries: Vec<(u8, &'static str, Entry)>,
+    /// Timer-wheel timers and the `events` workqueue (drivers' deferred work).
+    pub deferred: workqueue::Deferred,
 }
 
 impl Kernel {
@@ -221,6 +224,7 @@ impl Kernel {
             deferred_timers: Vec::new(),
             irq_thread_entries: Vec::new(),
             softirq_thread_entries: Vec::new(),
+            deferred: workqueue::Deferred::default(),
         }
     }
 

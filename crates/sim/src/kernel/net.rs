@@ -56,7 +56,33 @@ pub struct NetDev {
     pub itr_reg: Var,
     /// Packets the stack received from it.
     pub received: u64,
+    /// Transmit descriptors in the ring; the tail the driver last wrote
+    /// (`tx_ring->next_to_use`), in a variable the TDT write reads; descriptors given to the
+    /// chip and not yet cleaned.
+    pub tx_ring: u32,
+    pub tdt: Var,
+    pub tx_in_use: u32,
+    /// `total_tx_packets` / `total_tx_bytes` since the ISR last scheduled the poll (what
+    /// `e1000_clean_tx_irq` cleaned), and `adapter->tx_itr`.
+    pub tx_total_packets: u32,
+    pub tx_total_bytes: u32,
+    pub tx_itr: Latency,
+    /// Frames `e1000_xmit_frame` found no room for in the ring (dropped: the qdisc that would
+    /// hold them is not modelled).
+    pub tx_dropped: u64,
+    /// IPv4 forwarding: the adapter (index into [`Net::devs`]) every frame received here is
+    /// routed out of; `None`: received only (the stack drops what is not for this host).
+    pub forward_to: Option<u16>,
+    /// `e1000_xmit_frame`'s program for this adapter.
+    pub xmit: Entry,
 }
+
+/// `e1000_maybe_stop_tx(netdev, count + 2)` for a 64-byte frame without a checksum context
+/// (a forwarded frame is CHECKSUM_UNNECESSARY): `count` is 2 (one data descriptor and the
+/// one `e1000_xmit_frame` always adds), so four descriptors must be unused.
+pub const TX_DESCRIPTORS_NEEDED: u32 = 4;
+/// `E1000_TX_WEIGHT` (64): `e1000_clean_tx_irq` stops after `count++ == 64`, 65 frames.
+pub const TX_CLEAN_MAX: u8 = 65;
 
 /// `e1000_update_itr` (drivers/net/e1000e/netdev.c, 2.6.29): the next latency class from
 /// the packets and bytes of the last interrupt's poll.
@@ -122,21 +148,34 @@ pub fn itr_register(itr: u32) -> u32 {
 }
 
 impl NetDev {
-    /// `e1000_set_itr` at the end of a poll (receive only: the transmit class stays at its
+    /// `e1000_maybe_stop_tx` and the descriptor `e1000_tx_queue` fills: `false` if fewer than
+    /// [`TX_DESCRIPTORS_NEEDED`] are unused (`e1000_desc_unused`: the ring less those in use,
+    /// less one); else one is taken and the tail variable in `vars` moves on.
+    pub fn reserve_tx(&mut self, vars: &mut [u64]) -> bool {
+        if self.tx_ring - self.tx_in_use - 1 < TX_DESCRIPTORS_NEEDED {
+            return false;
+        }
+        self.tx_in_use += 1;
+        let tdt = &mut vars[usize::from(self.tdt.0)];
+        *tdt = (*tdt + 1) % u64::from(self.tx_ring);
+        true
+    }
+
+    /// `e1000_set_itr` at the end of a poll: the transmit and receive classes from what was
+    /// cleaned since the interrupt (with nothing transmitted the transmit class stays at its
     /// start, `lowest_latency`, which conservative mode makes `low_latency`): the new rate, if
     /// it changed (the driver then writes ITR).
     pub fn set_itr(&mut self) -> Option<u32> {
-        self.rx_itr = update_itr(self.rx_itr, self.total_packets, self.total_bytes);
         let conservative = self.itr_setting == 3;
+        self.tx_itr = update_itr(self.tx_itr, self.tx_total_packets, self.tx_total_bytes);
+        if conservative && self.tx_itr == Latency::Lowest {
+            self.tx_itr = Latency::Low;
+        }
+        self.rx_itr = update_itr(self.rx_itr, self.total_packets, self.total_bytes);
         if conservative && self.rx_itr == Latency::Lowest {
             self.rx_itr = Latency::Low;
         }
-        let tx_itr = if conservative {
-            Latency::Low
-        } else {
-            Latency::Lowest
-        };
-        let new_itr = match self.rx_itr.max(tx_itr) {
+        let new_itr = match self.rx_itr.max(self.tx_itr) {
             Latency::Lowest => 70_000,
             Latency::Low => 20_000,
             Latency::Bulk => 4_000,
@@ -197,10 +236,21 @@ mod tests {
             rx_itr: Latency::Low,
             itr_reg: Var(0),
             received: 0,
+            tx_ring: 256,
+            tdt: Var(0),
+            tx_in_use: 0,
+            tx_total_packets: 0,
+            tx_total_bytes: 0,
+            tx_itr: Latency::Lowest,
+            tx_dropped: 0,
+            forward_to: None,
+            xmit: 0,
         };
         assert_eq!(d.set_itr(), None, "stays at 20,000");
-        // Dynamic mode (1) lets it climb towards 70,000, a quarter step at a time.
+        // Dynamic mode (1) lets it climb towards 70,000, a quarter step at a time (an adapter
+        // probed in that mode: its transmit class was never raised to low).
         d.itr_setting = 1;
+        d.tx_itr = Latency::Lowest;
         d.total_packets = 1;
         d.total_bytes = 64;
         d.rx_itr = Latency::Low;

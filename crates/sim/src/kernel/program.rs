@@ -310,6 +310,54 @@ pub enum Step {
     NextDeferredTimer {
         done: Entry,
     },
+    /// `run_timer_softirq`'s loop: the next timer-wheel timer whose expiry `jiffies` has
+    /// reached, detached, into the frame's first local; none left: go to `done`.
+    NextExpiredWheelTimer {
+        done: Entry,
+    },
+    /// Call the callback of the timer-wheel timer in the frame's first local.
+    CallWheelTimer,
+    /// `mod_timer(timer, round_jiffies(jiffies + seconds * HZ))`.
+    ModTimerSeconds {
+        timer: u16,
+        seconds: u16,
+    },
+    /// `schedule_work`: queue the work on this CPU's `events` thread and wake it, unless the
+    /// work is pending already.
+    QueueWork(u16),
+    /// `run_workqueue`'s loop: the next work of this CPU's list into the frame's first local;
+    /// none left: go to `idle`.
+    NextWork {
+        idle: Entry,
+    },
+    /// Call the function of the work in the frame's first local.
+    CallWork,
+    /// `e1000_clean_tx_irq`'s test: the next transmit descriptor of adapter `dev`, if the
+    /// chip has written it back (the value: 1 or 0).
+    TxNext(u16),
+    /// One transmitted frame cleaned: counted in the frame's second local and the adapter's
+    /// totals, its descriptor free again.
+    CountTx(u16),
+    /// `E1000_TX_WEIGHT`: `max` frames cleaned (the frame's second local): go to `done`.
+    TxCleanDone {
+        max: u8,
+        done: Entry,
+    },
+    /// `if (tx_cleaned) work_done = budget;` (`e1000_clean`): a poll that cleaned any
+    /// transmitted frame reports its whole weight, and so stays on the poll list.
+    TxUsesBudget {
+        weight: u16,
+    },
+    /// IPv4 forwarding's `dev_hard_start_xmit`: call adapter `dev`'s `e1000_xmit_frame`.
+    CallXmit(u16),
+    /// `e1000_maybe_stop_tx`: unless enough descriptors are unused (go to `full`), take one:
+    /// the adapter's tail variable moves on.
+    TxReserve {
+        dev: u16,
+        full: Entry,
+    },
+    /// A frame `e1000_xmit_frame` had no room for: dropped and counted.
+    TxDrop(u16),
 }
 
 impl Step {
@@ -327,6 +375,10 @@ impl Step {
             | Step::TakeSoftirq { absent: to, .. }
             | Step::Nanosleep { skip: to, .. }
             | Step::NextExpiredTimer { done: to }
+            | Step::NextExpiredWheelTimer { done: to }
+            | Step::NextWork { idle: to }
+            | Step::TxCleanDone { done: to, .. }
+            | Step::TxReserve { full: to, .. }
             | Step::NextNapi { done: to }
             | Step::RxWeightReached { done: to, .. }
             | Step::RefillDue { skip: to, .. }
@@ -410,6 +462,9 @@ pub enum Op {
     /// Take the next written-back receive descriptor of machine device `k`, if there is one
     /// (the value: 1 or 0).
     RxNext(u8),
+    /// Take the next written-back transmit descriptor of machine device `k`, if there is one
+    /// (the value: 1 or 0).
+    TxNext(u8),
 }
 
 /// One function activation: its position in the code and its locals (an interrupt's vector,
@@ -601,6 +656,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         irq_threads,
         irq_thread_pending,
         deferred_timers,
+        deferred,
         ..
     } = &mut *cx.kernel;
     let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -954,6 +1010,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     napi.scheduled = true;
                     let d = &mut net.devs[usize::from(napi.dev)];
                     (d.total_packets, d.total_bytes) = (0, 0);
+                    (d.tx_total_packets, d.tx_total_bytes) = (0, 0);
                     cx.softirq.poll_list.push_back(n);
                     cx.softirq.raise(super::softirq::NET_RX_SOFTIRQ);
                 }
@@ -1020,6 +1077,56 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     None => pc = skip,
                 }
             }
+            Step::NextExpiredWheelTimer { done } => {
+                let jiffies = vars[usize::from(super::TICKS.0)];
+                match deferred.take_expired(jiffies) {
+                    Some(t) => this.a = u32::from(t),
+                    None => pc = done,
+                }
+            }
+            Step::CallWheelTimer => call_frame!(Frame {
+                a: this.a,
+                ..Frame::at(deferred.timers[this.a as usize].func)
+            }),
+            Step::ModTimerSeconds { timer, seconds } => {
+                let jiffies = vars[usize::from(super::TICKS.0)];
+                deferred.mod_timer_seconds(timer, seconds, jiffies, cx.cpu);
+            }
+            Step::QueueWork(w) => {
+                if deferred.queue(cx.cpu, w) {
+                    break Op::Wake(deferred.events[usize::from(cx.cpu)]);
+                }
+            }
+            Step::NextWork { idle } => match deferred.next_work(cx.cpu) {
+                Some(w) => this.a = u32::from(w),
+                None => pc = idle,
+            },
+            Step::CallWork => call!(deferred.works[this.a as usize].func),
+            Step::TxNext(dev) => break Op::TxNext(net.devs[usize::from(dev)].device),
+            Step::CountTx(dev) => {
+                this.b += 1;
+                let d = &mut net.devs[usize::from(dev)];
+                d.tx_in_use -= 1;
+                d.tx_total_packets += 1;
+                d.tx_total_bytes += d.frame_bytes;
+            }
+            Step::TxCleanDone { max, done } => {
+                if this.b >= u32::from(max) {
+                    pc = done;
+                }
+            }
+            Step::TxUsesBudget { weight } => {
+                if this.b > 0 {
+                    this.a = u32::from(weight);
+                }
+            }
+            Step::CallXmit(dev) => call!(net.devs[usize::from(dev)].xmit),
+            Step::TxReserve { dev, full } => {
+                if !net.devs[usize::from(dev)].reserve_tx(vars) {
+                    pc = full;
+                }
+            }
+            Step::TxDrop(dev) => net.devs[usize::from(dev)].tx_dropped += 1,
             Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
                 Some(t) => {
                     this.a = u32::from(t);

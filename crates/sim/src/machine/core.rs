@@ -538,8 +538,8 @@ impl Machine {
                             self.sched.switch(c as u8, &mut core.ctx);
                         }
                     }
-                    Op::RxNext(k) => {
-                        // The ring in host memory holds what the chip wrote back by now: catch
+                    Op::RxNext(k) | Op::TxNext(k) => {
+                        // The rings in host memory hold what the chip wrote back by now: catch
                         // up with the clock first, so that every access to the chip (a tail
                         // write on its way, its interrupt) that comes earlier has been made.
                         if acc > SimDuration::ZERO && !ahead(&self.q, strict, acc) {
@@ -550,7 +550,11 @@ impl Machine {
                             .nic
                             .as_mut()
                             .expect("a network driver's device has a controller");
-                        core.ctx.value = u32::from(nic.take_frame(now + acc));
+                        let taken = match op {
+                            Op::RxNext(_) => nic.take_frame(now + acc),
+                            _ => nic.take_tx(now + acc),
+                        };
+                        core.ctx.value = u32::from(taken);
                     }
                     Op::ArmTimer => {
                         // A write of the Local APIC timer's initial count: one-shot, for the

@@ -36,6 +36,24 @@ use crate::topology::{
 use crate::workload::WorkState;
 use irqlab_stats::series::SampleSeries;
 
+/// What an adapter does with IPv4 forwarding: the adapter (its index among the network
+/// devices) its received frames are routed out of, and whether frames are routed out of it
+/// (its poll then cleans its transmit ring).
+#[derive(Copy, Clone, Debug, Default)]
+struct Forwarding {
+    to: Option<u16>,
+    transmits: bool,
+}
+
+/// How device `k` is probed: MSI or the shared line, its watchdog (in a kernel with tasks:
+/// `try_to_wake_up`'s count and the stream its timer's phase is drawn from), its forwarding.
+struct NicProbe<'a> {
+    k: u8,
+    msi: bool,
+    watchdog: Option<(u32, &'a mut crate::engine::Stream)>,
+    forwarding: Forwarding,
+}
+
 /// e1000e's probe and open for device `k` (section `d`): the adapter's state, its NAPI context
 /// and poll, and its ISR (MSI or the shared-line one), whose entry is returned.
 fn e1000e_probe(
@@ -43,14 +61,20 @@ fn e1000e_probe(
     nc: &crate::kernel::costs::NetCosts,
     d: &DeviceSection,
     n: &super::files::NicSection,
-    k: u8,
-    msi: bool,
+    how: NicProbe<'_>,
 ) -> crate::kernel::Entry {
+    let NicProbe {
+        k,
+        msi,
+        watchdog,
+        forwarding,
+    } = how;
     use crate::kernel::net::{itr_register, Latency, Napi, NetDev, INITIAL_ITR};
     let dev = kernel.net.devs.len() as u16;
     let napi = kernel.net.napi.len() as u16;
     let itr = INITIAL_ITR;
     let rdt = kernel.new_var(u64::from(n.ring - 1));
+    let tdt = kernel.new_var(0);
     let itr_reg = kernel.new_var(u64::from(itr_register(itr)));
     kernel.net.devs.push(NetDev {
         name: d.name.clone(),
@@ -68,15 +92,44 @@ fn e1000e_probe(
         rx_itr: Latency::Lowest,
         itr_reg,
         received: 0,
+        tx_ring: n.tx_ring,
+        tdt,
+        tx_in_use: 0,
+        tx_total_packets: 0,
+        tx_total_bytes: 0,
+        tx_itr: Latency::Lowest,
+        tx_dropped: 0,
+        forward_to: forwarding.to,
+        xmit: crate::kernel::program::NO_ENTRY,
     });
+    let xmit = drivers::e1000e::xmit(kernel, nc, &d.name, d.reg_bar, dev);
+    kernel.net.devs[usize::from(dev)].xmit = xmit;
     kernel.net.napi.push(Napi {
         scheduled: false,
         poll: crate::kernel::program::NO_ENTRY,
         weight: nc.weight,
         dev,
     });
-    let poll = drivers::e1000e::poll(kernel, nc, &d.name, d.reg_bar, dev, napi);
+    let poll = drivers::e1000e::poll(
+        kernel,
+        nc,
+        &d.name,
+        d.reg_bar,
+        dev,
+        napi,
+        forwarding.transmits,
+    );
     kernel.net.napi[usize::from(napi)].poll = poll;
+    // The watchdog, in a kernel that runs tasks (its work needs `events/0`). It was first
+    // armed when the link came up, long before the run: it expires on a whole second, every
+    // other one, and which of the two parities is this adapter's is not known.
+    if let (Some((wake, stream)), Some(tick)) = (watchdog, &kernel.tick) {
+        use rand::Rng as _;
+        let hz = (1e12 / tick.period.as_ps() as f64).round() as u64;
+        let t = drivers::e1000e::watchdog(kernel, nc, &d.name, d.reg_bar, wake);
+        let parity = u64::from(stream.gen_bool(0.5));
+        kernel.deferred.timers[usize::from(t)].expires = Some(hz * (1 + parity));
+    }
     drivers::e1000e::isr(kernel, nc, &d.name, d.reg_bar, napi, msi)
 }
 
@@ -358,7 +411,17 @@ impl Scenario {
                         )
                     })?;
                     let n = d.nic.as_ref().expect("checked: e1000e has a [device.nic]");
-                    e1000e_probe(&mut kernel, &nc, d, n, i as u8, msi_mode)
+                    let wake = self.kernel.sched.as_ref().map(|s| s.try_to_wake_up);
+                    let mut stream = rng.stream(&format!("device.{i}.watchdog"));
+                    let watchdog = wake.map(|w| (w, &mut stream));
+                    let forwarding = self.forwarding(i);
+                    let how = NicProbe {
+                        k: i as u8,
+                        msi: msi_mode,
+                        watchdog,
+                        forwarding,
+                    };
+                    e1000e_probe(&mut kernel, &nc, d, n, how)
                 }
             };
             let action = Action {
@@ -494,6 +557,32 @@ impl Scenario {
                     Frame::at(e),
                 );
                 machine.kernel.ksoftirqd.push(t);
+            }
+        }
+        // keventd: each CPU's `events/N` (SCHED_OTHER, `set_user_nice(current, -5)` in
+        // kernel/workqueue.c's worker_thread), with drivers' work to run.
+        if !machine.kernel.deferred.works.is_empty() {
+            let hz = machine
+                .kernel
+                .tick
+                .as_ref()
+                .map(|t| (1e12 / t.period.as_ps() as f64).round() as u64)
+                .expect("deferred work is set up in a kernel with a tick");
+            machine.kernel.deferred.hz = hz;
+            for c in 0..self.cores() {
+                let e = machine.kernel.entries.events_worker;
+                let t = machine.sched.spawn(
+                    &format!("events/{c}"),
+                    SchedClass::Normal { nice: -5 },
+                    c,
+                    Frame::at(e),
+                );
+                machine.kernel.deferred.events.push(t);
+                machine
+                    .kernel
+                    .deferred
+                    .worklist
+                    .push(std::collections::VecDeque::new());
             }
         }
         if let Some(ct) = &self.file.cyclictest {
@@ -878,6 +967,27 @@ impl Scenario {
         Ok(())
     }
 
+    /// Device `i`'s part in IPv4 forwarding (the names were checked: each `forward_to` is
+    /// another device with a network controller). Network devices are numbered in the file's
+    /// order, as their drivers probe them.
+    fn forwarding(&self, i: usize) -> Forwarding {
+        let devices = &self.file.device;
+        let netdev = |name: &str| {
+            devices
+                .iter()
+                .filter(|d| d.nic.is_some())
+                .position(|d| d.name == name)
+                .map(|p| p as u16)
+        };
+        let forward_to = |d: &DeviceSection| d.nic.as_ref().and_then(|n| n.forward_to.clone());
+        Forwarding {
+            to: forward_to(&devices[i]).and_then(|t| netdev(&t)),
+            transmits: devices
+                .iter()
+                .any(|d| forward_to(d).as_deref() == Some(devices[i].name.as_str())),
+        }
+    }
+
     /// Device `i`'s network controller, as `ifup` leaves it, and the traffic on its port.
     fn nic(
         &self,
@@ -912,6 +1022,8 @@ impl Scenario {
             let mut r = rng.stream(&format!("device.{i}.traffic"));
             SimDuration::from_ps(r.gen_range(0..g.as_ps().max(1)))
         });
+        // Gigabit Ethernet: 8 ns a byte, with the 8-byte preamble and the 12-byte gap.
+        let wire_per_frame = SimDuration::from_ns(u64::from(n.frame_bytes + 20) * 8);
         Nic::new(NicConfig {
             ring: n.ring,
             buffer_bytes: n.buffer_bytes,
@@ -928,6 +1040,10 @@ impl Scenario {
                 * u64::from(crate::kernel::net::itr_register(
                     crate::kernel::net::INITIAL_ITR,
                 )),
+            tx_ring: n.tx_ring,
+            tx_latency: ns(n.tx_latency_ns),
+            wire_per_frame,
+            tx_int_delay: ns(n.tx_int_delay_us * 1e3),
         })
     }
 }

@@ -828,15 +828,19 @@ impl Scenario {
                 (None, _) => {}
             }
             if let Some(n) = &d.nic {
-                if !(64..=4096).contains(&n.ring) || n.ring % 8 != 0 {
-                    return Err(self.invalid(
-                        &key("nic.ring"),
-                        format!(
-                            "{} descriptors: the 8257x rings hold 64 to 4096, a multiple of 8 \
-                             (e1000e RxDescriptors)",
-                            n.ring
-                        ),
-                    ));
+                for (field, count, param) in [
+                    ("nic.ring", n.ring, "RxDescriptors"),
+                    ("nic.tx_ring", n.tx_ring, "TxDescriptors"),
+                ] {
+                    if !(64..=4096).contains(&count) || count % 8 != 0 {
+                        return Err(self.invalid(
+                            &key(field),
+                            format!(
+                                "{count} descriptors: the 8257x rings hold 64 to 4096, a \
+                                 multiple of 8 (e1000e {param})"
+                            ),
+                        ));
+                    }
                 }
                 if n.frame_bytes < 64 || n.frame_bytes > 1518 {
                     return Err(self.invalid(
@@ -876,6 +880,32 @@ impl Scenario {
                     ));
                 }
                 self.in_range(&key("nic.rx_latency_ns"), n.rx_latency_ns, 0.0, 1e6, "ns")?;
+                self.in_range(&key("nic.tx_latency_ns"), n.tx_latency_ns, 0.0, 1e6, "ns")?;
+                self.in_range(
+                    &key("nic.tx_int_delay_us"),
+                    n.tx_int_delay_us,
+                    0.0,
+                    67_000.0,
+                    "us",
+                )?;
+                if let Some(to) = &n.forward_to {
+                    let target = self.file.device.iter().find(|o| &o.name == to);
+                    if to == &d.name || target.is_none_or(|o| o.nic.is_none()) {
+                        let nics: Vec<&str> = (self.file.device.iter())
+                            .filter(|o| o.nic.is_some() && o.name != d.name)
+                            .map(|o| o.name.as_str())
+                            .collect();
+                        return Err(self.invalid(
+                            &key("nic.forward_to"),
+                            format!(
+                                "'{to}' is not another network controller of this scenario: \
+                                 forward to one of [{}], or leave forward_to out to receive \
+                                 only",
+                                nics.join(", ")
+                            ),
+                        ));
+                    }
+                }
                 self.in_range(
                     &key("nic.descriptor_fetch_ns"),
                     n.descriptor_fetch_ns,

@@ -370,6 +370,17 @@ pub struct NicSection {
     pub rx_latency_ns: f64,
     /// From a tail write reaching the chip to its fetch of the descriptors it gave.
     pub descriptor_fetch_ns: f64,
+    /// Transmit descriptors (e1000e's TxDescriptors, default 256).
+    pub tx_ring: u32,
+    /// From a transmit tail write reaching the chip to the frame's descriptor written back,
+    /// with the wire free.
+    pub tx_latency_ns: f64,
+    /// TIDV: how long a transmit write-back's interrupt cause waits (e1000e's TxIntDelay).
+    pub tx_int_delay_us: f64,
+    /// IPv4 forwarding: the device (by name) every frame received here is routed out of;
+    /// absent, the host receives only (its stack drops frames not addressed to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_to: Option<String>,
 }
 
 /// Seed 002's counter.

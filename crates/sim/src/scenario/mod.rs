@@ -74,6 +74,8 @@ pub struct Outcome {
 pub struct TaskCounters {
     pub context_switches: u64,
     pub hrtimers_expired: u64,
+    /// Works the `events` threads ran (drivers' deferred work: e1000e's watchdog).
+    pub works_run: u64,
 }
 
 /// One network controller's counts: what `/proc/interrupts` and `ethtool -S` would show.
@@ -87,6 +89,10 @@ pub struct NicCounters {
     pub frames: u64,
     pub dropped: u64,
     pub received: u64,
+    /// With forwarding: frames it put on the wire, and frames routed to it that found its
+    /// transmit ring full.
+    pub transmitted: u64,
+    pub tx_dropped: u64,
 }
 
 impl Outcome {
@@ -99,11 +105,14 @@ impl Outcome {
         self.cyclictest.merge(&o.cyclictest);
         self.tasks.context_switches += o.tasks.context_switches;
         self.tasks.hrtimers_expired += o.tasks.hrtimers_expired;
+        self.tasks.works_run += o.tasks.works_run;
         for (a, b) in self.nics.iter_mut().zip(&o.nics) {
             a.interrupts += b.interrupts;
             a.frames += b.frames;
             a.dropped += b.dropped;
             a.received += b.received;
+            a.transmitted += b.transmitted;
+            a.tx_dropped += b.tx_dropped;
         }
         self.counters.merge(&o.counters);
         if self.trace.is_empty() {
@@ -172,12 +181,17 @@ impl Outcome {
             "hrtimers_expired",
             self.tasks.hrtimers_expired,
         ));
+        counters.push(Count::if_nonzero("works_run", self.tasks.works_run));
         for n in &self.nics {
             counters.extend([
                 Count::always(format!("{}_interrupts", n.name), n.interrupts),
                 Count::always(format!("{}_frames", n.name), n.frames),
                 Count::always(format!("{}_frames_received", n.name), n.received),
                 Count::always(format!("{}_frames_lost", n.name), n.dropped),
+            ]);
+            counters.extend([
+                Count::if_nonzero(format!("{}_frames_transmitted", n.name), n.transmitted),
+                Count::if_nonzero(format!("{}_frames_tx_dropped", n.name), n.tx_dropped),
             ]);
         }
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
@@ -338,7 +352,9 @@ impl Scenario {
         let tasks = TaskCounters {
             context_switches: m.sched.switches,
             hrtimers_expired: m.kernel.hrtimers.expired,
+            works_run: m.kernel.deferred.runs,
         };
+        let netdev = |k: usize| (m.kernel.net.devs.iter()).find(|x| usize::from(x.device) == k);
         let nics = (m.devices.iter().enumerate())
             .filter_map(|(k, d)| d.nic.as_ref().map(|n| (k, d, n)))
             .map(|(k, d, n)| NicCounters {
@@ -346,9 +362,9 @@ impl Scenario {
                 interrupts: n.interrupts,
                 frames: n.arrived,
                 dropped: n.dropped,
-                received: (m.kernel.net.devs.iter())
-                    .find(|x| usize::from(x.device) == k)
-                    .map_or(0, |x| x.received),
+                received: netdev(k).map_or(0, |x| x.received),
+                transmitted: n.transmitted(),
+                tx_dropped: netdev(k).map_or(0, |x| x.tx_dropped),
             })
             .collect();
         let first = m.devices.first_mut();

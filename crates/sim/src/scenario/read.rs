@@ -326,9 +326,17 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
         .ok_or_else(|| err("expected key=value, for example platform.cpu.clock_hz=2.0e9".into()))?;
     let key = key.trim();
     let raw = raw.trim();
+    let parts: Vec<&str> = key.split('.').collect();
+    // An optional setting a file may leave out can still be given by a flag.
+    if let Some((&last, parent)) = parts.split_last() {
+        if let Some(t) = addable(root, parent, last) {
+            t.insert(last.to_string(), toml::Value::String(raw.to_string()));
+            return Ok(());
+        }
+    }
     let mut node = root;
     let mut walked = Vec::new();
-    for part in key.split('.') {
+    for &part in &parts {
         let here = if walked.is_empty() {
             "the top level".to_string()
         } else {
@@ -381,6 +389,39 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
     };
     *node = new;
     Ok(())
+}
+
+/// Optional string settings a file may leave out, by the path of their table (`*`: any list
+/// index): a `--set` adds them.
+const ADDABLE: &[(&str, &str)] = &[("device.*.nic", "forward_to")];
+
+/// The table at `parent` if `key` is one of the [`ADDABLE`] settings there and it is absent.
+fn addable<'a>(
+    root: &'a mut toml::Value,
+    parent: &[&str],
+    key: &str,
+) -> Option<&'a mut toml::Table> {
+    let pattern = ADDABLE.iter().find(|(path, k)| {
+        *k == key
+            && path.split('.').count() == parent.len()
+            && path
+                .split('.')
+                .zip(parent)
+                .all(|(p, q)| p == *q || (p == "*" && q.parse::<usize>().is_ok()))
+    });
+    pattern?;
+    let mut node = root;
+    for part in parent {
+        node = match node {
+            toml::Value::Table(t) => t.get_mut(*part)?,
+            toml::Value::Array(a) => a.get_mut(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    match node {
+        toml::Value::Table(t) if !t.contains_key(key) => Some(t),
+        _ => None,
+    }
 }
 
 fn type_name(v: &toml::Value) -> &'static str {

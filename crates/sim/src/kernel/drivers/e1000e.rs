@@ -9,12 +9,30 @@
 //!   (16) cleaned buffers are refilled and the tail written, and the rest at the end. With work
 //!   left under the weight, it runs `e1000_set_itr`, `napi_complete` and `e1000_irq_enable`
 //!   (an IMS write, then a STATUS read that flushes it).
+//! - The watchdog (`e1000_watchdog` -> `e1000_watchdog_task` in `events/0`, every two seconds
+//!   on a whole second): with the link steady it reads the 35 statistics registers of
+//!   `e1000e_update_stats`, one non-posted read after another, then writes ICS.RXDMT0 "to
+//!   ensure Rx ring is cleaned" (an interrupt, and a poll, even without traffic) and re-arms
+//!   its timer.
 
 use crate::devices::nic;
 use crate::kernel::costs::NetCosts;
 use crate::kernel::net::NapiId;
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::Kernel;
+
+/// The statistics registers `e1000e_update_stats` reads on an 82571/82572, in its order
+/// (e1000e `hw.h`, 2.6.29): CRCERRS GPRC GORCL GORCH BPRC MPRC ROC MPC SCC ECOL MCC LATECOL DC
+/// XONRXC XONTXC XOFFRXC XOFFTXC GPTC GOTCL GOTCH RNBC RUC MPTC BPTC TPT COLC ALGNERRC RXERRC
+/// TNCRS (not on the 82574) CEXTERR TSCTC TSCTFC MGTPTC MGTPRC MGTPDC.
+pub const STATS_REGISTERS: [u64; 35] = [
+    0x04000, 0x04074, 0x04088, 0x0408C, 0x04078, 0x0407C, 0x040AC, 0x04010, 0x04014, 0x04018,
+    0x0401C, 0x04020, 0x04030, 0x04048, 0x0404C, 0x04050, 0x04054, 0x04080, 0x04090, 0x04094,
+    0x040A0, 0x040A4, 0x040F0, 0x040F4, 0x040D4, 0x04028, 0x04004, 0x0400C, 0x04034, 0x0403C,
+    0x040F8, 0x040FC, 0x040BC, 0x040B4, 0x040B8,
+];
+/// The watchdog's period: `round_jiffies(jiffies + 2 * HZ)`.
+pub const WATCHDOG_SECONDS: u16 = 2;
 
 /// `E1000_RX_BUFFER_WRITE`: cleaned buffers given back at a time.
 pub const RX_BUFFER_WRITE: u8 = 16;
@@ -46,11 +64,23 @@ pub fn isr(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, napi: NapiId, msi
     k.code.add(format!("{kind}({name})"), b)
 }
 
-/// The NAPI poll `e1000_clean` for adapter `dev`.
-pub fn poll(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16, napi: NapiId) -> Entry {
-    let (rdt_var, itr_var) = {
+/// The NAPI poll `e1000_clean` for adapter `dev`. `transmits`: frames are routed out of this
+/// adapter, so its poll cleans its transmit ring first (`e1000_clean_tx_irq`), and a poll that
+/// cleaned any reports its whole weight. Frames it receives are forwarded if its `forward_to`
+/// says where.
+#[allow(clippy::too_many_arguments)]
+pub fn poll(
+    k: &mut Kernel,
+    c: &NetCosts,
+    name: &str,
+    bar: u64,
+    dev: u16,
+    napi: NapiId,
+    transmits: bool,
+) -> Entry {
+    let (rdt_var, itr_var, forward_to) = {
         let d = &k.net.devs[usize::from(dev)];
-        (d.rdt, d.itr_reg)
+        (d.rdt, d.itr_reg, d.forward_to)
     };
     let rdt = k.code.mmio(bar + nic::RDT);
     let itr = k.code.mmio(bar + nic::ITR);
@@ -59,6 +89,24 @@ pub fn poll(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16, napi: 
     let weight = u16::try_from(c.weight).unwrap_or(u16::MAX);
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
+    // e1000_clean_tx_irq: while the next descriptor is written back (DD), free its buffer
+    // (e1000_put_txbuf: unmap, dev_kfree_skb_any), at most E1000_TX_WEIGHT + 1 frames.
+    if transmits {
+        let top = b.here();
+        b.push(Step::TxCleanDone {
+            max: crate::kernel::net::TX_CLEAN_MAX,
+            done: 0,
+        })
+        .push(Step::TxNext(dev));
+        let none = b.here();
+        b.push(Step::BranchIfClear(1, 0))
+            .push(Step::CountTx(dev))
+            .push(Step::Code(c.tx_clean))
+            .push(Step::Jump(top));
+        let done = b.here();
+        b.patch(top, done);
+        b.patch(none, done);
+    }
     // e1000_clean_rx_irq's loop.
     let top = b.here();
     b.push(Step::RxWeightReached { weight, done: 0 })
@@ -67,6 +115,11 @@ pub fn poll(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16, napi: 
     b.push(Step::BranchIfClear(1, 0))
         .push(Step::CountFrame(dev))
         .push(Step::Code(c.rx_packet));
+    // IPv4 forwarding: ip_rcv_finish's route lookup, ip_forward, ip_output, dev_queue_xmit
+    // and the qdisc, then the output adapter's e1000_xmit_frame.
+    if let Some(out) = forward_to {
+        b.push(Step::Code(c.forward)).push(Step::CallXmit(out));
+    }
     let due = b.here();
     b.push(Step::RefillDue {
         dev,
@@ -94,6 +147,10 @@ pub fn poll(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16, napi: 
     .push(Step::Write(rdt, Operand::Var(rdt_var)));
     let refilled = b.here();
     b.patch(rest, refilled);
+    // "if (tx_cleaned) work_done = budget;"
+    if transmits {
+        b.push(Step::TxUsesBudget { weight });
+    }
     // The whole weight used: stay on the poll list, interrupts still masked.
     let full = b.here();
     b.push(Step::RxWeightReached { weight, done: 0 })
@@ -110,4 +167,59 @@ pub fn poll(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16, napi: 
     b.patch(full, out);
     b.push(Step::Return(Operand::Local));
     k.code.add(format!("e1000_clean({name})"), b)
+}
+
+/// The watchdog of the adapter whose registers start at `bar`: its timer's callback
+/// (`e1000_watchdog`, which queues the work) and the work (`e1000_watchdog_task`); returns the
+/// timer. `wake`: `try_to_wake_up`'s count, for the worker's wake-up.
+pub fn watchdog(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, wake: u32) -> u16 {
+    let timer = k.deferred.timers.len() as u16;
+    let mut b = Builder::new();
+    b.push(Step::Run(c.watchdog_task / 2));
+    for off in STATS_REGISTERS {
+        let r = k.code.mmio(bar + off);
+        b.push(Step::Read(r));
+    }
+    let ics = k.code.mmio(bar + nic::ICS);
+    b.push(Step::Run(c.watchdog_task - c.watchdog_task / 2))
+        .push(Step::Write(ics, Operand::Const(nic::ICR_RXDMT0)))
+        .push(Step::ModTimerSeconds {
+            timer,
+            seconds: WATCHDOG_SECONDS,
+        })
+        .push(Step::Return(Operand::Const(0)));
+    let task = k.code.add(format!("e1000_watchdog_task({name})"), b);
+    let work = k.deferred.add_work(&format!("{name} watchdog_task"), task);
+    let callback = k.code.add(
+        format!("e1000_watchdog({name})"),
+        vec![
+            Step::Run(c.watchdog + wake),
+            Step::QueueWork(work),
+            Step::Return(Operand::Const(0)),
+        ]
+        .into(),
+    );
+    let t = k.deferred.add_timer(&format!("{name} watchdog"), callback);
+    debug_assert_eq!(t, timer);
+    t
+}
+
+/// `e1000_xmit_frame` for adapter `dev` (registers at `bar`): one data descriptor for a
+/// 64-byte frame, if `e1000_maybe_stop_tx` finds room, then the tail write (`writel` to TDT,
+/// posted). A frame without room is dropped and counted: the stopped queue and the qdisc that
+/// would hold it are not modelled.
+pub fn xmit(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16) -> Entry {
+    let tdt_var = k.net.devs[usize::from(dev)].tdt;
+    let tdt = k.code.mmio(bar + nic::TDT);
+    let mut b = Builder::new();
+    b.push(Step::Run(c.xmit));
+    let reserve = b.here();
+    b.push(Step::TxReserve { dev, full: 0 })
+        .push(Step::Write(tdt, Operand::Var(tdt_var)))
+        .push(Step::Return(Operand::Const(0)));
+    let full = b.here();
+    b.patch(reserve, full);
+    b.push(Step::TxDrop(dev))
+        .push(Step::Return(Operand::Const(0)));
+    k.code.add(format!("e1000_xmit_frame({name})"), b)
 }
