@@ -83,7 +83,12 @@ impl Deferred {
 
     /// `mod_timer(timer, round_jiffies(jiffies + seconds * HZ))` on `cpu`.
     pub fn mod_timer_seconds(&mut self, timer: u16, seconds: u16, jiffies: u64, cpu: u8) {
-        let at = round_jiffies(jiffies + u64::from(seconds) * self.hz, cpu, self.hz, jiffies);
+        let at = round_jiffies(
+            jiffies + u64::from(seconds) * self.hz,
+            cpu,
+            self.hz,
+            jiffies,
+        );
         self.timers[usize::from(timer)].expires = Some(at);
     }
 

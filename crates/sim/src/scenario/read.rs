@@ -435,3 +435,35 @@ fn type_name(v: &toml::Value) -> &'static str {
         toml::Value::Table(_) => "a table",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> toml::Value {
+        toml::from_str(
+            "[[device]]\nname = \"eth0\"\n[device.nic]\nring = 256\n\
+             [[device]]\nname = \"eth1\"\n[device.nic]\nring = 256\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_flag_adds_an_optional_setting_the_file_left_out_and_only_that_one() {
+        let mut d = doc();
+        apply_override(&mut d, "device.1.nic.forward_to=eth0").unwrap();
+        assert_eq!(d["device"][1]["nic"]["forward_to"].as_str(), Some("eth0"));
+        assert!(d["device"][0]["nic"].get("forward_to").is_none());
+        // Present now: a second flag replaces it as any setting.
+        apply_override(&mut d, "device.1.nic.forward_to=eth1").unwrap();
+        assert_eq!(d["device"][1]["nic"]["forward_to"].as_str(), Some("eth1"));
+        // Other absent keys are still refused with the keys there are.
+        let e = apply_override(&mut d, "device.0.nic.forward=eth1").unwrap_err();
+        assert!(e.to_string().contains("no key 'forward'"), "{e}");
+        // Not a nic table: not addable.
+        let e = apply_override(&mut d, "device.0.forward_to=eth1").unwrap_err();
+        assert!(e.to_string().contains("no key 'forward_to'"), "{e}");
+        let e = apply_override(&mut d, "device.7.nic.forward_to=eth1").unwrap_err();
+        assert!(e.to_string().contains("past the end"), "{e}");
+    }
+}
