@@ -36,6 +36,20 @@ fn every_call_lands_on_a_program_and_every_jump_stays_in_its_own() {
         (WS, &["delivery=msi", "kernel.tick.hz=1000"]),
         ("experiments/seed000/soc.toml", &["delivery=xtpic"]),
         ("experiments/seed002/fpga.toml", &[]),
+        // Seed 003: the watchdog's timer, work and worker, the transmit ring's clean loop
+        // and e1000_xmit_frame, and the threaded kernel's thread loops.
+        ("experiments/seed003/idle.toml", &[]),
+        (
+            "experiments/seed003/flood.toml",
+            &[
+                "device.0.nic.forward_to=eth1",
+                "device.1.nic.forward_to=eth0",
+            ],
+        ),
+        (
+            "experiments/seed003/flood.toml",
+            &["kernel.threads.enabled=true", "kernel.sched.preemption=rt"],
+        ),
     ];
     for (scenario, set) in cases {
         let k = kernel(scenario, set);

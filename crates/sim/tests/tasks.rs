@@ -76,7 +76,9 @@ fn an_idle_loop_switches_twice_and_expires_one_timer_per_loop_and_per_tick() {
     // timers expire on the same second.
     let w = o.tasks.works_run;
     assert!(w >= 1, "the watchdogs ran within the second");
-    let switches = o.tasks.context_switches - (2 * loops + 4);
+    let switches = (o.tasks.context_switches)
+        .checked_sub(2 * loops + 4)
+        .expect("at least the loops' switches");
     assert!(
         (w..=2 * w).contains(&switches) && switches.is_multiple_of(2),
         "{switches} switches beyond the loops' for {w} works"

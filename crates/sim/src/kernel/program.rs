@@ -1054,8 +1054,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::CountFrame(dev) => {
                 this.a += 1;
                 let d = &mut net.devs[usize::from(dev)];
-                d.total_packets += 1;
-                d.total_bytes += d.frame_bytes;
+                d.total_packets = d.total_packets.wrapping_add(1);
+                d.total_bytes = d.total_bytes.wrapping_add(d.frame_bytes);
                 d.cleaned += 1;
                 d.received += 1;
             }
@@ -1107,8 +1107,9 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 this.b += 1;
                 let d = &mut net.devs[usize::from(dev)];
                 d.tx_in_use -= 1;
-                d.tx_total_packets += 1;
-                d.tx_total_bytes += d.frame_bytes;
+                // `unsigned int` in the adapter: they wrap as the C does.
+                d.tx_total_packets = d.tx_total_packets.wrapping_add(1);
+                d.tx_total_bytes = d.tx_total_bytes.wrapping_add(d.frame_bytes);
             }
             Step::TxCleanDone { max, done } => {
                 if this.b >= u32::from(max) {

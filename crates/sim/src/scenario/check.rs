@@ -895,13 +895,17 @@ impl Scenario {
                             .filter(|o| o.nic.is_some() && o.name != d.name)
                             .map(|o| o.name.as_str())
                             .collect();
+                        let choice = if nics.is_empty() {
+                            "this scenario has no other network controller to forward to"
+                                .to_string()
+                        } else {
+                            format!("forward to one of [{}]", nics.join(", "))
+                        };
                         return Err(self.invalid(
                             &key("nic.forward_to"),
                             format!(
                                 "'{to}' is not another network controller of this scenario: \
-                                 forward to one of [{}], or leave forward_to out to receive \
-                                 only",
-                                nics.join(", ")
+                                 {choice}, or leave forward_to out to receive only"
                             ),
                         ));
                     }

@@ -330,7 +330,18 @@ fn apply_override(root: &mut toml::Value, flag: &str) -> Result<(), ScenarioErro
     // An optional setting a file may leave out can still be given by a flag.
     if let Some((&last, parent)) = parts.split_last() {
         if let Some(t) = addable(root, parent, last) {
-            t.insert(last.to_string(), toml::Value::String(raw.to_string()));
+            // As any value: TOML, a bare word taken as a string; these settings are strings.
+            let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+            if !value.is_str() {
+                return Err(err(format!(
+                    "'{key}' is a string (a device's name), but '{raw}' is {}",
+                    type_name(&value)
+                )));
+            }
+            t.insert(last.to_string(), value);
             return Ok(());
         }
     }
@@ -463,6 +474,12 @@ mod tests {
         // Not a nic table: not addable.
         let e = apply_override(&mut d, "device.0.forward_to=eth1").unwrap_err();
         assert!(e.to_string().contains("no key 'forward_to'"), "{e}");
+        // Quoted as TOML or bare, the same string; not a number.
+        let mut q = doc();
+        apply_override(&mut q, "device.0.nic.forward_to=\"eth1\"").unwrap();
+        assert_eq!(q["device"][0]["nic"]["forward_to"].as_str(), Some("eth1"));
+        let e = apply_override(&mut doc(), "device.0.nic.forward_to=3").unwrap_err();
+        assert!(e.to_string().contains("is a string"), "{e}");
         let e = apply_override(&mut d, "device.7.nic.forward_to=eth1").unwrap_err();
         assert!(e.to_string().contains("past the end"), "{e}");
     }

@@ -206,20 +206,27 @@ pub fn watchdog(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, wake: u32) -
 
 /// `e1000_xmit_frame` for adapter `dev` (registers at `bar`): one data descriptor for a
 /// 64-byte frame, if `e1000_maybe_stop_tx` finds room, then the tail write (`writel` to TDT,
-/// posted). A frame without room is dropped and counted: the stopped queue and the qdisc that
-/// would hold it are not modelled.
+/// posted), all under `spin_trylock_irqsave(&adapter->tx_queue_lock)`: interrupts off from the
+/// lock to its release. A frame without room is dropped and counted: the stopped queue (which
+/// `e1000_xmit_frame`'s last `e1000_maybe_stop_tx(netdev, MAX_SKB_FRAGS + 2)` would stop
+/// earlier) and the qdisc that would hold the frame are not modelled.
 pub fn xmit(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16) -> Entry {
     let tdt_var = k.net.devs[usize::from(dev)].tdt;
     let tdt = k.code.mmio(bar + nic::TDT);
     let mut b = Builder::new();
-    b.push(Step::Run(c.xmit));
+    // The checks before the lock, then the rest with interrupts off.
+    b.push(Step::Run(c.xmit / 4))
+        .push(Step::Cli)
+        .push(Step::Run(c.xmit - c.xmit / 4));
     let reserve = b.here();
     b.push(Step::TxReserve { dev, full: 0 })
         .push(Step::Write(tdt, Operand::Var(tdt_var)))
+        .push(Step::Sti)
         .push(Step::Return(Operand::Const(0)));
     let full = b.here();
     b.patch(reserve, full);
     b.push(Step::TxDrop(dev))
+        .push(Step::Sti)
         .push(Step::Return(Operand::Const(0)));
     k.code.add(format!("e1000_xmit_frame({name})"), b)
 }
