@@ -123,9 +123,9 @@ fn e1000e_probe(
     // The watchdog, in a kernel that runs tasks (its work needs `events/0`). It was first
     // armed when the link came up, long before the run: it expires on a whole second, every
     // other one, and which of the two parities is this adapter's is not known.
-    if let (Some((wake, stream)), Some(tick)) = (watchdog, &kernel.tick) {
+    if let (Some((wake, stream)), true) = (watchdog, kernel.tick.is_some()) {
         use rand::Rng as _;
-        let hz = (1e12 / tick.period.as_ps() as f64).round() as u64;
+        let hz = kernel.deferred.hz;
         let t = drivers::e1000e::watchdog(kernel, nc, &d.name, d.reg_bar, wake);
         let parity = u64::from(stream.gen_bool(0.5));
         kernel.deferred.timers[usize::from(t)].expires = Some(hz * (1 + parity));
@@ -340,6 +340,8 @@ impl Scenario {
                     handler,
                     timer_softirq,
                 });
+                // `round_jiffies` rounds drivers' timers to whole seconds of it.
+                kernel.deferred.hz = u64::from(t.hz);
             }
         }
         let mut vectors = VectorAllocator {
@@ -562,13 +564,6 @@ impl Scenario {
         // keventd: each CPU's `events/N` (SCHED_OTHER, `set_user_nice(current, -5)` in
         // kernel/workqueue.c's worker_thread), with drivers' work to run.
         if !machine.kernel.deferred.works.is_empty() {
-            let hz = machine
-                .kernel
-                .tick
-                .as_ref()
-                .map(|t| (1e12 / t.period.as_ps() as f64).round() as u64)
-                .expect("deferred work is set up in a kernel with a tick");
-            machine.kernel.deferred.hz = hz;
             for c in 0..self.cores() {
                 let e = machine.kernel.entries.events_worker;
                 let t = machine.sched.spawn(
