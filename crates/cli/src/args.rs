@@ -22,6 +22,8 @@ const EXIT_MEASURE: &str = "Exit status: 0 done, also when stopped early by Ctrl
 (the results so far are shown); 2 bad input or a measurement that cannot run here; 3 a host \
 setting could not be put back (the message says how to by hand).";
 const EXIT_LIST: &str = "Exit status: 0.";
+const EXIT_PLAN: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be read, a card \
+that cannot be placed).";
 const EXIT_SWEEP: &str = "Exit status: 0 done (merge of draws: every row passes); 1 (merge of \
 draws) a row fails or is undecided; 2 bad input, a run that cannot complete, or (merge) points \
 without a result (the message names the shards to run again) or a point twice with different \
@@ -70,6 +72,56 @@ pub enum Command {
     /// shards' results into the report one machine would print.
     #[command(subcommand, after_help = EXIT_SWEEP)]
     Sweep(Sweep),
+    /// Plan what seed 001's rules say to set, on a platform's model: INTXSWZCTRL values that
+    /// spread the PCIe INTx of the populated ports over the system interrupts (`swizzle`).
+    #[command(subcommand, after_help = EXIT_PLAN)]
+    Plan(Plan),
+}
+
+#[derive(Subcommand)]
+pub enum Plan {
+    /// For the ports populated with --card, choose the INTXSWZCTRL values (Intel 5000 root
+    /// ports) that spread INTx most evenly over the IO-APIC's PCI interrupts, and print the IRQ
+    /// table without and with them (seed 001 Table 3's form) and the firmware's routing table.
+    #[command(after_help = EXIT_PLAN)]
+    Swizzle(PlanSwizzleArgs),
+    /// Assign the IRQs of NIC flows to CPUs by seed 001's three rules (each NIC its own CPU, a
+    /// flow's two NICs in one socket; more NICs than CPUs: a flow's two NICs on one CPU; two
+    /// sockets only when nothing else fits), on a platform with --card as plan swizzle takes
+    /// it; prints the plan against the default (every IRQ on CPU 0) and the smp_affinity
+    /// masks.
+    #[command(after_help = EXIT_PLAN)]
+    Affinity(PlanAffinityArgs),
+}
+
+#[derive(Args)]
+pub struct PlanAffinityArgs {
+    /// The platform: a file, or a shipped one by name (server-2006-bensley-5000p).
+    #[arg(value_name = "PLATFORM")]
+    pub platform: PathBuf,
+    /// A card in a port, as plan swizzle takes it (--card port6=2).
+    #[arg(long, value_name = "PORT=FUNCTIONS", required = true)]
+    pub card: Vec<irqlab_sim::plan::swizzle::Card>,
+    /// A flow: packets received on one interface leave on the other, and back (--flow
+    /// eth2:eth4). Interfaces are named in PCI bus order, as plan swizzle prints them.
+    #[arg(long, value_name = "NIC:NIC", required = true)]
+    pub flow: Vec<irqlab_sim::plan::affinity::Flow>,
+    /// Take the IRQs with the INTXSWZCTRL values plan swizzle chooses, not the platform
+    /// file's.
+    #[arg(long)]
+    pub swizzle: bool,
+}
+
+#[derive(Args)]
+pub struct PlanSwizzleArgs {
+    /// The platform: a file, or a shipped one by name (server-2006-bensley-5000p).
+    #[arg(value_name = "PLATFORM")]
+    pub platform: PathBuf,
+    /// A card in a port of the platform, with its number of functions (function f signals
+    /// INT(A+f), as a dual-port 82571EB): --card port6=2. Repeat for each populated port;
+    /// an on-board device that sits below a port is a card there too.
+    #[arg(long, value_name = "PORT=FUNCTIONS", required = true)]
+    pub card: Vec<irqlab_sim::plan::swizzle::Card>,
 }
 
 #[derive(Subcommand)]

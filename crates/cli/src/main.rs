@@ -12,7 +12,7 @@ mod cmd;
 mod made;
 mod ui;
 
-use args::{Cli, Command, Measure};
+use args::{Cli, Command, Measure, Plan};
 use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
@@ -67,6 +67,8 @@ fn run(cli: Cli, inv: &made::Invocation) -> anyhow::Result<ExitCode> {
         Command::Measure(Measure::Timer(a)) => cmd::measure::timer(a, inv)?,
         Command::Measure(Measure::Irqs(a)) => cmd::measure::irqs(a, inv)?,
         Command::List => cmd::list::run()?,
+        Command::Plan(Plan::Swizzle(a)) => cmd::plan::swizzle(a)?,
+        Command::Plan(Plan::Affinity(a)) => cmd::plan::affinity(a)?,
         Command::Sweep(a) => {
             if !cmd::sweep::run(a, inv)? {
                 return Ok(ExitCode::from(EXIT_VALIDATION_FAILED));

@@ -395,6 +395,8 @@ fn validate_json_rows_and_exit_status() {
             "rt-van-irqs",
             "rt-van-lost",
             "rt-van-max",
+            "swizzle-8port",
+            "swizzle-irqs",
         ],
         "{text}"
     );
@@ -669,6 +671,9 @@ fn every_help_states_the_exit_statuses() {
         &["measure"],
         &["measure", "timer"],
         &["measure", "irqs"],
+        &["plan"],
+        &["plan", "swizzle"],
+        &["plan", "affinity"],
     ] {
         let out = stdout_of(&[cmd, &["--help"]].concat());
         assert!(
@@ -676,4 +681,107 @@ fn every_help_states_the_exit_statuses() {
             "irqlab {cmd:?} --help:\n{out}"
         );
     }
+}
+
+// ---- plan swizzle ------------------------------------------------------------------------------
+
+/// Seed 001's board from the population alone: the planner swizzles slot 5's port (port 6) to
+/// 02h, and its text shows Table 3's two rows and the register write (the whole text is the
+/// README's example, checked by tests/readme.rs).
+#[test]
+fn plan_swizzle_prints_table_3_and_the_register_write() {
+    let out = stdout_of(&[
+        "plan",
+        "swizzle",
+        "platforms/server-2006-bensley-5000p.toml",
+        "--card",
+        "esb-e3=2",
+        "--card",
+        "port4=2",
+        "--card",
+        "port6=2",
+        "--card",
+        "esb-d28=2",
+    ]);
+    assert!(
+        out.contains("now      eth2 eth4 eth6  eth3 eth5 eth7  eth0       eth1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("planned  eth2 eth6       eth3 eth7       eth0 eth4  eth1 eth5"),
+        "{out}"
+    );
+    assert!(out.contains("port6  00:06.0  00h  02h"), "{out}");
+    assert!(out.contains("setpci -s 00:06.0 0x4f.b=0x02"), "{out}");
+    assert!(!out.contains("00:04.0 0x4f"), "{out}");
+}
+
+/// A card in a port the platform does not have, a platform that does not exist, and a card
+/// without its functions' count are bad input (exit 2), named.
+#[test]
+fn plan_swizzle_bad_input_is_named() {
+    let bensley = "server-2006-bensley-5000p";
+    irqlab()
+        .args(["plan", "swizzle", bensley, "--card", "port9=2"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("--card port9=2"))
+        .stderr(predicate::str::contains("its ports: "));
+    irqlab()
+        .args(["plan", "swizzle", "no-such-platform", "--card", "port4=2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no-such-platform"));
+    irqlab()
+        .args(["plan", "swizzle", bensley, "--card", "port4=two"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("PORT=FUNCTIONS"));
+    irqlab()
+        .args(["plan", "swizzle", bensley])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--card"));
+}
+
+/// Table 4's eight ports on four CPUs: unswizzled, IRQ16 carries three of the flows' NICs, so no
+/// plan is even; with --swizzle each flow has a CPU of its own. A flow naming an interface the
+/// platform does not have is bad input.
+#[test]
+fn plan_affinity_follows_the_irq_table() {
+    let base = [
+        "plan",
+        "affinity",
+        "server-2006-bensley-5000p",
+        "--card",
+        "esb-e3=2",
+        "--card",
+        "port4=2",
+        "--card",
+        "port6=2",
+        "--card",
+        "esb-d28=2",
+        "--flow",
+        "eth0:eth4",
+        "--flow",
+        "eth1:eth5",
+        "--flow",
+        "eth2:eth6",
+        "--flow",
+        "eth3:eth7",
+    ];
+    let out = stdout_of(&base);
+    assert!(out.contains("No even spread is possible"), "{out}");
+    assert!(out.contains("IRQ16  eth2 eth4 eth6"), "{out}");
+    let out = stdout_of(&[&base[..], &["--swizzle"]].concat());
+    assert!(!out.contains("No even spread"), "{out}");
+    assert_eq!(out.matches("same CPU").count(), 4, "{out}");
+    assert!(out.contains("echo 8 > /proc/irq/19/smp_affinity"), "{out}");
+    irqlab()
+        .args(&base[..5])
+        .args(["--flow", "eth0:eth9"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'eth9'"));
 }

@@ -25,6 +25,8 @@ pub struct ExperimentFile {
     pub title: String,
     /// The seed document the published values come from (docs/validation.md cites each).
     pub seed_document: String,
+    /// Absent in an experiment whose rows need no simulated run (seed 001's routing table).
+    #[serde(default)]
     pub run: Vec<RunSpec>,
     pub check: Vec<Check>,
 }
@@ -242,6 +244,33 @@ pub enum Check {
         published_text: String,
         source: String,
     },
+    /// Seed 001's IRQ assignment (Table 3): the IRQ of every INTx function of `platform` with
+    /// `cards` in its ports (`PORT=FUNCTIONS`, as `irqlab plan swizzle --card`), named in bus
+    /// order, with the ports' INTXSWZCTRL as the platform file has them (`unswizzled`) and with
+    /// the values `irqlab plan swizzle` chooses from the population alone (`swizzled`); each
+    /// IRQ's functions exactly as published (in any order).
+    IrqTable {
+        id: String,
+        platform: String,
+        cards: Vec<String>,
+        unswizzled: BTreeMap<String, Vec<String>>,
+        swizzled: BTreeMap<String, Vec<String>>,
+        published_text: String,
+        source: String,
+    },
+    /// Seed 001's words on Table 4's 8-port case: whether `flows` over `platform` with `cards`
+    /// (as `irq_table`) can be spread evenly over the CPUs by static IRQ affinity (the seed's
+    /// rules, `irqlab plan affinity`), with INTXSWZCTRL at reset and at the planned values.
+    AffinitySpread {
+        id: String,
+        platform: String,
+        cards: Vec<String>,
+        flows: Vec<String>,
+        unswizzled_even: bool,
+        swizzled_even: bool,
+        published_text: String,
+        source: String,
+    },
     /// A quantile of one workload phase exceeds the same quantile of another (seed 004).
     PhaseOrder {
         id: String,
@@ -266,7 +295,9 @@ impl Check {
             | Check::PhaseOrder { id, .. }
             | Check::CyclictestShape { id, .. }
             | Check::FramesLost { id, .. }
-            | Check::InterruptsFall { id, .. } => id,
+            | Check::InterruptsFall { id, .. }
+            | Check::IrqTable { id, .. }
+            | Check::AffinitySpread { id, .. } => id,
         }
     }
     /// What makes this row unusable as written, if anything.
@@ -303,6 +334,20 @@ impl Check {
             } if runs.len() != published_percent.len() => {
                 Some("a frames_lost row gives one `published_percent` per run")
             }
+            Check::IrqTable { cards, .. } | Check::AffinitySpread { cards, .. }
+                if cards
+                    .iter()
+                    .any(|c| c.parse::<crate::plan::swizzle::Card>().is_err()) =>
+            {
+                Some("a row's `cards` are PORT=FUNCTIONS (\"port6=2\")")
+            }
+            Check::AffinitySpread { flows, .. }
+                if flows
+                    .iter()
+                    .any(|f| f.parse::<crate::plan::affinity::Flow>().is_err()) =>
+            {
+                Some("an affinity_spread row's `flows` are NIC:NIC (\"eth2:eth4\")")
+            }
             Check::PhaseOrder { quantile, .. } if !(*quantile > 0.0 && *quantile < 1.0) => Some(
                 "a phase_order row's `quantile` is strictly between 0 and 1 (two extremes have \
                  no interval to compare by)",
@@ -331,6 +376,8 @@ impl Check {
             Check::CyclictestShape { runs, .. }
             | Check::FramesLost { runs, .. }
             | Check::InterruptsFall { runs, .. } => runs.iter().map(String::as_str).collect(),
+            // Routing is worked out on the platform's topology: no run.
+            Check::IrqTable { .. } | Check::AffinitySpread { .. } => Vec::new(),
         }
     }
 }
@@ -450,7 +497,9 @@ impl Check {
             | Check::PhaseOrder { .. }
             | Check::CyclictestShape { .. }
             | Check::FramesLost { .. }
-            | Check::InterruptsFall { .. } => Judged::Share {
+            | Check::InterruptsFall { .. }
+            | Check::IrqTable { .. }
+            | Check::AffinitySpread { .. } => Judged::Share {
                 pass_share: SHAPE_PASS_SHARE,
             },
         }
@@ -1144,6 +1193,162 @@ impl Experiment {
                 row.holds = Some(ok);
                 row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
                 row.detail = format!("runs {}", names.join(", "));
+                row
+            }
+            Check::IrqTable {
+                id,
+                platform,
+                cards,
+                unswizzled,
+                swizzled,
+                published_text,
+                source,
+            } => {
+                let mut row = self.row(id, "IRQ of each INTx function".into(), source);
+                row.published_text = published_text.clone();
+                row.tolerance = "exact".into();
+                let show = |m: &BTreeMap<u8, Vec<String>>| {
+                    m.iter()
+                        .map(|(irq, names)| format!("IRQ{irq}: {}", names.join(" ")))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
+                let published = |m: &BTreeMap<String, Vec<String>>| -> BTreeMap<u8, Vec<String>> {
+                    m.iter()
+                        .map(|(irq, names)| {
+                            let mut names = names.clone();
+                            names.sort();
+                            (irq.parse().unwrap_or(u8::MAX), names)
+                        })
+                        .collect()
+                };
+                let (pub_before, pub_after) = (published(unswizzled), published(swizzled));
+                row.published = format!(
+                    "none: {} | swizzled: {}",
+                    show(&pub_before),
+                    show(&pub_after)
+                );
+                let path =
+                    crate::shipped::resolve(self.path.parent().unwrap_or(Path::new(".")), platform);
+                let cards: Vec<crate::plan::swizzle::Card> =
+                    cards.iter().filter_map(|c| c.parse().ok()).collect();
+                let plan =
+                    crate::plan::swizzle::Population::load(&path, &cards).and_then(|p| p.plan());
+                match plan {
+                    Err(e) => {
+                        row.simulated = "cannot be worked out".into();
+                        row.holds = Some(false);
+                        row.detail = e.to_string();
+                    }
+                    Ok(plan) => {
+                        let sorted = |m: &BTreeMap<u8, Vec<String>>| -> BTreeMap<u8, Vec<String>> {
+                            m.iter()
+                                .map(|(irq, names)| {
+                                    let mut names = names.clone();
+                                    names.sort();
+                                    (*irq, names)
+                                })
+                                .collect()
+                        };
+                        let (before, after) =
+                            (sorted(&plan.table_before), sorted(&plan.table_after));
+                        row.simulated =
+                            format!("none: {} | swizzled: {}", show(&before), show(&after));
+                        let ok = before == pub_before && after == pub_after;
+                        row.holds = Some(ok);
+                        row.detail = format!(
+                            "INTXSWZCTRL planned: {}",
+                            plan.registers
+                                .iter()
+                                .map(|r| format!("{} {:02X}h", r.port, r.after))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                }
+                row.verdict = if row.holds == Some(true) {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                };
+                row
+            }
+            Check::AffinitySpread {
+                id,
+                platform,
+                cards,
+                flows,
+                unswizzled_even,
+                swizzled_even,
+                published_text,
+                source,
+            } => {
+                use crate::plan::affinity;
+                let mut row = self.row(id, "static IRQ affinity of NIC flows".into(), source);
+                row.published_text = published_text.clone();
+                row.tolerance = "exact".into();
+                let word = |even: bool| if even { "even" } else { "not even" };
+                row.published = format!(
+                    "none: {} | swizzled: {}",
+                    word(*unswizzled_even),
+                    word(*swizzled_even)
+                );
+                let path =
+                    crate::shipped::resolve(self.path.parent().unwrap_or(Path::new(".")), platform);
+                let cards: Vec<crate::plan::swizzle::Card> =
+                    cards.iter().filter_map(|c| c.parse().ok()).collect();
+                let flows: Vec<affinity::Flow> =
+                    flows.iter().filter_map(|f| f.parse().ok()).collect();
+                let planned = crate::plan::swizzle::Population::load(&path, &cards)
+                    .and_then(|p| Ok((p.plan()?, p.cpus())))
+                    .map_err(|e| e.to_string())
+                    .and_then(|(swz, cpus)| {
+                        let plan = |t| {
+                            affinity::plan(&affinity::irq_map(t), &flows, &cpus)
+                                .map_err(|e| e.to_string())
+                        };
+                        Ok((plan(&swz.table_before)?, plan(&swz.table_after)?))
+                    });
+                match planned {
+                    Err(e) => {
+                        row.simulated = "cannot be worked out".into();
+                        row.holds = Some(false);
+                        row.detail = e;
+                    }
+                    Ok((before, after)) => {
+                        let show = |p: &affinity::AffinityPlan| {
+                            format!(
+                                "{} (busiest CPU {} NICs, even {})",
+                                word(p.is_even()),
+                                p.busiest,
+                                p.even
+                            )
+                        };
+                        row.simulated =
+                            format!("none: {} | swizzled: {}", show(&before), show(&after));
+                        row.holds = Some(
+                            before.is_even() == *unswizzled_even
+                                && after.is_even() == *swizzled_even,
+                        );
+                        let cpus = |p: &affinity::AffinityPlan| {
+                            p.cpu_nics
+                                .iter()
+                                .map(|(c, n)| format!("cpu{c} {}", n.join(" ")))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        };
+                        row.detail = format!(
+                            "planned none: {} | swizzled: {}",
+                            cpus(&before),
+                            cpus(&after)
+                        );
+                    }
+                }
+                row.verdict = if row.holds == Some(true) {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                };
                 row
             }
             Check::PhaseOrder {

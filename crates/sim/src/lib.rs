@@ -21,6 +21,7 @@ pub mod experiment;
 pub mod hw;
 pub mod kernel;
 pub mod machine;
+pub mod plan;
 pub mod pps;
 pub mod probes;
 pub mod report;

@@ -419,6 +419,19 @@ pub fn aggregate(
                 inferred,
                 detail: String::new(),
             };
+            if runs.is_empty() {
+                // Worked out on a platform's topology (seed 001's routing table): no run, so no
+                // drawn parameter enters it and every draw gives the nominal result.
+                row.class = match row.nominal_verdict {
+                    irqlab_stats::results::Verdict::Pass => Class::Pass,
+                    _ => Class::Inconsistent,
+                };
+                row.detail = "worked out on the platform's topology, with no simulated run: no \
+                              drawn parameter enters it, so every draw gives the nominal result"
+                    .into();
+                rows.push(row);
+                continue;
+            }
             if params.is_empty() {
                 row.detail = "the files of its runs declare no ranges yet: over no range the \
                               draws would show seed noise alone"

@@ -29,6 +29,7 @@ const CHECKED: &[&str] = &[
     "kernels/linux-2.6.29-i386-up.toml",
     "experiments/seed003/idle.toml",
     "experiments/seed003/flood.toml",
+    "platforms/server-2006-bensley-5000p.toml",
 ];
 
 /// The value of `v = text` when it parses alone.

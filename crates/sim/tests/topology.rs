@@ -464,7 +464,13 @@ fn every_shipped_platform_is_one_schema() {
     names.sort();
     assert_eq!(
         names,
-        ["desktop-2017", "pc-1998-k6-233-tx97", "soc-2008", "ws-2008"],
+        [
+            "bensley-2006",
+            "desktop-2017",
+            "pc-1998-k6-233-tx97",
+            "soc-2008",
+            "ws-2008"
+        ],
         "a platform added or renamed: list it here"
     );
 }

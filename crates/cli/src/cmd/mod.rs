@@ -4,6 +4,7 @@
 pub mod host;
 pub mod list;
 pub mod measure;
+pub mod plan;
 pub mod plot;
 pub mod sim;
 pub mod sweep;

@@ -251,6 +251,11 @@ impl fmt::Display for Bdf {
 pub struct IntxPin(u8);
 
 impl IntxPin {
+    /// INTA + `i` (mod 4): a multi-function device's function `i` on the pin after its
+    /// predecessor's.
+    pub fn from_index(i: u8) -> Self {
+        IntxPin(i % 4)
+    }
     /// From a letter "A".."D".
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {

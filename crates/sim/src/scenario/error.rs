@@ -12,6 +12,8 @@ pub enum Origin {
     },
     /// A `--set` flag.
     Flag(String),
+    /// Another command-line argument, as typed (`--card port9=2`).
+    Arg(String),
 }
 
 impl std::fmt::Display for Origin {
@@ -21,6 +23,7 @@ impl std::fmt::Display for Origin {
                 write!(f, "{}:{line}:{column}", path.display())
             }
             Origin::Flag(s) => write!(f, "--set {s}"),
+            Origin::Arg(s) => write!(f, "{s}"),
         }
     }
 }

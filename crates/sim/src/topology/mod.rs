@@ -14,6 +14,7 @@
 //! IO-APIC pin or an 8259 input, a device's INTx pin on a PCI slot) are listed apart: they carry
 //! levels, not packets.
 
+pub mod firmware;
 pub mod route;
 
 use crate::hw::bus::IsaTiming;
@@ -41,11 +42,11 @@ pub enum PartKind {
     /// A PCIe root port or a switch's downstream port: a PCI-to-PCI bridge at device number
     /// `dev` on its parent's bus. INTx messages from below leave it swizzled by the device
     /// number they came from, then rotated by `intx_swizzle` (Intel 5000's INTXSWZCTRL, bits
-    /// 1:0 at config offset 4Fh; 0 on every other bridge).
+    /// 1:0 at config offset 4Fh; `None` on a bridge without the register, which rotates by 0).
     /// `link_pipeline_ns`: the pipelines of the link below it (a scenario's card sits there).
     Bridge {
         dev: u8,
-        intx_swizzle: u8,
+        intx_swizzle: Option<u8>,
         link_pipeline_ns: f64,
     },
     /// A hub's port that is not a PCI bridge (the MCH's DMI port): packets pass, INTx is not
@@ -243,9 +244,10 @@ pub struct PartSection {
     /// bridge: its device number on its parent's bus.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dev: Option<u8>,
-    /// bridge: INTXSWZCTRL (0-3).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub intx_swizzle: u8,
+    /// bridge: INTXSWZCTRL (0-3), on a bridge that has the register (Intel 5000's root ports);
+    /// absent on every other bridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intx_swizzle: Option<u8>,
     /// bridge: the PHY and data-link pipelines of the link below it, its transmitter and the
     /// card's receiver together, per direction (a scenario's device sits on that link).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -291,10 +293,6 @@ pub struct PartSection {
     pub counter_bits: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_clocks: Option<u32>,
-}
-
-fn is_zero(v: &u8) -> bool {
-    *v == 0
 }
 
 /// `[link.NAME]`: `kind`, its ends (`up` towards the host bridge, `down`), and the keys that
@@ -664,7 +662,7 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
         ("size", p.size.is_some()),
         ("read_ns", p.read_ns.is_some()),
         ("dev", p.dev.is_some()),
-        ("intx_swizzle", p.intx_swizzle != 0),
+        ("intx_swizzle", p.intx_swizzle.is_some()),
         ("link_pipeline_ns", p.link_pipeline_ns.is_some()),
         ("bdf", p.bdf.is_some()),
         ("intx_pin", p.intx_pin.is_some()),
@@ -742,14 +740,11 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
             read_ns: nonnegative(p.read_ns.unwrap_or(0.0), "read_ns")?,
         },
         PartKindName::Bridge => {
-            if p.intx_swizzle > 3 {
+            if let Some(v) = p.intx_swizzle.filter(|&v| v > 3) {
                 return Err(invalid(
                     format!("part.{name}.intx_swizzle"),
                     what(),
-                    format!(
-                        "intx_swizzle = {}: INTXSWZCTRL has two bits (0-3)",
-                        p.intx_swizzle
-                    ),
+                    format!("intx_swizzle = {v}: INTXSWZCTRL has two bits (0-3)"),
                 ));
             }
             let dev = p.dev.ok_or_else(|| missing("dev"))?;

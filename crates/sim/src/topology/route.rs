@@ -183,7 +183,9 @@ impl Topology {
             }
             let above = self.links[usize::from(link)].up;
             if let PartKind::Bridge { intx_swizzle, .. } = self.parts[usize::from(above)].kind {
-                pin = pin.swizzle(self.device_number(child)).swizzle(intx_swizzle);
+                pin = pin
+                    .swizzle(self.device_number(child))
+                    .swizzle(intx_swizzle.unwrap_or(0));
             }
             child = above;
         }

@@ -1,0 +1,363 @@
+//! Static IRQ affinity for NIC flows by seed 001's three rules, on a model's IRQ table:
+//! 1. "Each NIC would have its HW interrupt bound to a different CPU core. The transmitting and
+//!    receiving NICs of a given flow would be assigned to a pair of cores in the same CPU
+//!    socket."
+//! 2. "When the number of NICs exceeds the number of CPU cores, then assign the IRQs of the
+//!    transmitting and receiving NICs of a given flow to the same CPU core, while distributing
+//!    different flows among available cores."
+//! 3. "The transmitting and receiving sides of a flow should be allocated to cores in different
+//!    CPU sockets only when (1) and (2) cannot be satisfied completely."
+//!
+//! Affinity is per IRQ: every function on a shared line interrupts the same core (Linux 2.4
+//! `set_ioapic_affinity` writes one destination into the line's pin; research-001-003 A3), so
+//! the unit placed is an IRQ with the flows' NICs on it. Every placement of the flows' IRQs on
+//! the cores is tried (cores^IRQs; at most `MAX_PLACEMENTS`), and the best by, in order:
+//! - the fewest flow NICs on the busiest core (the rules' "distributing evenly"; a NIC of a
+//!   flow carries one direction's packets, so NICs are the load);
+//! - when the NICs outnumber the cores, the fewest flows split over two cores (rule 2);
+//! - the fewest flows split over two sockets (rules 1 and 3);
+//! - the first in CPU order (a deterministic tie-break).
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Placements tried at most; a larger problem is refused (use fewer IRQs or cores).
+pub const MAX_PLACEMENTS: u64 = 1 << 22;
+
+/// A CPU: its number and the socket it is in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Cpu {
+    pub cpu: usize,
+    pub socket: usize,
+}
+
+/// A flow: packets received on `a` leave on `b`, and back (seed 001's "eth2 <-> eth4").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Flow {
+    pub a: String,
+    pub b: String,
+}
+
+impl std::str::FromStr for Flow {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Flow, String> {
+        let (a, b) = s
+            .split_once(':')
+            .filter(|(a, b)| !a.trim().is_empty() && !b.trim().is_empty())
+            .ok_or_else(|| {
+                format!("'{s}': expected NIC:NIC, the flow's two interfaces (eth2:eth4)")
+            })?;
+        if a.trim() == b.trim() {
+            return Err(format!("'{s}': a flow joins two different interfaces"));
+        }
+        Ok(Flow {
+            a: a.trim().to_string(),
+            b: b.trim().to_string(),
+        })
+    }
+}
+
+/// Where each IRQ goes and what that gives each flow.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AffinityPlan {
+    /// IRQ -> CPU, for the IRQs the flows' NICs are on.
+    pub irq_cpu: BTreeMap<u32, usize>,
+    /// CPU -> the flows' NICs whose interrupts it takes.
+    pub cpu_nics: BTreeMap<usize, Vec<String>>,
+    /// The most flow NICs on one CPU, and what an even spread would put there at most.
+    pub busiest: usize,
+    pub even: usize,
+    /// Flows whose two NICs interrupt different CPUs, and different sockets.
+    pub split_cpu: usize,
+    pub split_socket: usize,
+    /// Each flow: "same CPU", "same socket" or "two sockets".
+    pub flows: Vec<(Flow, &'static str)>,
+}
+
+impl AffinityPlan {
+    /// Every CPU carries the same number of flow NICs, to within one.
+    pub fn is_even(&self) -> bool {
+        self.busiest <= self.even
+    }
+}
+
+/// What goes wrong in planning.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum AffinityError {
+    #[error(
+        "flow {flow}: no interface '{nic}' signals an interrupt here; the interfaces: {known}"
+    )]
+    UnknownNic {
+        flow: String,
+        nic: String,
+        known: String,
+    },
+    #[error("interface '{0}' is in two flows: a NIC forwards to one other NIC here")]
+    NicTwice(String),
+    #[error("no flows: give at least one (--flow eth2:eth4)")]
+    NoFlows,
+    #[error("no CPUs to place interrupts on")]
+    NoCpus,
+    #[error(
+        "{irqs} IRQs on {cpus} CPUs are {placements} placements, more than the {max} tried: \
+         plan fewer flows at once"
+    )]
+    TooMany {
+        irqs: usize,
+        cpus: usize,
+        placements: String,
+        max: u64,
+    },
+}
+
+/// Each interface's IRQ, from an IRQ table (IRQ -> the interfaces on it).
+pub fn irq_map(table: &BTreeMap<u8, Vec<String>>) -> BTreeMap<String, u32> {
+    table
+        .iter()
+        .flat_map(|(&irq, names)| names.iter().map(move |n| (n.clone(), u32::from(irq))))
+        .collect()
+}
+
+/// Place the flows' IRQs on `cpus` by the rules (module doc). `irq_of` gives each interface's
+/// IRQ.
+pub fn plan(
+    irq_of: &BTreeMap<String, u32>,
+    flows: &[Flow],
+    cpus: &[Cpu],
+) -> Result<AffinityPlan, AffinityError> {
+    if flows.is_empty() {
+        return Err(AffinityError::NoFlows);
+    }
+    if cpus.is_empty() {
+        return Err(AffinityError::NoCpus);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for f in flows {
+        for nic in [&f.a, &f.b] {
+            if !irq_of.contains_key(nic) {
+                return Err(AffinityError::UnknownNic {
+                    flow: format!("{}:{}", f.a, f.b),
+                    nic: nic.clone(),
+                    known: irq_of.keys().cloned().collect::<Vec<_>>().join(", "),
+                });
+            }
+            if !seen.insert(nic.clone()) {
+                return Err(AffinityError::NicTwice(nic.clone()));
+            }
+        }
+    }
+    let irqs: Vec<u32> = {
+        let mut v: Vec<u32> = seen.iter().map(|n| irq_of[n]).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let placements = (cpus.len() as u64).checked_pow(irqs.len() as u32);
+    if placements.is_none_or(|p| p > MAX_PLACEMENTS) {
+        return Err(AffinityError::TooMany {
+            irqs: irqs.len(),
+            cpus: cpus.len(),
+            placements: placements.map_or("more than 2^64".into(), |p| p.to_string()),
+            max: MAX_PLACEMENTS,
+        });
+    }
+    let nics = seen.len();
+    let even = nics.div_ceil(cpus.len());
+    let rule2 = nics > cpus.len();
+    let mut best: Option<((usize, usize, usize), Vec<usize>)> = None;
+    let mut assign = vec![0usize; irqs.len()];
+    for n in 0..placements.expect("checked") {
+        let mut k = n;
+        for slot in assign.iter_mut().rev() {
+            *slot = (k % cpus.len() as u64) as usize;
+            k /= cpus.len() as u64;
+        }
+        let e = evaluate(irq_of, flows, cpus, &irqs, &assign);
+        let key = (
+            e.busiest,
+            if rule2 { e.split_cpu } else { 0 },
+            e.split_socket,
+        );
+        if best.as_ref().is_none_or(|(k, _)| key < *k) {
+            best = Some((key, assign.clone()));
+        }
+    }
+    let (_, assign) = best.expect("at least one placement");
+    let mut p = evaluate(irq_of, flows, cpus, &irqs, &assign);
+    p.even = even;
+    Ok(p)
+}
+
+/// Every IRQ of the flows' NICs on `cpu` (the default: Linux's boot CPU takes them all).
+pub fn all_on(
+    irq_of: &BTreeMap<String, u32>,
+    flows: &[Flow],
+    cpus: &[Cpu],
+    cpu: usize,
+) -> AffinityPlan {
+    let mut irqs: Vec<u32> = flows
+        .iter()
+        .flat_map(|f| [irq_of[&f.a], irq_of[&f.b]])
+        .collect();
+    irqs.sort_unstable();
+    irqs.dedup();
+    let assign = vec![cpu; irqs.len()];
+    let mut p = evaluate(irq_of, flows, cpus, &irqs, &assign);
+    p.even = (2 * flows.len()).div_ceil(cpus.len());
+    p
+}
+
+fn evaluate(
+    irq_of: &BTreeMap<String, u32>,
+    flows: &[Flow],
+    cpus: &[Cpu],
+    irqs: &[u32],
+    assign: &[usize],
+) -> AffinityPlan {
+    let irq_cpu: BTreeMap<u32, usize> = irqs
+        .iter()
+        .zip(assign)
+        .map(|(&irq, &i)| (irq, cpus[i].cpu))
+        .collect();
+    let socket_of = |cpu: usize| cpus.iter().find(|c| c.cpu == cpu).map_or(0, |c| c.socket);
+    let mut cpu_nics: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    let mut out_flows = Vec::new();
+    let (mut split_cpu, mut split_socket) = (0, 0);
+    for f in flows {
+        let (ca, cb) = (irq_cpu[&irq_of[&f.a]], irq_cpu[&irq_of[&f.b]]);
+        cpu_nics.entry(ca).or_default().push(f.a.clone());
+        cpu_nics.entry(cb).or_default().push(f.b.clone());
+        let how = if ca == cb {
+            "same CPU"
+        } else if socket_of(ca) == socket_of(cb) {
+            split_cpu += 1;
+            "same socket"
+        } else {
+            split_cpu += 1;
+            split_socket += 1;
+            "two sockets"
+        };
+        out_flows.push((f.clone(), how));
+    }
+    for v in cpu_nics.values_mut() {
+        v.sort();
+    }
+    AffinityPlan {
+        busiest: cpu_nics.values().map(Vec::len).max().unwrap_or(0),
+        even: 0,
+        irq_cpu,
+        cpu_nics,
+        split_cpu,
+        split_socket,
+        flows: out_flows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bensley_cpus() -> Vec<Cpu> {
+        (0..4)
+            .map(|cpu| Cpu {
+                cpu,
+                socket: cpu / 2,
+            })
+            .collect()
+    }
+
+    fn irqs(rows: &[(&str, u32)]) -> BTreeMap<String, u32> {
+        rows.iter().map(|(n, i)| (n.to_string(), *i)).collect()
+    }
+
+    fn flows(list: &[&str]) -> Vec<Flow> {
+        list.iter().map(|f| f.parse().unwrap()).collect()
+    }
+
+    /// Table 3's unswizzled IRQs.
+    fn unswizzled() -> BTreeMap<String, u32> {
+        irqs(&[
+            ("eth0", 18),
+            ("eth1", 19),
+            ("eth2", 16),
+            ("eth3", 17),
+            ("eth4", 16),
+            ("eth5", 17),
+            ("eth6", 16),
+            ("eth7", 17),
+        ])
+    }
+
+    #[test]
+    fn four_nics_on_four_cpus_each_get_a_cpu_with_flows_inside_a_socket() {
+        // Table 4 row 2: eth0<->eth1, eth2<->eth3 unswizzled: four IRQs, rule 1.
+        let p = plan(
+            &unswizzled(),
+            &flows(&["eth0:eth1", "eth2:eth3"]),
+            &bensley_cpus(),
+        )
+        .unwrap();
+        assert_eq!((p.busiest, p.split_cpu, p.split_socket), (1, 2, 0));
+        assert!(p.is_even());
+    }
+
+    #[test]
+    fn nics_sharing_an_irq_share_a_cpu() {
+        // Table 4 row 1: eth2<->eth4, eth3<->eth5 unswizzled: both flows' NICs on IRQ16 and 17,
+        // so two CPUs take everything and each flow stays on one.
+        let p = plan(
+            &unswizzled(),
+            &flows(&["eth2:eth4", "eth3:eth5"]),
+            &bensley_cpus(),
+        )
+        .unwrap();
+        assert_eq!(p.cpu_nics.len(), 2);
+        assert_eq!((p.busiest, p.split_cpu), (2, 0));
+        assert!(!p.is_even());
+    }
+
+    #[test]
+    fn eight_nics_cannot_spread_evenly_unswizzled_and_can_swizzled() {
+        let eight = flows(&["eth0:eth4", "eth1:eth5", "eth2:eth6", "eth3:eth7"]);
+        let p = plan(&unswizzled(), &eight, &bensley_cpus()).unwrap();
+        assert!(!p.is_even(), "{p:?}");
+        assert_eq!(p.busiest, 3);
+        let mut swizzled = unswizzled();
+        swizzled.insert("eth4".into(), 18);
+        swizzled.insert("eth5".into(), 19);
+        let p = plan(&swizzled, &eight, &bensley_cpus()).unwrap();
+        assert!(p.is_even());
+        // Rule 2: eight NICs on four CPUs, each flow on one.
+        assert_eq!((p.busiest, p.split_cpu), (2, 0));
+    }
+
+    #[test]
+    fn the_default_puts_everything_on_cpu_0() {
+        let p = all_on(
+            &unswizzled(),
+            &flows(&["eth0:eth1", "eth2:eth3"]),
+            &bensley_cpus(),
+            0,
+        );
+        assert_eq!(p.busiest, 4);
+        assert_eq!(p.cpu_nics.keys().copied().collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn bad_flows_are_named() {
+        let cpus = bensley_cpus();
+        let e = plan(&unswizzled(), &flows(&["eth0:eth9"]), &cpus).unwrap_err();
+        assert!(
+            e.to_string().contains("'eth9'") && e.to_string().contains("eth7"),
+            "{e}"
+        );
+        let e = plan(&unswizzled(), &flows(&["eth0:eth1", "eth1:eth2"]), &cpus).unwrap_err();
+        assert_eq!(e, AffinityError::NicTwice("eth1".into()));
+        assert_eq!(
+            plan(&unswizzled(), &[], &cpus).unwrap_err(),
+            AffinityError::NoFlows
+        );
+        assert!("eth0".parse::<Flow>().is_err());
+        assert!("eth0:eth0".parse::<Flow>().is_err());
+    }
+}

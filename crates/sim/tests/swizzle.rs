@@ -1,0 +1,144 @@
+//! `irqlab plan swizzle` on the model: the IRQ table of seed 001's Bensley board follows from
+//! its topology (Table 3, both rows), the planner's values for Table 2's population are Table 2's,
+//! and a card that cannot be placed is refused by name.
+
+use irqlab_sim::plan::swizzle::{Card, Population};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+fn bensley() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../platforms/server-2006-bensley-5000p.toml")
+}
+
+fn cards(list: &[&str]) -> Vec<Card> {
+    list.iter().map(|c| c.parse().unwrap()).collect()
+}
+
+fn table(rows: &[(u8, &[&str])]) -> BTreeMap<u8, Vec<String>> {
+    rows.iter()
+        .map(|(irq, names)| (*irq, names.iter().map(|n| n.to_string()).collect()))
+        .collect()
+}
+
+/// Seed 001 Table 3: the on-board dual GbE, slot 6, slot 5 (MCH x8) and slot 4 (631xESB x4),
+/// each a dual-port NIC; unswizzled, and with the planner's values (the table's swizzled row, its
+/// second "eth3" under IRQ19 read as eth5, DESIGN.md).
+#[test]
+fn table_3_follows_from_the_topology_and_the_planner() {
+    let p = Population::load(
+        &bensley(),
+        &cards(&["esb-e3=2", "port4=2", "port6=2", "esb-d28=2"]),
+    )
+    .unwrap();
+    let plan = p.plan().unwrap();
+    // Interface names in bus order: on-board, slot 6, slot 5, slot 4 (the seed's eth0-eth7).
+    let ports: Vec<(&str, &str)> = plan
+        .functions
+        .iter()
+        .map(|f| (f.name.as_str(), f.port.as_str()))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            ("eth0", "esb-e3"),
+            ("eth1", "esb-e3"),
+            ("eth2", "port4"),
+            ("eth3", "port4"),
+            ("eth4", "port6"),
+            ("eth5", "port6"),
+            ("eth6", "esb-d28"),
+            ("eth7", "esb-d28"),
+        ]
+    );
+    assert_eq!(
+        plan.table_before,
+        table(&[
+            (16, &["eth2", "eth4", "eth6"]),
+            (17, &["eth3", "eth5", "eth7"]),
+            (18, &["eth0"]),
+            (19, &["eth1"]),
+        ])
+    );
+    assert_eq!(
+        plan.table_after,
+        table(&[
+            (16, &["eth2", "eth6"]),
+            (17, &["eth3", "eth7"]),
+            (18, &["eth0", "eth4"]),
+            (19, &["eth1", "eth5"]),
+        ])
+    );
+    let set: Vec<(&str, u8, u8)> = plan
+        .registers
+        .iter()
+        .map(|r| (r.port.as_str(), r.before, r.after))
+        .collect();
+    // Port 2 carries the on-board LAN (through the ESB2's switch) and stays; slot 5's port 6
+    // takes 02h, Table 2's INTA->INTC.
+    assert_eq!(set, [("port2", 0, 0), ("port4", 0, 0), ("port6", 0, 2)]);
+    assert_eq!((plan.busiest_before, plan.busiest_after), (3, 2));
+}
+
+/// Seed 001 Table 2: ports 0, 2, 4 and 6 populated, one device each: the planner's values are the
+/// table's barber pole, 00h, 01h, 02h, 03h.
+#[test]
+fn table_2_population_gets_table_2_values() {
+    let text = std::fs::read_to_string(bensley()).unwrap();
+    // Four MCH ports with INTXSWZCTRL and nothing else below them: the ESB2's switch and the
+    // slot below D28 are taken out of the population by giving them no card.
+    let text = text
+        .replace("[part.esb-up]", "[part.port0]\nkind = \"bridge\"\ndev = 0\nintx_swizzle = 0\nlink_pipeline_ns = 100.0\n\n[part.esb-up]")
+        .replace(
+            "down = [\"dram\", \"port2\", \"port4\", \"port6\", \"esi-port\"]",
+            "down = [\"dram\", \"port0\", \"port2\", \"port4\", \"port6\", \"esi-port\"]",
+        )
+        // The ESB2's switch moves to the ESI side, so port 2 is a plain slot.
+        .replace("up = \"port2\"\ndown = [\"esb-up\"]", "up = \"esb\"\ndown = [\"esb-up\"]");
+    let dir = std::env::temp_dir().join(format!("irqlab-swizzle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("four-ports.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = Population::load(&path, &cards(&["port0=1", "port2=1", "port4=1", "port6=1"])).unwrap();
+    let plan = p.plan().unwrap();
+    let values: Vec<(&str, u8)> = plan
+        .registers
+        .iter()
+        .map(|r| (r.port.as_str(), r.after))
+        .collect();
+    assert_eq!(
+        values,
+        [("port0", 0), ("port2", 1), ("port4", 2), ("port6", 3)]
+    );
+    assert_eq!((plan.busiest_before, plan.busiest_after), (4, 1));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cards_that_cannot_be_placed_are_refused_by_name() {
+    let err = |c: &[&str]| {
+        Population::load(&bensley(), &cards(c))
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let e = err(&["port9=2"]);
+    assert!(
+        e.contains("--card port9=2") && e.contains("no part 'port9'"),
+        "{e}"
+    );
+    assert!(e.contains("port4") && e.contains("port6"), "{e}");
+    let e = err(&["mch=2"]);
+    assert!(e.contains("not a root or switch port"), "{e}");
+    let e = err(&["port2=2"]);
+    assert!(e.contains("already has a link below it"), "{e}");
+    let e = err(&["port4=2", "port4=1"]);
+    assert!(e.contains("has a card already"), "{e}");
+    assert!("port4=9"
+        .parse::<Card>()
+        .unwrap_err()
+        .contains("1-8 functions"));
+    assert!("port4=x"
+        .parse::<Card>()
+        .unwrap_err()
+        .contains("PORT=FUNCTIONS"));
+}
