@@ -73,7 +73,8 @@ pub enum Command {
     #[command(subcommand, after_help = EXIT_SWEEP)]
     Sweep(Sweep),
     /// Plan what seed 001's rules say to set, on a platform's model: INTXSWZCTRL values that
-    /// spread the PCIe INTx of the populated ports over the system interrupts (`swizzle`).
+    /// spread the PCIe INTx of the populated ports over the system interrupts (`swizzle`), and
+    /// static IRQ affinity for NIC flows by the seed's three rules (`affinity`).
     #[command(subcommand, after_help = EXIT_PLAN)]
     Plan(Plan),
 }
@@ -117,9 +118,10 @@ pub struct PlanSwizzleArgs {
     /// The platform: a file, or a shipped one by name (server-2006-bensley-5000p).
     #[arg(value_name = "PLATFORM")]
     pub platform: PathBuf,
-    /// A card in a port of the platform, with its number of functions (function f signals
-    /// INT(A+f), as a dual-port 82571EB): --card port6=2. Repeat for each populated port;
-    /// an on-board device that sits below a port is a card there too.
+    /// A card in an empty port of the platform, with its number of functions (function f
+    /// signals INT(A+f), as a dual-port 82571EB; FUNCTIONS defaults to 1): --card port6=2.
+    /// Repeat for each populated port; an on-board device that sits below a port is a card
+    /// there too.
     #[arg(long, value_name = "PORT=FUNCTIONS", required = true)]
     pub card: Vec<irqlab_sim::plan::swizzle::Card>,
 }

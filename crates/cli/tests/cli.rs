@@ -727,7 +727,7 @@ fn plan_swizzle_bad_input_is_named() {
         .code(2)
         .stdout(predicate::str::is_empty())
         .stderr(predicate::str::contains("--card port9=2"))
-        .stderr(predicate::str::contains("its ports: "));
+        .stderr(predicate::str::contains("its empty ports: "));
     irqlab()
         .args(["plan", "swizzle", "no-such-platform", "--card", "port4=2"])
         .assert()

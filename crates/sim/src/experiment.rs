@@ -247,8 +247,8 @@ pub enum Check {
     /// Seed 001's IRQ assignment (Table 3): the IRQ of every INTx function of `platform` with
     /// `cards` in its ports (`PORT=FUNCTIONS`, as `irqlab plan swizzle --card`), named in bus
     /// order, with the ports' INTXSWZCTRL as the platform file has them (`unswizzled`) and with
-    /// the values `irqlab plan swizzle` chooses from the population alone (`swizzled`); each
-    /// IRQ's functions exactly as published (in any order).
+    /// the values `irqlab plan swizzle` chooses from the population and the platform
+    /// (`swizzled`); each IRQ's functions exactly as published (in any order).
     IrqTable {
         id: String,
         platform: String,
@@ -340,6 +340,17 @@ impl Check {
                     .any(|c| c.parse::<crate::plan::swizzle::Card>().is_err()) =>
             {
                 Some("a row's `cards` are PORT=FUNCTIONS (\"port6=2\")")
+            }
+            Check::IrqTable {
+                unswizzled,
+                swizzled,
+                ..
+            } if unswizzled
+                .keys()
+                .chain(swizzled.keys())
+                .any(|k| k.parse::<u8>().is_err()) =>
+            {
+                Some("an irq_table row's tables are keyed by IRQ number (16 = [\"eth0\"])")
             }
             Check::AffinitySpread { flows, .. }
                 if flows
@@ -747,6 +758,18 @@ impl Experiment {
             source: source.to_string(),
             detail: String::new(),
         }
+    }
+
+    /// A seed-001 row's platform (named from this file) with its cards (checked when loaded).
+    fn population(
+        &self,
+        platform: &str,
+        cards: &[String],
+    ) -> Result<crate::plan::swizzle::Population, ScenarioError> {
+        let path = crate::shipped::resolve(self.path.parent().unwrap_or(Path::new(".")), platform);
+        let cards: Vec<crate::plan::swizzle::Card> =
+            cards.iter().filter_map(|c| c.parse().ok()).collect();
+        crate::plan::swizzle::Population::load(&path, &cards)
     }
 
     fn evaluate(&self, check: &Check, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
@@ -1218,7 +1241,7 @@ impl Experiment {
                         .map(|(irq, names)| {
                             let mut names = names.clone();
                             names.sort();
-                            (irq.parse().unwrap_or(u8::MAX), names)
+                            (irq.parse().expect("checked when loaded"), names)
                         })
                         .collect()
                 };
@@ -1228,12 +1251,7 @@ impl Experiment {
                     show(&pub_before),
                     show(&pub_after)
                 );
-                let path =
-                    crate::shipped::resolve(self.path.parent().unwrap_or(Path::new(".")), platform);
-                let cards: Vec<crate::plan::swizzle::Card> =
-                    cards.iter().filter_map(|c| c.parse().ok()).collect();
-                let plan =
-                    crate::plan::swizzle::Population::load(&path, &cards).and_then(|p| p.plan());
+                let plan = self.population(platform, cards).and_then(|p| p.plan());
                 match plan {
                     Err(e) => {
                         row.simulated = "cannot be worked out".into();
@@ -1293,13 +1311,10 @@ impl Experiment {
                     word(*unswizzled_even),
                     word(*swizzled_even)
                 );
-                let path =
-                    crate::shipped::resolve(self.path.parent().unwrap_or(Path::new(".")), platform);
-                let cards: Vec<crate::plan::swizzle::Card> =
-                    cards.iter().filter_map(|c| c.parse().ok()).collect();
                 let flows: Vec<affinity::Flow> =
                     flows.iter().filter_map(|f| f.parse().ok()).collect();
-                let planned = crate::plan::swizzle::Population::load(&path, &cards)
+                let planned = self
+                    .population(platform, cards)
                     .and_then(|p| Ok((p.plan()?, p.cpus())))
                     .map_err(|e| e.to_string())
                     .and_then(|(swz, cpus)| {

@@ -424,7 +424,8 @@ pub fn aggregate(
                 // drawn parameter enters it and every draw gives the nominal result.
                 row.class = match row.nominal_verdict {
                     irqlab_stats::results::Verdict::Pass => Class::Pass,
-                    _ => Class::Inconsistent,
+                    irqlab_stats::results::Verdict::Fail => Class::Inconsistent,
+                    _ => Class::Undecided,
                 };
                 row.detail = "worked out on the platform's topology, with no simulated run: no \
                               drawn parameter enters it, so every draw gives the nominal result"

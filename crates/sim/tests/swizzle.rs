@@ -142,3 +142,44 @@ fn cards_that_cannot_be_placed_are_refused_by_name() {
         .unwrap_err()
         .contains("PORT=FUNCTIONS"));
 }
+
+/// A platform file whose BIOS already spread INTx needs no write; and no plan moves a function
+/// to a router line that is not wired to the IO-APIC (its interrupts would be lost).
+#[test]
+fn plans_count_from_the_current_values_and_never_lose_a_line() {
+    let four = cards(&["esb-e3=2", "port4=2", "port6=2", "esb-d28=2"]);
+    let text = std::fs::read_to_string(bensley()).unwrap();
+    let dir = std::env::temp_dir().join(format!("irqlab-swizzle-now-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Port 4 already at 02h: as even as it gets, so nothing changes.
+    let set = text.replacen("dev = 4\nintx_swizzle = 0", "dev = 4\nintx_swizzle = 2", 1);
+    assert_ne!(set, text);
+    let path = dir.join("port4-set.toml");
+    std::fs::write(&path, set).unwrap();
+    let plan = Population::load(&path, &four).unwrap().plan().unwrap();
+    assert!(
+        plan.registers.iter().all(|r| r.before == r.after),
+        "{:?}",
+        plan.registers
+    );
+    assert_eq!(plan.busiest_before, 2);
+    // PIRQD unwired: spreading onto it would drop interrupts, so the plan keeps every function
+    // on a wired line.
+    let cut = text.replace(
+        "[[wire]]\nfrom = \"pirq-router\"\nfrom_line = 3\nto = \"ioapic\"\nto_line = 19\n",
+        "",
+    );
+    assert_ne!(cut, text);
+    let path = dir.join("no-pirqd.toml");
+    std::fs::write(&path, cut).unwrap();
+    let plan = Population::load(&path, &four).unwrap().plan().unwrap();
+    let unwired = |f: &irqlab_sim::plan::swizzle::Function| f.irq_after.is_none();
+    let before = plan
+        .functions
+        .iter()
+        .filter(|f| f.irq_before.is_none())
+        .count();
+    assert_eq!(before, 1, "eth1 is on PIRQD");
+    assert_eq!(plan.functions.iter().filter(|f| unwired(f)).count(), 1);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -34,13 +34,42 @@ fn platform_path(arg: &Path) -> PathBuf {
     }
 }
 
+/// The platform with the cards in it; a name that is neither a file nor a shipped platform says
+/// which are shipped.
+fn population(
+    arg: &Path,
+    cards: &[irqlab_sim::plan::swizzle::Card],
+) -> Result<(PathBuf, Population)> {
+    let path = platform_path(arg);
+    if !shipped::is_shipped(&path) && !path.exists() {
+        let names: Vec<String> = shipped::FILES
+            .iter()
+            .filter_map(|(p, _)| {
+                p.strip_prefix("platforms/")?
+                    .strip_suffix(".toml")
+                    .map(str::to_string)
+            })
+            .collect();
+        anyhow::bail!(
+            "{}: no such platform file, and irqlab ships no platform of that name; shipped: {}",
+            arg.display(),
+            names.join(", ")
+        );
+    }
+    let population = Population::load(&path, cards)?;
+    Ok((path, population))
+}
+
 pub fn swizzle(a: PlanSwizzleArgs) -> Result<()> {
-    let path = platform_path(&a.platform);
-    let population = Population::load(&path, &a.card)?;
+    let (path, population) = population(&a.platform, &a.card)?;
     let plan = population
         .plan()
         .with_context(|| format!("planning INTXSWZCTRL for {}", path.display()))?;
     print(&render(&plan, &path))
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn hex(v: u8) -> String {
@@ -55,16 +84,23 @@ fn irq_cell(routes: &BTreeMap<u8, Vec<String>>, irq: u8) -> String {
 /// route, and how the values are applied.
 pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
     let mut out = format!(
-        "Platform {} ({}): {} functions signal INTx.\n\n",
+        "Platform {} ({}): {}.\n\n",
         plan.platform,
         path.display(),
-        plan.functions.len()
+        count(
+            plan.functions.len(),
+            "function signals INTx",
+            "functions signal INTx"
+        )
     );
     if plan.registers.is_empty() {
-        out.push_str(
+        out.push_str(&wrap(
             "No populated port has INTXSWZCTRL (a part of kind \"bridge\" with `intx_swizzle`): \
-             nothing to plan; the table below is the platform's as it is.\n\n",
-        );
+             nothing to plan; the tables below are the platform's as it is.",
+            "",
+            "",
+        ));
+        out.push('\n');
     } else {
         out.push_str(
             "INTXSWZCTRL (config offset 4Fh, bits 1:0) of the ports with INTx below them:\n",
@@ -94,42 +130,73 @@ pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
     headers.extend(irqs.iter().map(|i| format!("IRQ{i}")));
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut t = Table::new(&headers).left_aligned();
-    for (label, m) in [("now", &plan.table_before), ("planned", &plan.table_after)] {
+    let rows: &[(&str, &BTreeMap<u8, Vec<String>>)] = if plan.registers.is_empty() {
+        &[("now", &plan.table_before)]
+    } else {
+        &[("now", &plan.table_before), ("planned", &plan.table_after)]
+    };
+    for &(label, m) in rows {
         let mut row = vec![label.to_string()];
         row.extend(irqs.iter().map(|&i| irq_cell(m, i)));
         t.row(row);
     }
     out.push_str(&t.render());
-    out.push_str(&format!(
-        "\nThe busiest IRQ carries {} functions now, {} planned.\n\n",
-        plan.busiest_before, plan.busiest_after
-    ));
+    if plan.registers.is_empty() {
+        out.push_str(&format!(
+            "\nThe busiest IRQ carries {}.\n\n",
+            count(plan.busiest_before, "function", "functions")
+        ));
+    } else {
+        out.push_str(&format!(
+            "\nThe busiest IRQ carries {} now, {} planned.\n\n",
+            count(plan.busiest_before, "function", "functions"),
+            count(plan.busiest_after, "function", "functions")
+        ));
+    }
     out.push_str(
         "The firmware's interrupt routing table (names in bus order, as Linux gives them):\n",
     );
-    let mut t = Table::new(&["name", "port", "bdf", "pin", "now", "planned"]).left_aligned();
+    let planning = !plan.registers.is_empty();
+    let headers: &[&str] = if planning {
+        &["name", "port", "bdf", "pin", "now", "planned"]
+    } else {
+        &["name", "port", "bdf", "pin", "now"]
+    };
+    let mut t = Table::new(headers).left_aligned();
     let line = |pirq: char, irq: Option<u8>| match irq {
         Some(i) => format!("PIRQ{pirq} IRQ{i}"),
         None => format!("PIRQ{pirq} (not wired)"),
     };
     for f in &plan.functions {
-        t.row(vec![
+        let mut row = vec![
             f.name.clone(),
             f.port.clone(),
             format!("{:02x}:{:02x}.{}", f.bdf.bus, f.bdf.dev, f.bdf.func),
             format!("INT{}", f.pin),
             line(f.pirq_before, f.irq_before),
-            line(f.pirq_after, f.irq_after),
-        ]);
+        ];
+        if planning {
+            row.push(line(f.pirq_after, f.irq_after));
+        }
+        t.row(row);
     }
     out.push_str(&t.render());
     let changed: Vec<String> = plan
         .registers
         .iter()
         .filter(|r| r.after != r.before)
-        .map(|r| format!("setpci -s 00:{:02x}.0 0x4f.b=0x{:02x}", r.device, r.after))
+        // Bits 1:0 only: the register's other bits are reserved (seed 001 Table 1's text).
+        .map(|r| {
+            format!(
+                "setpci -s 00:{:02x}.0 0x4f.b=0x{:02x}:0x03",
+                r.device, r.after
+            )
+        })
         .collect();
     out.push('\n');
+    if plan.registers.is_empty() {
+        return out;
+    }
     if changed.is_empty() {
         out.push_str(
             "Nothing to change: the ports' values already spread INTx as evenly as they can.\n",
@@ -152,8 +219,7 @@ pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
 }
 
 pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
-    let path = platform_path(&a.platform);
-    let population = Population::load(&path, &a.card)?;
+    let (path, population) = population(&a.platform, &a.card)?;
     let swizzle = population
         .plan()
         .with_context(|| format!("reading the IRQ table of {}", path.display()))?;
@@ -176,6 +242,7 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
         &swizzle.platform,
         &path,
         which,
+        a.swizzle,
         &cpus,
         &a.flow,
         irqs,
@@ -205,6 +272,7 @@ pub fn render_affinity(
     platform: &str,
     path: &Path,
     which: &str,
+    swizzled: bool,
     cpus: &[Cpu],
     flows: &[Flow],
     irqs: &BTreeMap<u8, Vec<String>>,
@@ -241,7 +309,7 @@ pub fn render_affinity(
             ours.join(" "),
             others.join(" "),
             format!("cpu{cpu}"),
-            format!("{:x}", 1u64 << cpu),
+            affinity::cpumask(cpu),
         ]);
     }
     out.push_str(&t.render());
@@ -271,17 +339,51 @@ pub fn render_affinity(
     ));
     if !plan.is_even() {
         out.push_str(&wrap(
-            "No even spread is possible: NICs of these flows share IRQs, and a shared line \
-             interrupts one CPU. Spread the INTx first (plan swizzle, or --swizzle here).",
+            &format!(
+                "No even spread is possible: NICs of these flows share IRQs, and a shared line \
+                 interrupts one CPU. {}",
+                if swizzled {
+                    "These INTXSWZCTRL values spread every INTx function, not only the flows' \
+                     NICs: other values may suit these flows (try the platform file with other \
+                     intx_swizzle values)."
+                } else {
+                    "Spread the INTx first (plan swizzle, or --swizzle here)."
+                }
+            ),
             "",
             "",
         ));
     }
+    let rule2 = 2 * flows.len() > cpus.len();
+    let apart: Vec<String> = plan
+        .flows
+        .iter()
+        .filter(|(_, how)| *how != "same CPU")
+        .map(|(f, _)| format!("{}<->{}", f.a, f.b))
+        .collect();
+    if rule2 && !apart.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "Rule 2 (with more NICs than CPUs, a flow's two NICs on one CPU) is not met for {}: \
+                 keeping them together would load a CPU with more than the busiest carries here.",
+                apart.join(", ")
+            ),
+            "",
+            "",
+        ));
+    }
+    out.push('\n');
+    out.push_str(&wrap(
+        "CPU numbers assume Linux numbers the cores in APIC ID order with each socket's cores \
+         together; check `physical id` in /proc/cpuinfo before using the masks.",
+        "",
+        "",
+    ));
     out.push_str("\nOn Linux (as root; stop irqbalance first, or it moves them again):\n");
     for (&irq, &cpu) in &plan.irq_cpu {
         out.push_str(&format!(
-            "  echo {:x} > /proc/irq/{irq}/smp_affinity\n",
-            1u64 << cpu
+            "  echo {} > /proc/irq/{irq}/smp_affinity\n",
+            affinity::cpumask(cpu)
         ));
     }
     out

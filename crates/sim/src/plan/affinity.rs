@@ -12,9 +12,14 @@
 //! `set_ioapic_affinity` writes one destination into the line's pin; research-001-003 A3), so
 //! the unit placed is an IRQ with the flows' NICs on it. Every placement of the flows' IRQs on
 //! the cores is tried (cores^IRQs; at most `MAX_PLACEMENTS`), and the best by, in order:
-//! - the fewest flow NICs on the busiest core (the rules' "distributing evenly"; a NIC of a
-//!   flow carries one direction's packets, so NICs are the load);
+//! - the fewest flow NICs on the busiest core (the rules' aim, "distributing them evenly among
+//!   the available cores"; a NIC of a flow carries one direction's packets, so NICs are the
+//!   load). This comes before rule 2: where shared lines make the two conflict (seed 001's
+//!   unswizzled eight ports), a flow is split rather than a core overloaded, and the plan says
+//!   which flows rule 2 could not keep together;
 //! - when the NICs outnumber the cores, the fewest flows split over two cores (rule 2);
+//! - the most even spread (the smallest sum of squared loads: rule 1's "each NIC ... a different
+//!   CPU core" where shared lines put some NICs together);
 //! - the fewest flows split over two sockets (rules 1 and 3);
 //! - the first in CPU order (a deterministic tie-break).
 
@@ -43,7 +48,7 @@ impl std::str::FromStr for Flow {
     fn from_str(s: &str) -> Result<Flow, String> {
         let (a, b) = s
             .split_once(':')
-            .filter(|(a, b)| !a.trim().is_empty() && !b.trim().is_empty())
+            .filter(|(a, b)| !a.trim().is_empty() && !b.trim().is_empty() && !b.contains(':'))
             .ok_or_else(|| {
                 format!("'{s}': expected NIC:NIC, the flow's two interfaces (eth2:eth4)")
             })?;
@@ -110,6 +115,9 @@ pub enum AffinityError {
     },
 }
 
+/// A candidate's score, compared lexicographically (the module doc's criteria in order).
+type Score = (usize, usize, usize, usize);
+
 /// Each interface's IRQ, from an IRQ table (IRQ -> the interfaces on it).
 pub fn irq_map(table: &BTreeMap<u8, Vec<String>>) -> BTreeMap<String, u32> {
     table
@@ -164,7 +172,7 @@ pub fn plan(
     let nics = seen.len();
     let even = nics.div_ceil(cpus.len());
     let rule2 = nics > cpus.len();
-    let mut best: Option<((usize, usize, usize), Vec<usize>)> = None;
+    let mut best: Option<(Score, Vec<usize>)> = None;
     let mut assign = vec![0usize; irqs.len()];
     for n in 0..placements.expect("checked") {
         let mut k = n;
@@ -173,9 +181,11 @@ pub fn plan(
             k /= cpus.len() as u64;
         }
         let e = evaluate(irq_of, flows, cpus, &irqs, &assign);
+        let squares: usize = e.cpu_nics.values().map(|v| v.len() * v.len()).sum();
         let key = (
             e.busiest,
             if rule2 { e.split_cpu } else { 0 },
+            squares,
             e.split_socket,
         );
         if best.as_ref().is_none_or(|(k, _)| key < *k) {
@@ -240,7 +250,7 @@ fn evaluate(
         out_flows.push((f.clone(), how));
     }
     for v in cpu_nics.values_mut() {
-        v.sort();
+        v.sort_by(|a, b| natural(a).cmp(&natural(b)));
     }
     AffinityPlan {
         busiest: cpu_nics.values().map(Vec::len).max().unwrap_or(0),
@@ -251,6 +261,24 @@ fn evaluate(
         split_socket,
         flows: out_flows,
     }
+}
+
+/// A name's sort key with its trailing number as a number: eth2 before eth12.
+fn natural(name: &str) -> (&str, u64) {
+    let digits = name.len() - name.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (stem, n) = name.split_at(name.len() - digits);
+    (stem, n.parse().unwrap_or(0))
+}
+
+/// The mask `/proc/irq/N/smp_affinity` takes for one CPU: hexadecimal in 32-bit groups, most
+/// significant first, separated by commas (Linux `bitmap_print_to_pagebuf`, as it prints them).
+pub fn cpumask(cpu: usize) -> String {
+    let group = cpu / 32;
+    let mut out = format!("{:x}", 1u32 << (cpu % 32));
+    for _ in 0..group {
+        out.push_str(",00000000");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -329,6 +357,31 @@ mod tests {
         assert!(p.is_even());
         // Rule 2: eight NICs on four CPUs, each flow on one.
         assert_eq!((p.busiest, p.split_cpu), (2, 0));
+    }
+
+    #[test]
+    fn nics_that_need_not_share_a_cpu_do_not() {
+        // eth2 and eth4 share IRQ16 and so a CPU; eth0 and eth1 then take a CPU each (rule 1),
+        // in the other socket, together (rules 1 and 3), not the second CPU of the first.
+        let p = plan(
+            &unswizzled(),
+            &flows(&["eth2:eth4", "eth0:eth1"]),
+            &bensley_cpus(),
+        )
+        .unwrap();
+        assert_eq!(p.cpu_nics.len(), 3, "{p:?}");
+        assert_eq!(p.split_socket, 0, "{p:?}");
+    }
+
+    #[test]
+    fn masks_and_names_sort_as_linux_and_people_do() {
+        assert_eq!(cpumask(0), "1");
+        assert_eq!(cpumask(3), "8");
+        assert_eq!(cpumask(40), "100,00000000");
+        let mut v = vec!["eth12", "eth2", "eth10"];
+        v.sort_by(|a, b| natural(a).cmp(&natural(b)));
+        assert_eq!(v, ["eth2", "eth10", "eth12"]);
+        assert!("eth0:eth1:eth2".parse::<Flow>().is_err());
     }
 
     #[test]

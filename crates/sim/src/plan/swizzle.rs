@@ -11,12 +11,19 @@
 //!
 //! The choice, over every combination of values of the ports that have INTXSWZCTRL and a card
 //! below them (at most 4^7 on an Intel 5000), in this order:
-//! 1. the fewest functions on the busiest system interrupt (seed 001 4.1: "ensure that the
+//! 1. no more functions on unwired router lines than now (a line without a wire to the IO-APIC
+//!    loses its interrupts);
+//! 2. the fewest functions on the busiest system interrupt (seed 001 4.1: "ensure that the
 //!    interrupts load is balanced across the available system interrupts");
-//! 2. the most even spread (the smallest sum of squared loads);
-//! 3. the fewest registers changed from the reset value 0 (every register a BIOS writes is one
-//!    more it must get right: seed 001 3, "must comprehend the PCIe configuration");
-//! 4. the first in port order, values from 0 up (a deterministic tie-break).
+//! 3. the most even spread (the smallest sum of squared loads);
+//! 4. the fewest registers changed from their current values (the platform file's; 0 at reset):
+//!    every register a BIOS writes is one more it must get right (seed 001 3, "must comprehend
+//!    the PCIe configuration");
+//! 5. a tie-break: the combinations in lexicographic order of the ports' values in port order,
+//!    the first taken, so a tie keeps the earlier ports' values low and changes a later port.
+//!
+//! The planner spreads every INTx function, whether it carries traffic or not: which ports carry
+//! flows is `plan affinity`'s input, not this one's.
 
 use crate::hw::pcie::{Bdf, IntxPin};
 use crate::scenario::{parse_file, Origin, PlatformFile, ScenarioError};
@@ -103,6 +110,9 @@ pub struct SwizzlePlan {
     pub busiest_before: usize,
     pub busiest_after: usize,
 }
+
+/// A candidate's score, compared lexicographically (the module doc's criteria in order).
+type Score = (usize, usize, usize, usize);
 
 /// A platform with cards: its topology and where the cards went.
 pub struct Population {
@@ -193,7 +203,7 @@ impl Population {
         let before = self.topology.intx_routes().map_err(route_error)?;
         if before.is_empty() {
             return Err(ScenarioError::Invalid {
-                origin: Origin::Arg("--card".into()),
+                origin: Origin::Arg("plan".into()),
                 key: "--card".into(),
                 message: "no function signals INTx: put a card in a port (--card port6=2)".into(),
             });
@@ -210,11 +220,13 @@ impl Population {
                 ),
             ));
         }
-        let reset: Vec<u8> = ports
+        let current: Vec<u8> = ports
             .iter()
             .map(|&b| swizzle_of(&self.topology, b))
             .collect();
-        let mut best: Option<((usize, usize, usize), Vec<u8>)> = None;
+        let unwired = |routes: &[IntxRoute]| routes.iter().filter(|r| r.irq.is_none()).count();
+        let unwired_now = unwired(&before);
+        let mut best: Option<(Score, Vec<u8>)> = None;
         let combos = 4usize.pow(ports.len() as u32);
         let mut t = self.topology.clone();
         for n in 0..combos {
@@ -225,11 +237,13 @@ impl Population {
             for (&b, &v) in ports.iter().zip(&values) {
                 set_swizzle(&mut t, b, v);
             }
-            let loads = loads(&t.intx_routes().map_err(route_error)?);
+            let routes = t.intx_routes().map_err(route_error)?;
+            let lost = unwired(&routes).saturating_sub(unwired_now);
+            let loads = loads(&routes);
             let busiest = loads.values().copied().max().unwrap_or(0);
             let squares = loads.values().map(|&l| l * l).sum();
-            let changed = values.iter().filter(|&&v| v != 0).count();
-            let key = (busiest, squares, changed);
+            let changed = values.iter().zip(&current).filter(|(v, c)| v != c).count();
+            let key = (lost, busiest, squares, changed);
             if best.as_ref().is_none_or(|(k, _)| key < *k) {
                 best = Some((key, values));
             }
@@ -265,9 +279,9 @@ impl Population {
                     port,
                     bdf: b.bdf,
                     pin: b.pin.letter(),
-                    pirq_before: IntxPin::from_index(b.router_line % 4).letter(),
+                    pirq_before: line_letter(b.router_line),
                     irq_before: b.irq,
-                    pirq_after: IntxPin::from_index(a.router_line % 4).letter(),
+                    pirq_after: line_letter(a.router_line),
                     irq_after: a.irq,
                 }
             })
@@ -288,7 +302,7 @@ impl Population {
             platform: self.platform.name.clone(),
             registers: ports
                 .iter()
-                .zip(reset.iter().zip(&values))
+                .zip(current.iter().zip(&values))
                 .map(|(&b, (&before, &after))| Register {
                     port: self.topology.parts[usize::from(b)].name.clone(),
                     device: device_of(&self.topology, b),
@@ -303,6 +317,11 @@ impl Population {
             functions,
         })
     }
+}
+
+/// A router line's letter: PIRQA = 0 ... PIRQH = 7.
+fn line_letter(line: u8) -> char {
+    (b'A' + line.min(25)) as char
 }
 
 /// IRQ -> how many functions signal on it.
@@ -352,7 +371,7 @@ fn file_error(path: &Path, text: &str, key: &str, message: String) -> ScenarioEr
 fn card_error(card: &Card, message: String) -> ScenarioError {
     ScenarioError::Invalid {
         origin: Origin::Arg(format!("--card {}={}", card.port, card.functions)),
-        key: "--card".into(),
+        key: card.port.clone(),
         message,
     }
 }
@@ -375,21 +394,30 @@ fn build(
     };
     let platform_only = Topology::from_file(&f).map_err(topology_error)?;
     let buses = platform_only.bus_numbers();
+    // The empty slots: ports with nothing below them in the platform file.
     let bridges: Vec<&str> = platform_only
         .parts
         .iter()
-        .filter(|x| matches!(x.kind, PartKind::Bridge { .. }))
-        .map(|x| x.name.as_str())
+        .enumerate()
+        .filter(|(i, x)| {
+            matches!(x.kind, PartKind::Bridge { .. })
+                && platform_only.children(*i as u16).next().is_none()
+        })
+        .map(|(_, x)| x.name.as_str())
         .collect();
+    let ports = if bridges.is_empty() {
+        "it has no empty root or switch port (a part of kind \"bridge\" with nothing below it)"
+            .to_string()
+    } else {
+        format!("its empty ports: {}", bridges.join(", "))
+    };
     for (i, card) in cards.iter().enumerate() {
         let Some(port) = platform_only.part(&card.port) else {
             return Err(card_error(
                 card,
                 format!(
-                    "the platform '{}' has no part '{}'; its ports: {}",
-                    p.name,
-                    card.port,
-                    bridges.join(", ")
+                    "the platform '{}' has no part '{}'; {ports}",
+                    p.name, card.port
                 ),
             ));
         };
@@ -402,10 +430,8 @@ fn build(
                 return Err(card_error(
                     card,
                     format!(
-                        "'{}' is not a root or switch port (kind \"bridge\"); the platform's \
-                         ports: {}",
-                        card.port,
-                        bridges.join(", ")
+                        "'{}' is not a root or switch port (kind \"bridge\"); {ports}",
+                        card.port
                     ),
                 ))
             }
@@ -415,7 +441,7 @@ fn build(
                 card,
                 format!(
                     "port '{}' already has a link below it in the platform file: a card \
-                     needs an empty slot",
+                     needs an empty slot; {ports}",
                     card.port
                 ),
             ));
