@@ -685,24 +685,34 @@ fn every_help_states_the_exit_statuses() {
 
 // ---- plan swizzle ------------------------------------------------------------------------------
 
+/// Seed 001 Table 3's population: a dual-port NIC in each of the Bensley board's four places.
+const BENSLEY_CARDS: &[&str] = &[
+    "--card",
+    "esb-e3=2",
+    "--card",
+    "port4=2",
+    "--card",
+    "port6=2",
+    "--card",
+    "esb-d28=2",
+];
+
 /// Seed 001's board from the population alone: the planner swizzles slot 5's port (port 6) to
 /// 02h, and its text shows Table 3's two rows and the register write (the whole text is the
 /// README's example, checked by tests/readme.rs).
 #[test]
 fn plan_swizzle_prints_table_3_and_the_register_write() {
-    let out = stdout_of(&[
-        "plan",
-        "swizzle",
-        "platforms/server-2006-bensley-5000p.toml",
-        "--card",
-        "esb-e3=2",
-        "--card",
-        "port4=2",
-        "--card",
-        "port6=2",
-        "--card",
-        "esb-d28=2",
-    ]);
+    let out = stdout_of(
+        &[
+            &[
+                "plan",
+                "swizzle",
+                "platforms/server-2006-bensley-5000p.toml",
+            ][..],
+            BENSLEY_CARDS,
+        ]
+        .concat(),
+    );
     assert!(
         out.contains("now      eth2 eth4 eth6  eth3 eth5 eth7  eth0       eth1"),
         "{out}"
@@ -751,26 +761,20 @@ fn plan_swizzle_bad_input_is_named() {
 #[test]
 fn plan_affinity_follows_the_irq_table() {
     let base = [
-        "plan",
-        "affinity",
-        "server-2006-bensley-5000p",
-        "--card",
-        "esb-e3=2",
-        "--card",
-        "port4=2",
-        "--card",
-        "port6=2",
-        "--card",
-        "esb-d28=2",
-        "--flow",
-        "eth0:eth4",
-        "--flow",
-        "eth1:eth5",
-        "--flow",
-        "eth2:eth6",
-        "--flow",
-        "eth3:eth7",
-    ];
+        &["plan", "affinity", "server-2006-bensley-5000p"][..],
+        BENSLEY_CARDS,
+        &[
+            "--flow",
+            "eth0:eth4",
+            "--flow",
+            "eth1:eth5",
+            "--flow",
+            "eth2:eth6",
+            "--flow",
+            "eth3:eth7",
+        ],
+    ]
+    .concat();
     let out = stdout_of(&base);
     assert!(out.contains("No even spread is possible"), "{out}");
     assert!(out.contains("IRQ16  eth2 eth4 eth6"), "{out}");

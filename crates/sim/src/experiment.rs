@@ -1236,14 +1236,11 @@ impl Experiment {
                         .collect::<Vec<_>>()
                         .join("; ")
                 };
-                let published = |m: &BTreeMap<String, Vec<String>>| -> BTreeMap<u8, Vec<String>> {
-                    m.iter()
-                        .map(|(irq, names)| {
-                            let mut names = names.clone();
-                            names.sort();
-                            (irq.parse().expect("checked when loaded"), names)
-                        })
-                        .collect()
+                let published = |m: &BTreeMap<String, Vec<String>>| {
+                    irq_sets(
+                        m.iter()
+                            .map(|(irq, names)| (irq.parse().expect("checked when loaded"), names)),
+                    )
                 };
                 let (pub_before, pub_after) = (published(unswizzled), published(swizzled));
                 row.published = format!(
@@ -1259,14 +1256,8 @@ impl Experiment {
                         row.detail = e.to_string();
                     }
                     Ok(plan) => {
-                        let sorted = |m: &BTreeMap<u8, Vec<String>>| -> BTreeMap<u8, Vec<String>> {
-                            m.iter()
-                                .map(|(irq, names)| {
-                                    let mut names = names.clone();
-                                    names.sort();
-                                    (*irq, names)
-                                })
-                                .collect()
+                        let sorted = |m: &BTreeMap<u8, Vec<String>>| {
+                            irq_sets(m.iter().map(|(&irq, names)| (irq, names)))
                         };
                         let (before, after) =
                             (sorted(&plan.table_before), sorted(&plan.table_after));
@@ -1489,6 +1480,17 @@ fn quantile_decision(
             (Some(i), d)
         }
     }
+}
+
+/// An IRQ table with each IRQ's names sorted: tables that list the same functions under each
+/// IRQ, in any order, compare equal.
+fn irq_sets<'a>(rows: impl Iterator<Item = (u8, &'a Vec<String>)>) -> BTreeMap<u8, Vec<String>> {
+    rows.map(|(irq, names)| {
+        let mut names = names.clone();
+        names.sort();
+        (irq, names)
+    })
+    .collect()
 }
 
 /// Pass inside, fail outside; `None` (across a boundary) cannot happen for a point.

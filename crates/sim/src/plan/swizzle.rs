@@ -174,9 +174,8 @@ impl Population {
 
     /// The ports that have INTXSWZCTRL and an INTx function below them, in port order (bus 0
     /// device number, then name).
-    fn swizzlable(&self) -> Vec<u16> {
+    fn swizzlable(&self, routes: &[IntxRoute]) -> Vec<u16> {
         let t = &self.topology;
-        let routes = t.intx_routes().unwrap_or_default();
         let mut ports: Vec<u16> = t
             .parts
             .iter()
@@ -208,7 +207,7 @@ impl Population {
                 message: "no function signals INTx: put a card in a port (--card port6=2)".into(),
             });
         }
-        let ports = self.swizzlable();
+        let ports = self.swizzlable(&before);
         // An Intel 5000 has seven such ports (4^7 combinations); a larger search is refused.
         if ports.len() > MAX_PORTS {
             return Err(self.file_error(
