@@ -24,6 +24,11 @@ setting could not be put back (the message says how to by hand).";
 const EXIT_LIST: &str = "Exit status: 0.";
 const EXIT_PLAN: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be read, a card \
 that cannot be placed).";
+const EXIT_PLAN_AFFINITY: &str = "Exit status: 0 done (also --apply with IRQs the kernel \
+would not move, which it names, and --restore with nothing to restore); 2 bad input (a platform \
+that cannot be read, a card that cannot be placed, a flow naming no NIC there), or --apply and \
+--restore refused (not root, an applied plan not restored yet) or stopped by a signal (what was \
+set is put back); 3 a mask could not be put back (the message says how to by hand).";
 const EXIT_SWEEP: &str = "Exit status: 0 done (merge of draws: every row passes); 1 (merge of \
 draws) a row fails or is undecided; 2 bad input, a run that cannot complete, or (merge) points \
 without a result (the message names the shards to run again) or a point twice with different \
@@ -90,27 +95,71 @@ pub enum Plan {
     /// flow's two NICs in one socket; more NICs than CPUs: a flow's two NICs on one CPU; two
     /// sockets only when nothing else fits), on a platform with --card as plan swizzle takes
     /// it; prints the plan against the default (every IRQ on CPU 0) and the smp_affinity
-    /// masks.
-    #[command(after_help = EXIT_PLAN)]
+    /// masks. With --host, on this host's CPUs and NICs, queue by queue; --apply sets the
+    /// masks (saving the old ones first) and --restore puts them back.
+    #[command(after_help = EXIT_PLAN_AFFINITY)]
     Affinity(PlanAffinityArgs),
 }
 
 #[derive(Args)]
 pub struct PlanAffinityArgs {
-    /// The platform: a file, or a shipped one by name (server-2006-bensley-5000p).
-    #[arg(value_name = "PLATFORM")]
-    pub platform: PathBuf,
+    /// The platform: a file, or a shipped one by name (server-2006-bensley-5000p). Not with
+    /// --host.
+    #[arg(
+        value_name = "PLATFORM",
+        required_unless_present = "host",
+        conflicts_with = "host"
+    )]
+    pub platform: Option<PathBuf>,
     /// A card in a port, as plan swizzle takes it (--card port6=2).
-    #[arg(long, value_name = "PORT=FUNCTIONS", required = true)]
+    #[arg(
+        long,
+        value_name = "PORT=FUNCTIONS",
+        required_unless_present = "host",
+        conflicts_with = "host"
+    )]
     pub card: Vec<irqlab_sim::plan::swizzle::Card>,
     /// A flow: packets received on one interface leave on the other, and back (--flow
-    /// eth2:eth4). Interfaces are named in PCI bus order, as plan swizzle prints them.
-    #[arg(long, value_name = "NIC:NIC", required = true)]
+    /// eth2:eth4). Interfaces are named in PCI bus order, as plan swizzle prints them; with
+    /// --host, as this host names them (ip link).
+    #[arg(long, value_name = "NIC:NIC", required_unless_present = "host")]
     pub flow: Vec<irqlab_sim::plan::affinity::Flow>,
     /// Take the IRQs with the INTXSWZCTRL values plan swizzle chooses, not the platform
     /// file's.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "host")]
     pub swizzle: bool,
+    /// Plan for this host instead of a model: its CPUs (sockets, cores, shared caches), its
+    /// NICs and their per-queue IRQs (queue i of a flow's two NICs on CPUs by the same rules);
+    /// without --flow or --nic, each NIC is a flow of its own. Prints the masks and the
+    /// commands, and changes nothing without --apply.
+    #[arg(long)]
+    pub host: bool,
+    /// With --host: a NIC that receives and transmits its own traffic, a flow of its own
+    /// (repeatable; beside --flow).
+    #[arg(
+        long,
+        value_name = "NIC",
+        requires = "host",
+        conflicts_with = "platform"
+    )]
+    pub nic: Vec<String>,
+    /// With --host: set the planned masks (root). Each IRQ's old mask is saved first; the plan
+    /// stays after irqlab exits, until --restore. IRQs the kernel manages are skipped and
+    /// named. Refused while an applied plan is in force.
+    #[arg(long, requires = "host", conflicts_with_all = ["restore", "platform"])]
+    pub apply: bool,
+    /// With --host: put back the masks the last --apply saved, and forget them (root).
+    #[arg(long, requires = "host", conflicts_with_all = ["flow", "nic", "platform"])]
+    pub restore: bool,
+    /// With --host: read /proc and /sys under DIR instead of / (a captured or test tree;
+    /// --apply and --restore then write that tree's files, and need no root).
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "host",
+        conflicts_with = "platform"
+    )]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -296,7 +296,7 @@ fn thousands(v: f64) -> String {
 }
 
 /// The pid of a running process by its `comm`, scanning `root/proc`.
-fn find_process(root: &Path, comm: &str) -> Option<u32> {
+pub(crate) fn find_process(root: &Path, comm: &str) -> Option<u32> {
     let dir = std::fs::read_dir(root.join("proc")).ok()?;
     dir.flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_string_lossy().parse().ok()?;

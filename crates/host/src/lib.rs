@@ -8,12 +8,15 @@
 //! - [`timer`]: timer wake-up latency the way cyclictest measures it (`irqlab measure timer`).
 //! - [`state`]: what irqlab sets up on the host, recorded before it is set up, so that the next
 //!   start undoes what a crashed irqlab left (`irqlab host --cleanup`).
+//! - [`affinity`]: the CPUs, caches and NICs `irqlab plan affinity --host` plans for, and the
+//!   IRQ masks it applies (recorded first, kept after exit, put back by `--restore`).
 //!
 //! Every reader takes a root directory, so tests run on captured fixture trees and on the live
 //! system alike. Results are the `irqlab-stats` data model, rendered by `irqlab-report`.
 
 #![deny(unsafe_code)]
 
+pub mod affinity;
 pub mod host_info;
 pub mod interrupts;
 pub mod inventory;

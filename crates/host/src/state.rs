@@ -40,10 +40,20 @@
 //!   descriptor is closed, which exit(2) does for any ending, SIGKILL included
 //!   (`cpu_latency_qos_release()` in `kernel/power/qos.c`). It is recorded so that the account of
 //!   what irqlab held is complete.
+//! - [`Change::IrqAffinity`]: the old mask written back to `/proc/irq/N/smp_affinity` and read
+//!   back, unless the dead process had committed its plan: `irqlab plan affinity --host --apply`
+//!   records each IRQ before writing it, and on success moves the old masks into the state
+//!   directory's applied record (`affinity-applied.json`, see [`crate::affinity`] for the order
+//!   of the steps) before dropping its own records. A leftover whose owner wrote the applied
+//!   record is kept as applied (`--restore` puts it back), so a crash between the two steps
+//!   neither undoes a committed plan nor loses its old masks.
 //!
 //! A record from an earlier boot (its boot ID differs) names nothing that still exists but a
 //! private mount point's directory, if the temporary directory outlived the reboot: only that is
-//! removed.
+//! removed. (IRQ affinities are reset at boot too.)
+//!
+//! Every file in the directory whose name is not `PID-START.json` (the applied affinity record)
+//! is left alone by the recovery.
 
 use crate::HostError;
 use nix::fcntl::{Flock, FlockArg};
@@ -74,6 +84,22 @@ pub enum Change {
     },
     /// A PM QoS CPU latency request held through a file descriptor of `path`.
     PmQos { path: PathBuf, target_us: i32 },
+    /// IRQ `irq`'s `smp_affinity` about to be changed; `old_mask` is what it read before, as the
+    /// kernel printed it. `root` is the tree whose `proc/irq` was written (`/` but in tests).
+    IrqAffinity {
+        irq: u32,
+        old_mask: String,
+        #[serde(default = "slash", skip_serializing_if = "is_slash")]
+        root: PathBuf,
+    },
+}
+
+fn slash() -> PathBuf {
+    PathBuf::from("/")
+}
+
+fn is_slash(p: &Path) -> bool {
+    p == Path::new("/")
 }
 
 impl Change {
@@ -93,6 +119,9 @@ impl Change {
             },
             Change::PmQos { path, target_us } => {
                 format!("PM QoS request of {target_us} us on {}", path.display())
+            }
+            Change::IrqAffinity { irq, old_mask, .. } => {
+                format!("IRQ {irq}'s smp_affinity (was {old_mask})")
             }
         }
     }
@@ -116,6 +145,14 @@ impl Change {
             (Change::TraceInstance { name: a, .. }, Change::TraceInstance { name: b, .. }) => {
                 a == b
             }
+            (
+                Change::IrqAffinity {
+                    irq: a, root: ra, ..
+                },
+                Change::IrqAffinity {
+                    irq: b, root: rb, ..
+                },
+            ) => a == b && ra == rb,
             _ => false,
         }
     }
@@ -191,7 +228,7 @@ fn parse_stat(text: &str) -> Option<ProcStat> {
 }
 
 /// This boot's ID: a record from an earlier boot names processes that are all gone.
-fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
@@ -244,7 +281,7 @@ impl StateDir {
         &self.path
     }
 
-    fn error(&self, cause: impl std::fmt::Display) -> HostError {
+    pub(crate) fn error(&self, cause: impl std::fmt::Display) -> HostError {
         HostError::StateDir {
             path: self.path.clone(),
             cause: cause.to_string(),
@@ -252,7 +289,7 @@ impl StateDir {
     }
 
     /// Create the directory if needed, and check that it is safe to keep state in.
-    fn create(&self) -> Result<(), HostError> {
+    pub(crate) fn create(&self) -> Result<(), HostError> {
         match std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -286,7 +323,7 @@ impl StateDir {
     }
 
     /// Remove the directory if it is a default one and empty (a concurrent writer recreates it).
-    fn remove_if_empty(&self) {
+    pub(crate) fn remove_if_empty(&self) {
         if self.remove_when_empty {
             let _ = std::fs::remove_dir(&self.path);
         }
@@ -341,7 +378,7 @@ struct Entry {
 }
 
 /// Write `path` whole or not at all: a temporary file beside it, then rename(2).
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     std::fs::write(&tmp, bytes)?;
@@ -435,22 +472,37 @@ impl StateFile {
     }
 }
 
-/// This process's state file, created at its first change.
-static OWN: Mutex<Option<StateFile>> = Mutex::new(None);
+/// This process's state files, one per state directory (one in normal use: [`StateDir::locate`]'s;
+/// tests name others), each created at its first change.
+static OWN: Mutex<Vec<StateFile>> = Mutex::new(Vec::new());
 
-fn with_own<T>(f: impl FnOnce(&mut StateFile) -> Result<T, HostError>) -> Result<T, HostError> {
+fn with_own<T>(
+    dir: &StateDir,
+    f: impl FnOnce(&mut StateFile) -> Result<T, HostError>,
+) -> Result<T, HostError> {
     let mut own = OWN.lock().unwrap_or_else(PoisonError::into_inner);
-    let file = match &mut *own {
-        Some(file) => file,
-        none => none.insert(StateFile::new(StateDir::locate(), ProcessId::current()?)),
+    let i = match own.iter().position(|file| file.dir.path() == dir.path()) {
+        Some(i) => i,
+        None => {
+            own.push(StateFile::new(dir.clone(), ProcessId::current()?));
+            own.len() - 1
+        }
     };
-    f(file)
+    f(&mut own[i])
 }
 
 /// Record `change` in this process's state file. Call it *before* making the change; undo the
 /// change on every path, then call [`Recorded::undone`].
 pub fn record(change: Change) -> Result<Recorded, HostError> {
-    with_own(|f| f.add(change)).map(|id| Recorded { id })
+    record_in(&StateDir::locate(), change)
+}
+
+/// [`record`] in the state directory `dir`.
+pub fn record_in(dir: &StateDir, change: Change) -> Result<Recorded, HostError> {
+    with_own(dir, |f| f.add(change)).map(|id| Recorded {
+        id,
+        dir: dir.clone(),
+    })
 }
 
 /// A change recorded in this process's state file. Dropping it keeps the record (a change whose
@@ -459,18 +511,20 @@ pub fn record(change: Change) -> Result<Recorded, HostError> {
 #[derive(Debug)]
 pub struct Recorded {
     id: u64,
+    dir: StateDir,
 }
 
 impl Recorded {
     /// Replace the recorded change with what is known now (a load's process group, once it
     /// runs).
     pub fn update(&self, change: Change) -> Result<(), HostError> {
-        with_own(|f| f.update(self.id, change))
+        with_own(&self.dir, |f| f.update(self.id, change))
     }
 
-    /// The change is undone: remove it from the record.
+    /// The change is undone, or (an applied IRQ affinity) handed over to a record of its own:
+    /// remove it from this process's record.
     pub fn undone(self) {
-        if let Err(e) = with_own(|f| f.remove(self.id)) {
+        if let Err(e) = with_own(&self.dir, |f| f.remove(self.id)) {
             // The host is restored; only the record of it is stale, and the next start will
             // find its objects gone.
             eprintln!("irqlab: warning: {e}");
@@ -513,8 +567,11 @@ pub fn clean_up_after_dead() -> Result<Vec<Cleanup>, HostError> {
     clean_up_after_dead_in(&StateDir::locate())
 }
 
-/// Undo what dead irqlab processes left, as recorded in `dir` (see the module docs).
-pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError> {
+/// An exclusive flock(2) on the state directory, held until dropped: the recovery holds it while
+/// it reads and undoes records, `plan affinity --host` while it applies or restores (so two
+/// irqlab processes never undo, apply or restore the same thing at once). None if the
+/// directory does not exist.
+pub(crate) fn lock_dir(dir: &StateDir) -> Result<Option<Flock<std::fs::File>>, HostError> {
     // Not followed through a symbolic link, and checked on the handle itself: the same checks
     // as before writing to it (a record read is a record acted on).
     let handle = match std::fs::OpenOptions::new()
@@ -523,7 +580,7 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
         .open(dir.path())
     {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         // O_NOFOLLOW with O_DIRECTORY: ENOTDIR for a link (ELOOP on some kernels).
         Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
             let link = std::fs::symlink_metadata(dir.path()).is_ok_and(|m| m.is_symlink());
@@ -536,8 +593,16 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
         Err(e) => return Err(dir.error(e)),
     };
     dir.check_safe(&handle.metadata().map_err(|e| dir.error(e))?)?;
-    let lock = Flock::lock(handle, FlockArg::LockExclusive)
-        .map_err(|(_, e)| dir.error(format!("cannot lock it: {e}")))?;
+    Flock::lock(handle, FlockArg::LockExclusive)
+        .map(Some)
+        .map_err(|(_, e)| dir.error(format!("cannot lock it: {e}")))
+}
+
+/// Undo what dead irqlab processes left, as recorded in `dir` (see the module docs).
+pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError> {
+    let Some(lock) = lock_dir(dir)? else {
+        return Ok(Vec::new());
+    };
     let boot = boot_id();
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .map_err(|e| dir.error(e))?
@@ -614,7 +679,7 @@ fn not_this_users(m: &std::fs::Metadata) -> Option<String> {
 
 /// The text of a state file, if it is a regular file of this user's (not followed through a
 /// symbolic link).
-fn read_own_file(path: &Path) -> Result<String, String> {
+pub(crate) fn read_own_file(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let mut f = std::fs::OpenOptions::new()
         .read(true)
@@ -668,7 +733,11 @@ fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change], boot
                 .push(change.describe_noted("gone with the reboot since"));
             continue;
         }
-        match undo(&change, record.owner) {
+        match undo(
+            &change,
+            record.owner,
+            path.parent().unwrap_or(Path::new(".")),
+        ) {
             Ok(done) => cleanup.undone.push(done),
             Err(e) => {
                 cleanup.failed.push(e);
@@ -695,9 +764,9 @@ fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change], boot
     cleanup
 }
 
-/// Undo one change of the dead process `owner`: what was done, or what was not and how to do it
-/// by hand.
-fn undo(change: &Change, owner: ProcessId) -> Result<String, String> {
+/// Undo one change of the dead process `owner`, recorded in the state directory `dir`: what was
+/// done, or what was not and how to do it by hand.
+fn undo(change: &Change, owner: ProcessId, dir: &Path) -> Result<String, String> {
     match change {
         Change::TraceInstance { mount, name } => {
             match crate::tracefs::remove_leftover_instance(mount, name)? {
@@ -719,6 +788,11 @@ fn undo(change: &Change, owner: ProcessId) -> Result<String, String> {
             "released by the kernel when irqlab {} ended",
             owner.pid
         ))),
+        Change::IrqAffinity {
+            irq,
+            old_mask,
+            root,
+        } => crate::affinity::undo_leftover(dir, owner, *irq, old_mask, root),
     }
 }
 

@@ -5,6 +5,7 @@ pub mod host;
 pub mod list;
 pub mod measure;
 pub mod plan;
+pub mod plan_host;
 pub mod plot;
 pub mod sim;
 pub mod sweep;

@@ -1,6 +1,8 @@
 //! `irqlab plan`: what seed 001's rules say to set, worked out on a platform's model.
 //! `plan swizzle`: INTXSWZCTRL values for the populated root ports of an Intel 5000 platform,
-//! and the IRQ table without and with them (seed 001 Tables 2 and 3).
+//! and the IRQ table without and with them (seed 001 Tables 2 and 3). `plan affinity`: the
+//! static IRQ affinity of NIC flows by the seed's three rules; with `--host`, on this host's
+//! CPUs and NIC queues, and applied or restored (`plan_host.rs`).
 
 use crate::args::{PlanAffinityArgs, PlanSwizzleArgs};
 use crate::ui::print;
@@ -219,7 +221,12 @@ pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
 }
 
 pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
-    let (path, population) = population(&a.platform, &a.card)?;
+    if a.host {
+        return super::plan_host::run(a);
+    }
+    // clap requires PLATFORM without --host.
+    let platform = a.platform.as_deref().context("PLATFORM")?;
+    let (path, population) = population(platform, &a.card)?;
     let swizzle = population
         .plan()
         .with_context(|| format!("reading the IRQ table of {}", path.display()))?;

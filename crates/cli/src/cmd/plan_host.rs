@@ -1,0 +1,1287 @@
+//! `irqlab plan affinity --host`: seed 001's three rules on this host's CPUs and NICs, queue by
+//! queue; `--apply` sets the masks and `--restore` puts the old ones back, both through
+//! `irqlab_host::affinity` (which records every change first: see its module docs).
+//!
+//! # The host planner
+//!
+//! The model's planner (`irqlab_sim::plan::affinity::plan`) tries every placement of one IRQ
+//! per NIC, which a host's queues outgrow at once (16 queue IRQs on 16 CPUs are 16^16
+//! placements; it stops at 2^22). This one is greedy, deterministic, and applies the same rules
+//! to NIC queues:
+//!
+//! - A *side* is one NIC's queue i: its rx and tx IRQs, or its TxRx IRQ. They go on one CPU
+//!   (they serve one ring pair, and drivers name them together). A NIC with a single IRQ for
+//!   everything is one side, as in seed 001.
+//! - A flow a:b pairs a's i-th queue with b's i-th queue into a *unit* of two sides (the queue
+//!   that receives a packet and the one that sends it on, either way); a NIC that is a flow of
+//!   its own (`--nic`, or no flows given) makes units of one side.
+//! - Rule 1, when the sides are no more than the CPUs: every side its own CPU, the two sides of
+//!   a unit in one socket (the socket with the most free CPUs; ties to the lower number), on
+//!   separate physical cores before SMT siblings, and sharing the last-level cache where the
+//!   socket has several.
+//! - Rule 2, when the sides outnumber the CPUs: a unit's sides together on one CPU, each unit on
+//!   the CPU with the fewest sides so far (then the fewest on its core, then the lower number),
+//!   unless that CPU would then take more than an even spread (sides / CPUs, rounded up): then
+//!   its two sides go to two CPUs, in one socket where one has room. The model ranks the busiest
+//!   CPU before rule 2 in the same way (a flow is split rather than a CPU overloaded).
+//! - Rule 3: a unit's sides go to two sockets only when no socket has two free CPUs left.
+//!
+//! Units of two sides are placed before units of one, each in flow and queue order. The load of
+//! a CPU is the number of sides (NIC queues) it takes, as the model counts NICs. For one IRQ per
+//! NIC, the greedy plan takes the model's exhaustive plan's busiest CPU and splits
+//! (`the_greedy_plan_matches_the_exhaustive_one_where_both_run`).
+//!
+//! IRQs that are not queues (virtio's config vector, a link interrupt), IRQs the kernel manages
+//! (a read-only `smp_affinity`), NICs in no flow, and CPUs kept for isolation (`isolcpus=`,
+//! `nohz_full=`) are left alone and listed.
+
+use crate::args::PlanAffinityArgs;
+use crate::ui::{print, warning};
+use anyhow::{bail, Context, Result};
+use irqlab_host::affinity::{
+    self, Applied, ApplyEnd, HostAffinity, HostCpu, MaskWrite, Nic, ProcFiles, QueueRole, Restored,
+};
+use irqlab_host::state::StateDir;
+use irqlab_host::timer::format_cpu_list;
+use irqlab_host::HostError;
+use irqlab_report::table::Table;
+use irqlab_report::text::wrap;
+use irqlab_sim::plan::affinity::cpumask;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A flow on the host: packets received on `a` leave on `b`, and back; `a == b` for a NIC that
+/// is a flow of its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostFlow {
+    pub a: String,
+    pub b: String,
+}
+
+impl HostFlow {
+    fn label(&self) -> String {
+        if self.a == self.b {
+            self.a.clone()
+        } else {
+            format!("{}<->{}", self.a, self.b)
+        }
+    }
+}
+
+/// One NIC queue's IRQs, placed on one CPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Side {
+    pub nic: String,
+    pub queue: u32,
+    pub irqs: Vec<u32>,
+    pub cpu: u32,
+}
+
+/// Queue i of a flow's NICs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unit {
+    /// Index into [`HostPlan::flows`].
+    pub flow: usize,
+    pub sides: Vec<Side>,
+    /// How it was placed, and by which rule.
+    pub placement: String,
+}
+
+/// A planned IRQ.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannedIrq {
+    pub irq: u32,
+    pub nic: String,
+    pub name: String,
+    pub role: QueueRole,
+    pub cpu: u32,
+    /// The mask to write (`smp_affinity`'s form).
+    pub mask: String,
+    /// The mask now, as read.
+    pub now: Option<String>,
+}
+
+impl PlannedIrq {
+    /// Its mask already is the planned one.
+    fn unchanged(&self) -> bool {
+        self.now.as_deref().is_some_and(|now| {
+            affinity::parse_mask(now).ok() == affinity::parse_mask(&self.mask).ok()
+        })
+    }
+}
+
+/// An IRQ the plan does not touch, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeftAlone {
+    pub irq: u32,
+    pub nic: String,
+    pub name: String,
+    pub why: String,
+}
+
+/// The plan for the host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostPlan {
+    /// The CPUs planned over.
+    pub cpus: Vec<u32>,
+    /// CPUs left out, each with why.
+    pub cpus_left_out: Vec<(u32, String)>,
+    pub flows: Vec<HostFlow>,
+    /// Whether flows were given (else every NIC is a flow of its own).
+    pub flows_given: bool,
+    pub units: Vec<Unit>,
+    pub irqs: Vec<PlannedIrq>,
+    pub left_alone: Vec<LeftAlone>,
+    /// 1: a CPU per side; 2: more sides than CPUs, a unit per CPU.
+    pub rule: u8,
+    /// Sides on the busiest CPU, and at most that many in an even spread.
+    pub busiest: usize,
+    pub even: usize,
+    /// Units whose sides are on two sockets.
+    pub split_socket: usize,
+}
+
+/// The flows to plan: `--flow` and `--nic`, or every NIC with queue IRQs as its own.
+fn flows_of(
+    flow: &[irqlab_sim::plan::affinity::Flow],
+    nic: &[String],
+    host: &HostAffinity,
+) -> Result<(Vec<HostFlow>, bool)> {
+    let known = || {
+        let names: Vec<&str> = host.nics.iter().map(|n| n.name.as_str()).collect();
+        if names.is_empty() {
+            "none (interfaces without a device, such as lo, bridges and veth, have no IRQs)"
+                .to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let mut flows: Vec<(String, HostFlow)> = flow
+        .iter()
+        .map(|f| {
+            (
+                format!("--flow {}:{}", f.a, f.b),
+                HostFlow {
+                    a: f.a.clone(),
+                    b: f.b.clone(),
+                },
+            )
+        })
+        .collect();
+    flows.extend(nic.iter().map(|n| {
+        (
+            format!("--nic {n}"),
+            HostFlow {
+                a: n.clone(),
+                b: n.clone(),
+            },
+        )
+    }));
+    if flows.is_empty() {
+        return Ok((
+            host.nics
+                .iter()
+                .filter(|n| !queues(n).is_empty())
+                .map(|n| HostFlow {
+                    a: n.name.clone(),
+                    b: n.name.clone(),
+                })
+                .collect(),
+            false,
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (flag, f) in &flows {
+        for name in [&f.a, &f.b] {
+            if !host.nics.iter().any(|n| n.name == *name) {
+                bail!(
+                    "{flag}: this host has no NIC '{name}' with a device; its NICs: {}",
+                    known()
+                );
+            }
+        }
+        let names: BTreeSet<&String> = [&f.a, &f.b].into_iter().collect();
+        for name in names {
+            if !seen.insert(name.clone()) {
+                bail!(
+                    "{flag}: NIC '{name}' is in another flow too; a NIC's queues go with one flow"
+                );
+            }
+        }
+    }
+    Ok((flows.into_iter().map(|(_, f)| f).collect(), true))
+}
+
+/// A NIC's queues that can be moved: queue number -> its IRQs.
+fn queues(nic: &Nic) -> BTreeMap<u32, Vec<u32>> {
+    let mut q: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for i in &nic.irqs {
+        if let Some(n) = i.role.queue() {
+            if i.affinity.writable && i.affinity.mask.is_some() {
+                q.entry(n).or_default().push(i.irq);
+            }
+        }
+    }
+    q
+}
+
+/// A CPU as the planner sees it.
+struct Slot<'a> {
+    cpu: &'a HostCpu,
+    /// Sides placed on it.
+    load: usize,
+}
+
+/// Place the flows' queues on the host's CPUs (module docs).
+pub fn plan(host: &HostAffinity, flows: Vec<HostFlow>, flows_given: bool) -> Result<HostPlan> {
+    let mut cpus_left_out = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    for c in &host.cpus {
+        if host.isolated.contains(&c.cpu) {
+            cpus_left_out.push((c.cpu, "isolated (isolcpus=)".to_string()));
+        } else if host.nohz_full.contains(&c.cpu) {
+            cpus_left_out.push((c.cpu, "tickless (nohz_full=)".to_string()));
+        } else {
+            slots.push(Slot { cpu: c, load: 0 });
+        }
+    }
+    if slots.is_empty() {
+        bail!(
+            "no CPU to place interrupts on: every online CPU is isolated or tickless \
+             (isolcpus=, nohz_full=)"
+        );
+    }
+    let nic = |name: &str| host.nics.iter().find(|n| n.name == name);
+    // Units, two-sided first, each in flow and queue order.
+    let mut units: Vec<Unit> = Vec::new();
+    for (fi, f) in flows.iter().enumerate() {
+        let side_list = |name: &str| -> Vec<Side> {
+            nic(name)
+                .map(queues)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(queue, irqs)| Side {
+                    nic: name.to_string(),
+                    queue,
+                    irqs,
+                    cpu: 0,
+                })
+                .collect()
+        };
+        let qa = side_list(&f.a);
+        let qb = if f.a == f.b {
+            Vec::new()
+        } else {
+            side_list(&f.b)
+        };
+        for i in 0..qa.len().max(qb.len()) {
+            let sides: Vec<Side> = [qa.get(i), qb.get(i)]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .collect();
+            units.push(Unit {
+                flow: fi,
+                sides,
+                placement: String::new(),
+            });
+        }
+    }
+    units.sort_by_key(|u| std::cmp::Reverse(u.sides.len()));
+    let sides: usize = units.iter().map(|u| u.sides.len()).sum();
+    let rule: u8 = if sides <= slots.len() { 1 } else { 2 };
+    let even = sides.div_ceil(slots.len());
+    let mut split_socket = 0;
+    for u in &mut units {
+        let placed = if rule == 1 {
+            place_rule1(&mut slots, u.sides.len())
+        } else {
+            place_rule2(&mut slots, u.sides.len(), even)
+        };
+        for (side, &i) in u.sides.iter_mut().zip(&placed) {
+            side.cpu = slots[i].cpu.cpu;
+        }
+        u.placement = placement(u, rule, &placed, &slots);
+        if u.placement.starts_with("two sockets") {
+            split_socket += 1;
+        }
+    }
+    // Back to flow and queue order for printing.
+    units.sort_by_key(|u| (u.flow, u.sides.first().map_or(0, |s| s.queue)));
+
+    let mut irqs: Vec<PlannedIrq> = Vec::new();
+    let mut left_alone = Vec::new();
+    let in_flows: BTreeSet<&str> = flows
+        .iter()
+        .flat_map(|f| [f.a.as_str(), f.b.as_str()])
+        .collect();
+    for u in &units {
+        for s in &u.sides {
+            for &irq in &s.irqs {
+                let n = nic(&s.nic).expect("a flow's NIC");
+                let i = n.irqs.iter().find(|i| i.irq == irq).expect("the NIC's IRQ");
+                if irqs.iter().any(|p| p.irq == irq) {
+                    // A line shared by two NICs' queues interrupts one CPU: the first placed.
+                    continue;
+                }
+                irqs.push(PlannedIrq {
+                    irq,
+                    nic: s.nic.clone(),
+                    name: i.name.clone(),
+                    role: i.role,
+                    cpu: s.cpu,
+                    mask: cpumask(s.cpu as usize),
+                    now: i.affinity.mask.clone(),
+                });
+            }
+        }
+    }
+    for n in &host.nics {
+        for i in &n.irqs {
+            if irqs.iter().any(|p| p.irq == i.irq) {
+                continue;
+            }
+            let why = if !in_flows.contains(n.name.as_str()) {
+                if flows_given {
+                    format!("{} is in no flow", n.name)
+                } else {
+                    format!("{} has no queue IRQ that can be moved", n.name)
+                }
+            } else if i.role == QueueRole::Other {
+                "not a queue (configuration, link or other events)".to_string()
+            } else if i.affinity.mask.is_none() {
+                "its smp_affinity cannot be read".to_string()
+            } else {
+                "managed by the kernel (read-only smp_affinity): the driver spreads these \
+                 queues itself"
+                    .to_string()
+            };
+            left_alone.push(LeftAlone {
+                irq: i.irq,
+                nic: n.name.clone(),
+                name: i.name.clone(),
+                why,
+            });
+        }
+    }
+    Ok(HostPlan {
+        cpus: slots.iter().map(|s| s.cpu.cpu).collect(),
+        cpus_left_out,
+        flows,
+        flows_given,
+        units,
+        irqs,
+        left_alone,
+        rule,
+        busiest: slots.iter().map(|s| s.load).max().unwrap_or(0),
+        even,
+        split_socket,
+    })
+}
+
+/// The slot with the least `key`, then the fewest sides on its physical core, then `near`'s
+/// last-level cache, then the lowest CPU number.
+fn pick(
+    slots: &[Slot],
+    key: impl Fn(&Slot) -> usize,
+    allowed: impl Fn(&Slot) -> usize,
+    near: Option<&HostCpu>,
+) -> usize {
+    let core_load = |s: &Slot| -> usize {
+        slots
+            .iter()
+            .filter(|o| s.cpu.core_cpus.contains(&o.cpu.cpu))
+            .map(|o| o.load)
+            .sum()
+    };
+    let far = |s: &Slot| -> bool {
+        near.is_some_and(|n| {
+            n.last_level_cache()
+                .is_some_and(|c| !c.shared_cpus.contains(&s.cpu.cpu))
+        })
+    };
+    (0..slots.len())
+        .min_by_key(|&i| {
+            let s = &slots[i];
+            (allowed(s), key(s), core_load(s), far(s), s.cpu.cpu)
+        })
+        .expect("at least one CPU")
+}
+
+/// Rule 1: `n` free CPUs (n is 1 or 2), in the socket with the most free CPUs that has `n`;
+/// two sockets only when none has.
+fn place_rule1(slots: &mut [Slot], n: usize) -> Vec<usize> {
+    let free_in = |slots: &[Slot], socket: u32| {
+        slots
+            .iter()
+            .filter(|s| s.load == 0 && s.cpu.socket == socket)
+            .count()
+    };
+    let sockets: BTreeSet<u32> = slots.iter().map(|s| s.cpu.socket).collect();
+    // The most free CPUs first, then the lower socket.
+    let best = |slots: &[Slot], need: usize| {
+        sockets
+            .iter()
+            .copied()
+            .filter(|&s| free_in(slots, s) >= need)
+            .min_by_key(|&s| (std::cmp::Reverse(free_in(slots, s)), s))
+    };
+    let mut out: Vec<usize> = Vec::new();
+    let socket = best(slots, n).or_else(|| best(slots, 1));
+    for k in 0..n {
+        // The second side stays in the first's socket if it can (rule 1), else any (rule 3).
+        let socket = if k == 0 {
+            socket
+        } else {
+            let first = slots[out[0]].cpu.socket;
+            (free_in(slots, first) > 0)
+                .then_some(first)
+                .or_else(|| best(slots, 1))
+        };
+        let near = out.first().map(|&i| slots[i].cpu);
+        let i = pick(
+            slots,
+            |s| s.load,
+            |s| usize::from(Some(s.cpu.socket) != socket),
+            near,
+        );
+        slots[i].load += 1;
+        out.push(i);
+    }
+    out
+}
+
+/// Rule 2: a unit of `n` sides on the least loaded CPU, whole if that CPU stays within an even
+/// spread (`even` sides per CPU at most); else each side on its own, the second in the first's
+/// socket where a CPU there has room (rule 3). The model's planner ranks the busiest CPU before
+/// rule 2 too: a flow is split rather than a CPU loaded beyond an even spread. Each side goes
+/// where the load is below `even`, and there always is such a CPU while sides remain (they are
+/// at most `even` times the CPUs), so no CPU ends above `even`.
+fn place_rule2(slots: &mut [Slot], n: usize, even: usize) -> Vec<usize> {
+    let i = pick(slots, |s| s.load, |_| 0, None);
+    if slots[i].load + n <= even {
+        slots[i].load += n;
+        return vec![i; n];
+    }
+    let mut out: Vec<usize> = Vec::new();
+    for _ in 0..n {
+        let socket = out.first().map(|&f| slots[f].cpu.socket);
+        let near = out.first().map(|&f| slots[f].cpu);
+        let i = pick(
+            slots,
+            |s| s.load,
+            |s| {
+                usize::from(s.load >= even) * 2
+                    + usize::from(socket.is_some_and(|k| k != s.cpu.socket))
+            },
+            near,
+        );
+        slots[i].load += 1;
+        out.push(i);
+    }
+    out
+}
+
+/// How a unit was placed, in words.
+fn placement(u: &Unit, rule: u8, placed: &[usize], slots: &[Slot]) -> String {
+    let cpus: Vec<&HostCpu> = placed.iter().map(|&i| slots[i].cpu).collect();
+    match (u.sides.len(), rule) {
+        (1, 1) => "a CPU of its own (rule 1)".into(),
+        (1, _) => "the least loaded CPU (rule 2: more NIC queues than CPUs)".into(),
+        (_, 2) if placed[0] == placed[1] => "one CPU (rule 2: more NIC queues than CPUs)".into(),
+        (_, 2) if cpus[0].socket != cpus[1].socket => {
+            "two sockets (rule 3: kept together, or in one socket, a CPU would take more than \
+             an even spread)"
+                .into()
+        }
+        (_, 2) => "two CPUs of one socket (rule 2 not met: kept together, a CPU would take \
+                   more than an even spread)"
+            .into(),
+        _ if cpus[0].socket != cpus[1].socket => {
+            "two sockets (rule 3: no socket had two free CPUs left)".into()
+        }
+        _ => {
+            let shared = [2, 3, 4]
+                .iter()
+                .filter_map(|&l| cpus[0].unified(l))
+                .find(|c| c.shared_cpus.contains(&cpus[1].cpu))
+                .map(|c| format!(", {} shared", c.label()))
+                .unwrap_or_default();
+            format!("a CPU each in one socket{shared} (rule 1)")
+        }
+    }
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn cpus_text(cpus: &[u32]) -> String {
+    if cpus.len() == 1 {
+        format!("cpu{}", cpus[0])
+    } else {
+        format!("cpu{}", format_cpu_list(cpus))
+    }
+}
+
+/// A kind of cache (level, label) -> its size and the sets of CPUs that share one.
+type CacheKinds = BTreeMap<(u32, String), (String, BTreeSet<Vec<u32>>)>;
+
+/// Each kind of cache with its size and which CPUs share one.
+fn caches_text(cpus: &[HostCpu]) -> Option<String> {
+    let mut kinds = CacheKinds::new();
+    for c in cpus {
+        for cache in &c.caches {
+            kinds
+                .entry((cache.level, cache.label()))
+                .or_insert_with(|| (cache.size.clone(), BTreeSet::new()))
+                .1
+                .insert(cache.shared_cpus.clone());
+        }
+    }
+    if kinds.is_empty() {
+        return None;
+    }
+    let cores: BTreeSet<Vec<u32>> = cpus.iter().map(|c| c.core_cpus.clone()).collect();
+    let parts: Vec<String> = kinds
+        .into_iter()
+        .map(|((_, label), (size, groups))| {
+            let scope = if groups.iter().all(|g| g.len() == 1) {
+                "per CPU".to_string()
+            } else if groups.iter().all(|g| cores.contains(g)) {
+                "per core".to_string()
+            } else {
+                format!(
+                    "shared by {}",
+                    groups
+                        .iter()
+                        .map(|g| cpus_text(g))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )
+            };
+            format!("{label} {size} {scope}")
+        })
+        .collect();
+    Some(format!("Caches: {}.", parts.join("; ")))
+}
+
+fn mask_cell(mask: Option<&str>, cpus: &[u32]) -> String {
+    match mask {
+        Some(m) if !cpus.is_empty() => format!("{m} ({})", cpus_text(cpus)),
+        Some(m) => m.to_string(),
+        None => "?".into(),
+    }
+}
+
+/// The host, its NICs and the plan, with the commands that set it.
+pub fn render_plan(
+    host: &HostAffinity,
+    plan: &HostPlan,
+    applying: bool,
+    applied_note: Option<&str>,
+) -> String {
+    let sockets: BTreeSet<u32> = host.cpus.iter().map(|c| c.socket).collect();
+    let mut out = format!(
+        "Host{}: {} online in {}; irqbalance {}.\n",
+        if host.root == Path::new("/") {
+            String::new()
+        } else {
+            format!(" (read from {})", host.root.display())
+        },
+        count(host.cpus.len(), "CPU", "CPUs"),
+        count(sockets.len(), "socket", "sockets"),
+        match host.irqbalance_pid {
+            Some(pid) => format!("runs (pid {pid})"),
+            None => "is not running".into(),
+        }
+    );
+    for s in &sockets {
+        let cpus: Vec<&HostCpu> = host.cpus.iter().filter(|c| c.socket == *s).collect();
+        let numbers: Vec<u32> = cpus.iter().map(|c| c.cpu).collect();
+        let cores: BTreeSet<&Vec<u32>> = cpus.iter().map(|c| &c.core_cpus).collect();
+        let smt = if cores.len() < cpus.len() {
+            format!(
+                " (SMT: {})",
+                cores
+                    .iter()
+                    .map(|c| c
+                        .iter()
+                        .map(|n| format!("cpu{n}"))
+                        .collect::<Vec<_>>()
+                        .join("+"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  socket {s}: {}, {}{smt}\n",
+            cpus_text(&numbers),
+            count(cores.len(), "core", "cores")
+        ));
+    }
+    if let Some(c) = caches_text(&host.cpus) {
+        out.push_str(&wrap(&c, "", "  "));
+    }
+    for (cpu, why) in &plan.cpus_left_out {
+        out.push_str(&format!("cpu{cpu} is {why}: left out.\n"));
+    }
+    out.push('\n');
+    if host.nics.is_empty() {
+        out.push_str(
+            "No NIC with a device here (lo, bridges, veth and other virtual interfaces have no \
+             IRQs): nothing to plan.\n",
+        );
+        return out;
+    }
+    out.push_str("NICs and their IRQs:\n");
+    for n in &host.nics {
+        let mut what = vec![n.driver.clone().unwrap_or_else(|| "no driver".into())];
+        match &n.virtio {
+            Some(v) => what.push(format!("{v} on {}", n.device)),
+            None => what.push(n.device.clone()),
+        }
+        what.push(
+            match n.source {
+                affinity::IrqSource::MsiIrqs => "IRQs from msi_irqs",
+                affinity::IrqSource::LegacyIrq => "legacy INTx IRQ",
+                affinity::IrqSource::ProcInterrupts => "IRQs by name in /proc/interrupts",
+            }
+            .into(),
+        );
+        out.push_str(&format!("{}: {}\n", n.name, what.join(", ")));
+        if n.irqs.is_empty() {
+            out.push_str(
+                "  no IRQs (is it up? many drivers request their queue IRQs when the interface \
+                 comes up)\n",
+            );
+            continue;
+        }
+        let mut t =
+            Table::new(&["IRQ", "name", "queue", "smp_affinity", "effective"]).left_aligned();
+        for i in &n.irqs {
+            let mut mask = mask_cell(i.affinity.mask.as_deref(), &i.affinity.cpus);
+            if !i.affinity.writable && i.affinity.mask.is_some() {
+                mask.push_str(" read-only");
+            }
+            t.row(vec![
+                i.irq.to_string(),
+                if i.name.is_empty() {
+                    "(no handler)".into()
+                } else {
+                    i.name.clone()
+                },
+                i.role.label(),
+                mask,
+                i.affinity
+                    .effective_cpus
+                    .as_deref()
+                    .map_or("-".into(), cpus_text),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    out.push('\n');
+    let flows: Vec<String> = plan.flows.iter().map(HostFlow::label).collect();
+    if plan.flows.is_empty() {
+        out.push_str("No NIC has a queue IRQ that can be moved: nothing to plan.\n");
+    } else if plan.flows_given {
+        out.push_str(&format!("Flows: {}.\n", flows.join(", ")));
+    } else {
+        out.push_str(&wrap(
+            &format!(
+                "Flows: {} (each NIC receives and transmits on itself: no --flow or --nic \
+                 given).",
+                flows.join(", ")
+            ),
+            "",
+            "",
+        ));
+    }
+    let sides: usize = plan.units.iter().map(|u| u.sides.len()).sum();
+    if !plan.irqs.is_empty() {
+        out.push_str(&wrap(
+            &format!(
+                "Plan (seed 001's rules, queue by queue): {} on {}, so rule {}.",
+                count(sides, "NIC queue", "NIC queues"),
+                count(plan.cpus.len(), "CPU", "CPUs"),
+                if plan.rule == 1 {
+                    "1: a CPU each, a flow's queue pair in one socket"
+                } else {
+                    "2: a flow's queue pair on one CPU, the pairs spread"
+                }
+            ),
+            "",
+            "",
+        ));
+        let mut t =
+            Table::new(&["IRQ", "NIC", "queue", "CPU", "smp_affinity", "now"]).left_aligned();
+        for p in &plan.irqs {
+            t.row(vec![
+                p.irq.to_string(),
+                p.nic.clone(),
+                p.role.label(),
+                format!("cpu{}", p.cpu),
+                p.mask.clone(),
+                match &p.now {
+                    Some(now) if p.unchanged() => format!("{now} (as planned)"),
+                    Some(now) => now.clone(),
+                    None => "?".into(),
+                },
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+        let mut t = Table::new(&["queues", "CPU", "placement"]).left_aligned();
+        for u in &plan.units {
+            t.row(vec![
+                u.sides
+                    .iter()
+                    .map(|s| format!("{} q{}", s.nic, s.queue))
+                    .collect::<Vec<_>>()
+                    .join(" <-> "),
+                u.sides
+                    .iter()
+                    .map(|s| format!("cpu{}", s.cpu))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                u.placement.clone(),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+        out.push_str(&format!(
+            "The busiest CPU takes {}; an even spread takes at most {}.\n",
+            count(plan.busiest, "NIC queue", "NIC queues"),
+            plan.even
+        ));
+    }
+    if !plan.left_alone.is_empty() {
+        out.push_str("Left alone:\n");
+        for l in &plan.left_alone {
+            let name = if l.name.is_empty() {
+                "no handler"
+            } else {
+                &l.name
+            };
+            out.push_str(&wrap(
+                &format!("IRQ {} of {} ({name}): {}", l.irq, l.nic, l.why),
+                "  ",
+                "    ",
+            ));
+        }
+    }
+    if let Some(pid) = host.irqbalance_pid {
+        out.push('\n');
+        out.push_str(&wrap(&irqbalance_advice(pid, plan), "", ""));
+    }
+    if let Some(note) = applied_note {
+        out.push('\n');
+        out.push_str(&wrap(note, "", ""));
+    }
+    let changes: Vec<&PlannedIrq> = plan.irqs.iter().filter(|p| !p.unchanged()).collect();
+    if plan.irqs.is_empty() {
+        return out;
+    }
+    out.push('\n');
+    if changes.is_empty() {
+        out.push_str("Nothing to change: every IRQ already has its planned mask.\n");
+        return out;
+    }
+    if applying {
+        out.push_str("Applying (the old masks are saved first):\n");
+    } else {
+        out.push_str(&wrap(
+            "To apply: irqlab plan affinity --host --apply (as root, with the same flows; it \
+             saves the old masks for --restore), or by hand:",
+            "",
+            "",
+        ));
+    }
+    for p in &changes {
+        out.push_str(&format!(
+            "  echo {} > {}\n",
+            p.mask,
+            Path::new("/proc/irq")
+                .join(p.irq.to_string())
+                .join("smp_affinity")
+                .display()
+        ));
+    }
+    if !applying {
+        out.push_str("Nothing was changed.\n");
+    }
+    out
+}
+
+/// What to do about irqbalance, which would move the planned IRQs again.
+fn irqbalance_advice(pid: u32, plan: &HostPlan) -> String {
+    let ban: Vec<String> = plan
+        .irqs
+        .iter()
+        .map(|p| format!("--banirq={}", p.irq))
+        .collect();
+    format!(
+        "irqbalance is running (pid {pid}): it moves IRQs every 10 s and would undo this plan. \
+         Keep it off these IRQs: IRQBALANCE_ARGS=\"{}\" in /etc/default/irqbalance (Debian, \
+         Ubuntu) or /etc/sysconfig/irqbalance (RHEL, SUSE), then systemctl restart irqbalance \
+         (or keep it off CPUs you dedicate with IRQBALANCE_BANNED_CPULIST); or stop it: \
+         systemctl stop irqbalance. irqlab does not stop it.",
+        ban.join(" ")
+    )
+}
+
+/// The result of an apply.
+fn render_applied(a: &Applied) -> String {
+    let mut out = String::new();
+    if let Some(note) = &a.discarded {
+        out.push_str(&wrap(note, "", ""));
+    }
+    if !a.set.is_empty() {
+        let mut t = Table::new(&["IRQ", "name", "was", "now", "effective"]).left_aligned();
+        let mut pending = false;
+        for s in &a.set {
+            let cpus = affinity::parse_mask(&s.mask).unwrap_or_default();
+            let effective = match &s.effective_cpus {
+                None => "-".to_string(),
+                Some(e) if e.iter().all(|c| cpus.contains(c)) => cpus_text(e),
+                Some(e) => {
+                    pending = true;
+                    format!("{} (moves at its next interrupt)", cpus_text(e))
+                }
+            };
+            t.row(vec![
+                s.irq.to_string(),
+                s.name.clone(),
+                s.old_mask.clone(),
+                s.mask.clone(),
+                effective,
+            ]);
+        }
+        out.push_str(&t.render());
+        if pending {
+            out.push_str(&wrap(
+                "An effective CPU outside the new mask is a move the kernel makes when the IRQ \
+                 next fires (kernel/irq/migration.c, irq_move_masked_irq).",
+                "",
+                "",
+            ));
+        }
+    }
+    for n in &a.not_set {
+        out.push_str(&wrap(
+            &format!("Not set: IRQ {} ({}): {}.", n.irq, n.name, n.reason),
+            "",
+            "  ",
+        ));
+    }
+    match &a.end {
+        ApplyEnd::Committed { record } => out.push_str(&wrap(
+            &format!(
+                "Applied: {} set{}. The old masks are saved in {}; irqlab plan affinity --host \
+                 --restore puts them back. The plan lasts until then, or until a reboot.",
+                count(a.set.len(), "IRQ", "IRQs"),
+                if a.not_set.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} not", a.not_set.len())
+                },
+                record.display()
+            ),
+            "",
+            "",
+        )),
+        ApplyEnd::NothingSet => out.push_str("Nothing was set: no IRQ of the plan could be.\n"),
+        ApplyEnd::Stopped { .. } => {}
+    }
+    out
+}
+
+/// `irqlab plan affinity --host ...`.
+pub fn run(a: PlanAffinityArgs) -> Result<()> {
+    let root = a.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    // The live system needs root to write; a tree of files (tests) does not.
+    let live = root.canonicalize().is_ok_and(|r| r == Path::new("/"));
+    if (a.apply || a.restore) && live && !is_root() {
+        return Err(HostError::NotRoot(format!(
+            "irqlab plan affinity --host {} writes /proc/irq/N/smp_affinity, which needs root: \
+             run it with sudo (the plan alone needs no root)",
+            if a.apply { "--apply" } else { "--restore" }
+        ))
+        .into());
+    }
+    let dir = StateDir::locate();
+    if a.restore {
+        return restore(&dir, &root);
+    }
+    let host = affinity::read(&root)
+        .with_context(|| format!("reading the host's CPUs and NICs under {}", root.display()))?;
+    let (flows, given) = flows_of(&a.flow, &a.nic, &host)?;
+    let plan = plan(&host, flows, given)?;
+    let in_force = affinity::applied(&dir)
+        .ok()
+        .flatten()
+        .filter(|r| r.is_this_boot());
+    if a.apply {
+        if let Some(r) = &in_force {
+            bail!(
+                "an applied affinity plan of {} is in force, its old masks saved in {}: put them \
+                 back first (irqlab plan affinity --host --restore), then apply",
+                r.describe(),
+                dir.path().join(affinity::APPLIED_FILE).display()
+            );
+        }
+    }
+    let note = in_force.map(|r| {
+        format!(
+            "An applied plan of {} is in force (its old masks saved in {}): irqlab plan affinity \
+             --host --restore puts them back.",
+            r.describe(),
+            dir.path().join(affinity::APPLIED_FILE).display()
+        )
+    });
+    print(&render_plan(&host, &plan, a.apply, note.as_deref()))?;
+    if !a.apply {
+        return Ok(());
+    }
+    if let Some(pid) = host.irqbalance_pid {
+        warning(&format!(
+            "irqbalance is running (pid {pid}) and will move these IRQs again: see above"
+        ));
+    }
+    let writes: Vec<MaskWrite> = plan
+        .irqs
+        .iter()
+        .filter(|p| !p.unchanged())
+        .map(|p| MaskWrite {
+            irq: p.irq,
+            name: p.name.clone(),
+            mask: p.mask.clone(),
+        })
+        .collect();
+    if writes.is_empty() {
+        return Ok(());
+    }
+    super::host::clean_up_before_measuring();
+    let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
+    let applied = affinity::apply(&root, &dir, &writes, &stop, &mut ProcFiles)
+        .context("applying the plan")?;
+    print(&render_applied(&applied))?;
+    if let ApplyEnd::Stopped { rolled_back } = &applied.end {
+        bail!(
+            "stopped by {} before the plan was complete: {} put back, nothing changed",
+            irqlab_host::signals::received().unwrap_or("a signal"),
+            count(rolled_back.len(), "IRQ set was", "IRQs set were")
+        );
+    }
+    Ok(())
+}
+
+fn is_root() -> bool {
+    // /proc/self/status: "Uid:\treal\teffective\t..."; the effective UID decides.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// `--restore`: put back what the last `--apply` saved.
+fn restore(dir: &StateDir, root: &Path) -> Result<()> {
+    if let Some(r) = affinity::applied(dir).context("reading the applied plan")? {
+        let same = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
+        if r.is_this_boot() && !same(&r.root, root) {
+            bail!(
+                "the applied plan of {} was made on the tree {}, not {}: give --root {}",
+                r.describe(),
+                r.root.display(),
+                root.display(),
+                r.root.display()
+            );
+        }
+    }
+    super::host::clean_up_before_measuring();
+    match affinity::restore(dir, &mut ProcFiles).context("restoring the IRQ masks")? {
+        Restored::Nothing => print(&format!(
+            "Nothing to restore: no applied plan is saved in {}.\n",
+            dir.path().display()
+        )),
+        Restored::EarlierBoot { note } => {
+            print(&wrap(&format!("Nothing to restore: {note}."), "", ""))
+        }
+        Restored::Done { record, irqs, .. } => {
+            let mut out = format!(
+                "Restored the masks saved in {} (last set, first restored):\n",
+                record.display()
+            );
+            let mut t =
+                Table::new(&["IRQ", "name", "applied", "found", "restored", "note"]).left_aligned();
+            for i in &irqs {
+                t.row(vec![
+                    i.irq.to_string(),
+                    i.name.clone(),
+                    i.applied_mask.clone(),
+                    i.found_mask.clone().unwrap_or_else(|| "-".into()),
+                    i.restored_mask.clone().unwrap_or_else(|| "-".into()),
+                    i.note.clone().unwrap_or_default(),
+                ]);
+            }
+            out.push_str(&t.render());
+            print(&out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqlab_host::affinity::{Cache, IrqMask, IrqSource, NicIrq};
+
+    /// `sockets` x `cores` CPUs, numbered socket by socket, an L3 per socket.
+    fn cpus(sockets: u32, cores: u32) -> Vec<HostCpu> {
+        (0..sockets * cores)
+            .map(|cpu| {
+                let socket = cpu / cores;
+                HostCpu {
+                    cpu,
+                    socket,
+                    core_id: cpu % cores,
+                    core_cpus: vec![cpu],
+                    caches: vec![Cache {
+                        level: 3,
+                        kind: "Unified".into(),
+                        size: "32768K".into(),
+                        shared_cpus: (socket * cores..(socket + 1) * cores).collect(),
+                    }],
+                }
+            })
+            .collect()
+    }
+
+    fn irq(irq: u32, name: &str, role: QueueRole) -> NicIrq {
+        NicIrq {
+            irq,
+            name: name.into(),
+            role,
+            affinity: IrqMask {
+                mask: Some("f".into()),
+                cpus: vec![0, 1, 2, 3],
+                effective_cpus: None,
+                writable: true,
+            },
+        }
+    }
+
+    /// A NIC with `queues` TxRx IRQs from `first`.
+    fn nic(name: &str, first: u32, queues: u32) -> Nic {
+        Nic {
+            name: name.into(),
+            device: "0000:00:00.0".into(),
+            virtio: None,
+            driver: Some("ixgbe".into()),
+            source: IrqSource::MsiIrqs,
+            irqs: (0..queues)
+                .map(|q| irq(first + q, &format!("{name}-TxRx-{q}"), QueueRole::RxTx(q)))
+                .collect(),
+        }
+    }
+
+    fn host(cpus: Vec<HostCpu>, nics: Vec<Nic>) -> HostAffinity {
+        HostAffinity {
+            root: "/".into(),
+            cpus,
+            isolated: vec![],
+            nohz_full: vec![],
+            nics,
+            irqbalance_pid: None,
+        }
+    }
+
+    fn flows(list: &[&str]) -> Vec<HostFlow> {
+        list.iter()
+            .map(|f| {
+                let (a, b) = f.split_once(':').unwrap_or((f, f));
+                HostFlow {
+                    a: a.into(),
+                    b: b.into(),
+                }
+            })
+            .collect()
+    }
+
+    fn cpu_of(p: &HostPlan, irq: u32) -> u32 {
+        p.irqs.iter().find(|i| i.irq == irq).unwrap().cpu
+    }
+
+    /// One IRQ per NIC, as in the model: the greedy plan loads the busiest CPU, splits flows
+    /// over CPUs and over sockets as the exhaustive one does, for every number of flows that
+    /// fits four CPUs in two sockets and two CPUs in one.
+    #[test]
+    fn the_greedy_plan_matches_the_exhaustive_one_where_both_run() {
+        use irqlab_sim::plan::affinity as model;
+        for (sockets, cores) in [(2, 2), (1, 2), (2, 4)] {
+            for nflows in 1..=5 {
+                let names: Vec<String> = (0..2 * nflows).map(|i| format!("eth{i}")).collect();
+                let nics: Vec<Nic> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| nic(n, 100 + i as u32, 1))
+                    .collect();
+                let list: Vec<String> = (0..nflows)
+                    .map(|f| format!("eth{}:eth{}", 2 * f, 2 * f + 1))
+                    .collect();
+                let refs: Vec<&str> = list.iter().map(String::as_str).collect();
+                let h = host(cpus(sockets, cores), nics);
+                let p = plan(&h, flows(&refs), true).unwrap();
+                let irq_of: BTreeMap<String, u32> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.clone(), 100 + i as u32))
+                    .collect();
+                let model_cpus: Vec<model::Cpu> = h
+                    .cpus
+                    .iter()
+                    .map(|c| model::Cpu {
+                        cpu: c.cpu as usize,
+                        socket: c.socket as usize,
+                    })
+                    .collect();
+                let model_flows: Vec<model::Flow> =
+                    refs.iter().map(|f| f.parse().unwrap()).collect();
+                if (model_cpus.len() as u64).pow(names.len() as u32) > model::MAX_PLACEMENTS {
+                    continue;
+                }
+                let m = model::plan(&irq_of, &model_flows, &model_cpus).unwrap();
+                let split_cpu = p
+                    .units
+                    .iter()
+                    .filter(|u| u.sides.len() == 2 && u.sides[0].cpu != u.sides[1].cpu)
+                    .count();
+                assert_eq!(
+                    (p.busiest, split_cpu, p.split_socket),
+                    (m.busiest, m.split_cpu, m.split_socket),
+                    "{sockets}x{cores} CPUs, {nflows} flows: {p:#?}"
+                );
+            }
+        }
+    }
+
+    /// Two 4-queue NICs forwarding to each other on 2 sockets x 2 cores: 8 queues on 4 CPUs, so
+    /// rule 2: queue i of both on one CPU, the four pairs on four CPUs.
+    #[test]
+    fn queue_i_of_a_flows_two_nics_shares_a_cpu_when_queues_outnumber_cpus() {
+        let h = host(cpus(2, 2), vec![nic("eth0", 40, 4), nic("eth1", 50, 4)]);
+        let p = plan(&h, flows(&["eth0:eth1"]), true).unwrap();
+        assert_eq!(p.rule, 2);
+        for q in 0..4 {
+            assert_eq!(cpu_of(&p, 40 + q), cpu_of(&p, 50 + q), "{p:#?}");
+        }
+        let used: BTreeSet<u32> = p.irqs.iter().map(|i| i.cpu).collect();
+        assert_eq!(used.len(), 4);
+        assert_eq!((p.busiest, p.even), (2, 2));
+    }
+
+    /// Two 2-queue NICs on 2 sockets x 2 cores: 4 queues, 4 CPUs, rule 1: each its own CPU,
+    /// queue i's pair in one socket (sharing its L3), the pairs in different sockets.
+    #[test]
+    fn rule_1_gives_each_queue_a_cpu_and_keeps_a_pair_in_a_socket() {
+        let h = host(cpus(2, 2), vec![nic("eth0", 40, 2), nic("eth1", 50, 2)]);
+        let p = plan(&h, flows(&["eth0:eth1"]), true).unwrap();
+        assert_eq!(p.rule, 1);
+        let socket = |irq| cpu_of(&p, irq) / 2;
+        assert_eq!(socket(40), socket(50));
+        assert_eq!(socket(41), socket(51));
+        assert_ne!(socket(40), socket(41));
+        let used: BTreeSet<u32> = p.irqs.iter().map(|i| i.cpu).collect();
+        assert_eq!(used.len(), 4, "{p:#?}");
+        assert!(p.units[0].placement.contains("L3 shared"), "{p:#?}");
+        assert_eq!(p.split_socket, 0);
+    }
+
+    /// Rule 3: a pair goes to two sockets only when no socket has two free CPUs. Pairs are
+    /// placed before single queues, so a single queue never takes the room a pair needs.
+    #[test]
+    fn a_pair_goes_to_two_sockets_only_when_no_socket_has_room() {
+        // Socket 0: cpu0 cpu1; socket 1: cpu2. Were eth0 (alone) placed first it would take
+        // cpu0 (most free CPUs: a tie, the lower socket), and the pair would have to split.
+        let mut c = cpus(2, 2);
+        c.remove(3);
+        let three = vec![nic("eth0", 40, 1), nic("eth1", 41, 1), nic("eth2", 42, 1)];
+        let p = plan(&host(c, three), flows(&["eth0", "eth1:eth2"]), true).unwrap();
+        assert_eq!(p.rule, 1);
+        assert_eq!(p.split_socket, 0, "{p:#?}");
+        assert_eq!((cpu_of(&p, 41), cpu_of(&p, 42), cpu_of(&p, 40)), (0, 1, 2));
+        // One CPU per socket: the pair cannot stay in one.
+        let p = plan(
+            &host(cpus(2, 1), vec![nic("eth1", 41, 1), nic("eth2", 42, 1)]),
+            flows(&["eth1:eth2"]),
+            true,
+        )
+        .unwrap();
+        assert_eq!(p.split_socket, 1);
+        assert!(p.units[0].placement.contains("rule 3"), "{p:#?}");
+    }
+
+    /// Rx and tx IRQs of one queue go together; virtio's config vector and managed queues are
+    /// left alone, and say why.
+    #[test]
+    fn a_queues_rx_and_tx_go_together_and_the_rest_is_left_alone() {
+        let mut eth0 = nic("eth0", 0, 0);
+        eth0.irqs = vec![
+            irq(37, "virtio2-config", QueueRole::Other),
+            irq(38, "virtio2-input.0", QueueRole::Rx(0)),
+            irq(39, "virtio2-output.0", QueueRole::Tx(0)),
+            irq(40, "virtio2-input.1", QueueRole::Rx(1)),
+        ];
+        eth0.irqs[3].affinity.writable = false;
+        let h = host(cpus(1, 2), vec![eth0]);
+        let (f, _) = flows_of(&[], &[], &h).unwrap();
+        let p = plan(&h, f, false).unwrap();
+        assert_eq!(cpu_of(&p, 38), cpu_of(&p, 39));
+        assert_eq!(p.irqs.len(), 2);
+        let why = |irq| {
+            p.left_alone
+                .iter()
+                .find(|l| l.irq == irq)
+                .map(|l| l.why.clone())
+                .unwrap()
+        };
+        assert!(why(37).contains("not a queue"));
+        assert!(why(40).contains("managed by the kernel"));
+    }
+
+    #[test]
+    fn flows_name_the_nics_there_are() {
+        let h = host(cpus(1, 2), vec![nic("eth0", 40, 1), nic("eth1", 41, 1)]);
+        let f: irqlab_sim::plan::affinity::Flow = "eth0:eth9".parse().unwrap();
+        let e = flows_of(&[f], &[], &h).unwrap_err().to_string();
+        assert!(
+            e.contains("--flow eth0:eth9") && e.contains("'eth9'") && e.contains("eth0, eth1"),
+            "{e}"
+        );
+        let f: irqlab_sim::plan::affinity::Flow = "eth0:eth1".parse().unwrap();
+        let e = flows_of(&[f], &["eth1".into()], &h)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--nic eth1") && e.contains("another flow"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn isolated_cpus_are_left_out() {
+        let mut h = host(cpus(1, 4), vec![nic("eth0", 40, 4)]);
+        h.isolated = vec![2, 3];
+        let (f, given) = flows_of(&[], &[], &h).unwrap();
+        let p = plan(&h, f, given).unwrap();
+        assert!(p.irqs.iter().all(|i| i.cpu < 2), "{p:#?}");
+        assert_eq!(p.cpus_left_out.len(), 2);
+    }
+}
