@@ -24,6 +24,10 @@ setting could not be put back (the message says how to by hand).";
 const EXIT_LIST: &str = "Exit status: 0.";
 const EXIT_PLAN: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be read, a card \
 that cannot be placed).";
+const EXIT_PLAN_GROUP: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be \
+read, a card that cannot be placed, a flow naming no NIC there), or (affinity --host) --apply and \
+--restore refused or stopped by a signal; 3 (affinity --host) a mask could not be put back (the \
+message says how to by hand).";
 const EXIT_PLAN_AFFINITY: &str = "Exit status: 0 done (also --apply with IRQs the kernel \
 would not move, which it names, and --restore with nothing to restore); 2 bad input (a platform \
 that cannot be read, a card that cannot be placed, a flow naming no NIC there), or --apply and \
@@ -77,10 +81,12 @@ pub enum Command {
     /// shards' results into the report one machine would print.
     #[command(subcommand, after_help = EXIT_SWEEP)]
     Sweep(Sweep),
-    /// Plan what seed 001's rules say to set, on a platform's model: INTXSWZCTRL values that
+    /// Plan what seed 001's rules say to set: on a platform's model, INTXSWZCTRL values that
     /// spread the PCIe INTx of the populated ports over the system interrupts (`swizzle`), and
-    /// static IRQ affinity for NIC flows by the seed's three rules (`affinity`).
-    #[command(subcommand, after_help = EXIT_PLAN)]
+    /// static IRQ affinity for NIC flows by the seed's three rules (`affinity`); with `affinity
+    /// --host`, that affinity on this host's CPUs and NIC queues, applied with --apply (the old
+    /// masks saved first) and put back with --restore.
+    #[command(subcommand, after_help = EXIT_PLAN_GROUP)]
     Plan(Plan),
 }
 
@@ -160,6 +166,15 @@ pub struct PlanAffinityArgs {
         conflicts_with = "platform"
     )]
     pub root: Option<PathBuf>,
+    /// With --host: also write the host's CPUs and NICs, the plan and (with --apply) what was
+    /// set as JSON to FILE (checked before anything is applied).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "host",
+        conflicts_with = "restore"
+    )]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args)]

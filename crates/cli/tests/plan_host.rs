@@ -2,7 +2,9 @@
 //! a multi-queue NIC with rx and tx vectors, one with a managed queue, a virtio NIC; see
 //! `crates/host/tests/fake_host`) and its commands, nothing written without `--apply`,
 //! `--apply` then `--restore` back to the same bytes, irqbalance named, bad flags and missing
-//! NICs named, `--apply` refused without root; and, as root, the real NIC queue IRQs of this
+//! NICs named, `--apply` refused without root; `--json` of the plan and of the apply validated
+//! against the shipped schema, and refused before anything is set when it cannot be written;
+//! and, as root, the real NIC queue IRQs of this
 //! machine moved and put back (skipped with the reason where it cannot run). Every run keeps
 //! its state in a directory of its own (`IRQLAB_STATE_DIR`).
 
@@ -367,4 +369,119 @@ fn the_real_nic_queues_move_and_come_back() {
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "state left: {left:?}");
+}
+
+fn schema() -> jsonschema::Validator {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schemas/irqlab-result.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+fn assert_valid(v: &jsonschema::Validator, json: &serde_json::Value, what: &str) {
+    let errors: Vec<String> = v
+        .iter_errors(json)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
+}
+
+/// `--json` writes the host, the plan and what `--apply` set in the envelope every irqlab JSON
+/// file has, and the files validate against the shipped schema: the plan, the apply, and a plan
+/// made while that apply is in force. The schema can fail: a mask that is not one, a file without
+/// what --apply did.
+#[test]
+fn the_json_of_the_plan_and_the_apply_validates_against_the_schema() {
+    let h = FakeHost::standard();
+    h.process(4242, "irqbalance");
+    let out = tempfile::tempdir().unwrap();
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.path().join(name)).unwrap()).unwrap()
+    };
+    let before = h.snapshot();
+    stdout(on_tree(&h, &["--flow", "eth0:eth1", "--json"]).arg(out.path().join("plan.json")));
+    assert_eq!(
+        h.snapshot(),
+        before,
+        "the plan with --json wrote to the tree"
+    );
+    stdout(
+        on_tree(&h, &["--flow", "eth0:eth1", "--apply", "--json"])
+            .arg(out.path().join("apply.json")),
+    );
+    stdout(on_tree(&h, &["--nic", "eth2", "--json"]).arg(out.path().join("in-force.json")));
+    let v = schema();
+    let (plan, apply, in_force) = (read("plan.json"), read("apply.json"), read("in-force.json"));
+    for (what, json) in [
+        ("plan", &plan),
+        ("apply", &apply),
+        ("plan in force", &in_force),
+    ] {
+        assert_valid(&v, json, what);
+        assert_eq!(json["kind"], "plan-affinity-host", "{what}");
+        assert!(json["host"]["cpus_online"].is_array(), "{what}");
+    }
+    // What each says.
+    assert_eq!(plan["settings"]["flows"], serde_json::json!(["eth0:eth1"]));
+    assert_eq!(plan["settings"]["apply"], false);
+    assert_eq!(plan["result"]["applied"], serde_json::Value::Null);
+    assert_eq!(plan["result"]["host"]["irqbalance_pid"], 4242);
+    let planned: Vec<(u64, &str)> = plan["result"]["plan"]["irqs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["irq"].as_u64().unwrap(), i["mask"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        planned,
+        [(61, "1"), (62, "1"), (70, "2"), (63, "4"), (64, "4")]
+    );
+    assert_eq!(plan["result"]["plan"]["irqs"][2]["role"]["kind"], "rx_tx");
+    assert_eq!(apply["settings"]["apply"], true);
+    assert_eq!(apply["result"]["applied"]["end"]["kind"], "committed");
+    assert_eq!(
+        apply["result"]["applied"]["set"].as_array().unwrap().len(),
+        5
+    );
+    assert_eq!(
+        in_force["result"]["in_force"]["irqs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    let mut broken = plan.clone();
+    broken["result"]["plan"]["irqs"][0]["mask"] = "cpu0".into();
+    assert!(!v.is_valid(&broken));
+    let mut broken = apply.clone();
+    broken["result"].as_object_mut().unwrap().remove("applied");
+    assert!(!v.is_valid(&broken));
+    stdout(&mut on_tree(&h, &["--restore"]));
+    assert_eq!(h.snapshot(), before);
+}
+
+/// A `--json` file that cannot be written is refused before anything is set: the tree and the
+/// state directory are as they were.
+#[test]
+fn an_unwritable_json_file_is_refused_before_the_apply() {
+    let h = FakeHost::standard();
+    let before = h.snapshot();
+    on_tree(
+        &h,
+        &["--apply", "--json", "/nonexistent-irqlab-dir/plan.json"],
+    )
+    .assert()
+    .code(2)
+    .stdout(predicate::str::is_empty())
+    .stderr(predicate::str::contains("--json"));
+    assert_eq!(h.snapshot(), before);
+    assert!(!h.state_dir().join("affinity-applied.json").exists());
+    // Not with --restore (it plans nothing), nor without --host.
+    on_tree(&h, &["--restore", "--json", "x.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "'--restore' cannot be used with '--json",
+        ));
 }

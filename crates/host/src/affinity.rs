@@ -14,8 +14,10 @@
 //!   are the `msi_irqs/` entries of the device's PCI function: the device itself, or, for
 //!   virtio-net, the parent of the `virtioN` device the link points to (virtio-pci owns the
 //!   vectors, `vp_find_vqs_msix` in `drivers/virtio/virtio_pci_common.c`). Without MSI, the
-//!   legacy `irq` file; without either (virtio-mmio), the `/proc/interrupts` rows named after
-//!   the interface or its virtio device.
+//!   legacy `irq` line, while a handler of the NIC's (named after the interface, its virtio
+//!   device or its driver) is on it: a driver that enables MSI only when the interface comes up
+//!   leaves `irq` naming an INTx line that may be other devices'. Without either (virtio-mmio),
+//!   the `/proc/interrupts` rows named after the interface or its virtio device.
 //! - Each IRQ's name is its `/proc/interrupts` action (`virtio2-input.0`, `eth0-TxRx-3`,
 //!   `i40e-eth0-TxRx-0`, `mlx5_comp2@pci:...`), which tells queue IRQs from the rest
 //!   ([`queue_role`]); its masks are `proc/irq/N/smp_affinity` (hexadecimal, 32-bit groups,
@@ -29,11 +31,15 @@
 //! 1. Under an exclusive flock(2) of the state directory (no other irqlab applies, restores or
 //!    recovers meanwhile), refuse if the applied record (`DIR/affinity-applied.json`) of this
 //!    boot exists: restore first. One of an earlier boot is discarded: the kernel set every
-//!    IRQ's affinity afresh at boot, so its old masks describe nothing that exists.
-//! 2. For each IRQ: read its mask; record [`Change::IrqAffinity`] with the old mask in this
-//!    process's state file (see [`crate::state`]: written whole, then renamed); write the new
-//!    mask; read it back. A crash here leaves a record listing every IRQ written (and perhaps
-//!    one recorded but not yet written, which then still has its old mask), and the next start's
+//!    IRQ's affinity afresh at boot, so its old masks describe nothing that exists. The lock is
+//!    on the directory itself, so the directory is not removed while it is held (emptied by a
+//!    refused IRQ's dropped record, it would be created anew, unlocked, for the next one).
+//! 2. For each IRQ: skip it if `/proc/interrupts` names another handler on its number now than
+//!    the plan read (its driver freed it since, and another device took it); read its mask;
+//!    record [`Change::IrqAffinity`] with the old mask in this process's state file (see
+//!    [`crate::state`]: written whole, then renamed); write the new mask; read it back. A
+//!    crash here leaves a record listing every IRQ written (and perhaps one recorded but not
+//!    yet written, which then still has its old mask), and the next start's
 //!    [`crate::state::clean_up_after_dead`] writes them all back: a partial apply is rolled
 //!    back. An error, or a stop signal between two writes, rolls the written IRQs back in this
 //!    process, last first.
@@ -385,6 +391,17 @@ fn read_nics(root: &Path, table: &Table) -> Result<Vec<Nic>, HostError> {
         if virtio.is_some() {
             owners.extend(dev.parent().map(Path::to_path_buf));
         }
+        // A handler of this NIC's: named after the interface or its virtio device (as drivers
+        // name their vectors), or after its driver (an INTx handler some drivers name so).
+        let named = |a: &String| {
+            [Some(&name), virtio.as_ref()]
+                .into_iter()
+                .flatten()
+                .any(|n| {
+                    a == n || a.starts_with(&format!("{n}-")) || a.starts_with(&format!("{n}@"))
+                })
+                || driver.as_ref().is_some_and(|d| a == d)
+        };
         let (source, owner, numbers) = owners
             .iter()
             .find_map(|o| {
@@ -392,24 +409,18 @@ fn read_nics(root: &Path, table: &Table) -> Result<Vec<Nic>, HostError> {
                 (!msi.is_empty()).then(|| (IrqSource::MsiIrqs, o.clone(), msi))
             })
             .or_else(|| {
+                // The legacy line is the NIC's only while its handler is on it: a driver that
+                // enables MSI when the interface comes up (tg3, bnx2) leaves `irq` naming its
+                // INTx line while it is down, a line other devices (USB, SATA) may be using.
                 owners.iter().find_map(|o| {
                     read_trimmed(&o.join("irq"))
                         .and_then(|s| s.parse::<u32>().ok())
                         .filter(|&n| n != 0)
+                        .filter(|&n| table.irq(n).is_some_and(|r| r.actions.iter().any(named)))
                         .map(|n| (IrqSource::LegacyIrq, o.clone(), vec![n]))
                 })
             })
             .unwrap_or_else(|| {
-                let named = |a: &String| {
-                    [Some(&name), virtio.as_ref()]
-                        .into_iter()
-                        .flatten()
-                        .any(|n| {
-                            a == n
-                                || a.starts_with(&format!("{n}-"))
-                                || a.starts_with(&format!("{n}@"))
-                        })
-                };
                 let numbers = table
                     .rows
                     .iter()
@@ -556,6 +567,9 @@ pub enum Refusal {
     NoOnlineCpu,
     /// The IRQ no longer exists (its driver freed it).
     Gone,
+    /// Its number is another handler's now (`now`, from `/proc/interrupts`) than the one
+    /// planned for: the driver freed it and another device took it.
+    Reassigned { now: String },
     /// The kernel took the write, but reading back gives another mask.
     NotAsWritten { read_back: String },
     /// Any other error, as the system put it.
@@ -574,6 +588,9 @@ impl std::fmt::Display for Refusal {
                 f,
                 "the IRQ is gone (its driver freed it: is the interface down?)"
             ),
+            Refusal::Reassigned { now } => {
+                write!(f, "now '{now}', another device's: left as it is")
+            }
             Refusal::NotAsWritten { read_back } => {
                 write!(f, "the kernel kept another mask ({read_back} read back)")
             }
@@ -822,8 +839,39 @@ pub fn apply(
     stop: &AtomicBool,
     w: &mut dyn MaskWriter,
 ) -> Result<Applied, HostError> {
-    dir.create()?;
-    let _lock = state::lock_dir(dir)?;
+    // The directory may be removed (empty) by another irqlab between its creation and the lock.
+    let mut lock = None;
+    for _ in 0..100 {
+        dir.create()?;
+        lock = state::lock_dir(dir)?;
+        if lock.is_some() {
+            break;
+        }
+    }
+    let Some(lock) = lock else {
+        return Err(dir.error("it is removed as soon as it is created: cannot lock it"));
+    };
+    let applied = apply_locked(root, dir, writes, stop, w);
+    drop(lock);
+    // Not while locked (`StateDir::remove_if_empty`): a rollback or a plan that set nothing
+    // may have left it empty.
+    dir.remove_if_empty();
+    applied
+}
+
+/// [`apply`] under the state directory's lock.
+fn apply_locked(
+    root: &Path,
+    dir: &StateDir,
+    writes: &[MaskWrite],
+    stop: &AtomicBool,
+    w: &mut dyn MaskWriter,
+) -> Result<Applied, HostError> {
+    // Known before the first write: an error after it would leave masks set and not committed.
+    let owner = ProcessId::current()?;
+    // The handlers now: an IRQ freed since it was planned and taken by another device is not
+    // the one planned for (as `restore` checks too).
+    let table = Table::read(&root.join("proc/interrupts")).ok();
     let mut discarded = None;
     if let Some(rec) = read_applied_at(dir.path()).map_err(|e| dir.error(e))? {
         if rec.is_this_boot() {
@@ -856,6 +904,15 @@ pub fn apply(
             name: wr.name.clone(),
             reason,
         };
+        let now = table
+            .as_ref()
+            .and_then(|t| t.irq(wr.irq))
+            .map(|row| row.actions.join(", "))
+            .filter(|n| !n.is_empty());
+        if let Some(now) = now.filter(|n| !wr.name.is_empty() && *n != wr.name) {
+            not_set.push(refuse(Refusal::Reassigned { now }));
+            continue;
+        }
         let Some(old_mask) = read_trimmed(&file) else {
             not_set.push(refuse(Refusal::Gone));
             continue;
@@ -937,8 +994,6 @@ pub fn apply(
         });
     }
     if held.is_empty() {
-        drop(_lock);
-        dir.remove_if_empty();
         return Ok(Applied {
             set,
             not_set,
@@ -946,7 +1001,6 @@ pub fn apply(
             discarded,
         });
     }
-    let owner = ProcessId::current()?;
     let record = AppliedRecord {
         format: APPLIED_FORMAT,
         owner,
@@ -1258,6 +1312,70 @@ mod tests {
             let e = undo_leftover(dir, owner, 38, mask, Path::new(root)).unwrap_err();
             assert!(e.contains("left as is"), "{e}");
         }
+    }
+
+    /// A default state directory is removed when its last file goes; during an apply that must
+    /// wait for the lock's release. Here IRQ 61 is refused (EIO, as before Linux 6.12), which
+    /// drops its record and empties the directory: were it removed, IRQ 62 would be recorded in
+    /// a directory created anew, unlocked, and another irqlab could apply beside this one.
+    #[test]
+    fn the_state_directory_stays_locked_through_an_apply() {
+        use nix::fcntl::{Flock, FlockArg};
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("tree");
+        for irq in [61, 62] {
+            let d = root.join(format!("proc/irq/{irq}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("smp_affinity"), "f\n").unwrap();
+        }
+        let dir = StateDir::removable(t.path().join("state"));
+        struct Eio {
+            dir: PathBuf,
+            /// Whether another open of the directory could take its lock, at IRQ 62's record.
+            lockable_at_62: Option<bool>,
+        }
+        impl MaskWriter for Eio {
+            fn write(&mut self, file: &Path, mask: &str) -> std::io::Result<()> {
+                if file.to_string_lossy().contains("/61/") {
+                    return Err(std::io::Error::from_raw_os_error(libc::EIO));
+                }
+                ProcFiles.write(file, mask)
+            }
+            fn reached(&mut self, step: ApplyStep) {
+                if step == (ApplyStep::Recorded { irq: 62 }) {
+                    let f = std::fs::File::open(&self.dir).unwrap();
+                    self.lockable_at_62 =
+                        Some(Flock::lock(f, FlockArg::LockExclusiveNonblock).is_ok());
+                }
+            }
+        }
+        let mut w = Eio {
+            dir: dir.path().to_path_buf(),
+            lockable_at_62: None,
+        };
+        let writes: Vec<MaskWrite> = [61, 62]
+            .iter()
+            .map(|&irq| MaskWrite {
+                irq,
+                name: String::new(),
+                mask: "1".into(),
+            })
+            .collect();
+        let a = apply(&root, &dir, &writes, &AtomicBool::new(false), &mut w).unwrap();
+        assert_eq!(w.lockable_at_62, Some(false), "the lock was lost mid-apply");
+        assert_eq!(a.set.len(), 1);
+        assert!(matches!(a.end, ApplyEnd::Committed { .. }), "{a:?}");
+        // Restored, the directory is empty again, and goes once unlocked.
+        restore(&dir, &mut ProcFiles).unwrap();
+        assert!(!dir.path().exists());
+        // An apply that sets nothing leaves no directory behind either.
+        let mut w = Eio {
+            dir: dir.path().to_path_buf(),
+            lockable_at_62: None,
+        };
+        let a = apply(&root, &dir, &writes[..1], &AtomicBool::new(false), &mut w).unwrap();
+        assert_eq!(a.end, ApplyEnd::NothingSet);
+        assert!(!dir.path().exists());
     }
 
     #[test]

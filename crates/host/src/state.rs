@@ -277,6 +277,16 @@ impl StateDir {
         }
     }
 
+    /// A directory removed again when empty, as [`StateDir::locate`]'s are (for tests, which
+    /// must not use the real one).
+    #[cfg(test)]
+    pub(crate) fn removable(path: impl Into<PathBuf>) -> StateDir {
+        StateDir {
+            path: path.into(),
+            remove_when_empty: true,
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -323,8 +333,11 @@ impl StateDir {
     }
 
     /// Remove the directory if it is a default one and empty (a concurrent writer recreates it).
+    /// Not while this process holds its lock ([`lock_dir`]): the lock is on the directory
+    /// itself, so removing it would leave the lock on a directory nobody can reach while another
+    /// irqlab locks the new one, and two applies or restores would run at once.
     pub(crate) fn remove_if_empty(&self) {
-        if self.remove_when_empty {
+        if self.remove_when_empty && !is_locked_here(&self.path) {
             let _ = std::fs::remove_dir(&self.path);
         }
     }
@@ -567,11 +580,68 @@ pub fn clean_up_after_dead() -> Result<Vec<Cleanup>, HostError> {
     clean_up_after_dead_in(&StateDir::locate())
 }
 
+/// The state directories whose lock this process holds (one entry per [`DirLock`]).
+static LOCKED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn is_locked_here(path: &Path) -> bool {
+    LOCKED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .any(|p| p == path)
+}
+
+/// An exclusive flock(2) on a state directory ([`lock_dir`]); released when dropped. While it
+/// is held, this process does not remove the directory ([`StateDir::remove_if_empty`]).
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    _flock: Flock<std::fs::File>,
+    path: PathBuf,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let mut held = LOCKED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = held.iter().position(|p| *p == self.path) {
+            held.remove(i);
+        }
+    }
+}
+
 /// An exclusive flock(2) on the state directory, held until dropped: the recovery holds it while
 /// it reads and undoes records, `plan affinity --host` while it applies or restores (so two
 /// irqlab processes never undo, apply or restore the same thing at once). None if the
 /// directory does not exist.
-pub(crate) fn lock_dir(dir: &StateDir) -> Result<Option<Flock<std::fs::File>>, HostError> {
+pub(crate) fn lock_dir(dir: &StateDir) -> Result<Option<DirLock>, HostError> {
+    // Another irqlab may remove the directory (empty, after releasing its lock) between our
+    // opening it and our lock being granted: the lock is then on a directory no path names, and
+    // a third irqlab could lock the one created after it. So the path must still name the
+    // directory locked; else lock again.
+    for _ in 0..100 {
+        let Some(flock) = lock_once(dir)? else {
+            return Ok(None);
+        };
+        let locked = flock.metadata().map_err(|e| dir.error(e))?;
+        match std::fs::symlink_metadata(dir.path()) {
+            Ok(now) if now.dev() == locked.dev() && now.ino() == locked.ino() => {
+                LOCKED
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(dir.path().to_path_buf());
+                return Ok(Some(DirLock {
+                    _flock: flock,
+                    path: dir.path().to_path_buf(),
+                }));
+            }
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(dir.error(e)),
+        }
+    }
+    Err(dir.error("cannot lock it: it was removed and created again 100 times while irqlab waited"))
+}
+
+fn lock_once(dir: &StateDir) -> Result<Option<Flock<std::fs::File>>, HostError> {
     // Not followed through a symbolic link, and checked on the handle itself: the same checks
     // as before writing to it (a record read is a record acted on).
     let handle = match std::fs::OpenOptions::new()

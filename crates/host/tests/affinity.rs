@@ -192,6 +192,45 @@ fn the_fake_host_reads_as_the_kernel_lays_it_out() {
     assert_eq!(affinity::read(h.root()).unwrap().irqbalance_pid, Some(4242));
 }
 
+/// A NIC without MSI takes its legacy `irq` line only while one of its handlers is on it. A
+/// driver that enables MSI when the interface comes up (tg3, bnx2) leaves `irq` naming its INTx
+/// line while the interface is down, and that line may be another device's: planning it would
+/// move the SATA controller's interrupts.
+#[test]
+fn a_legacy_line_is_the_nics_only_while_its_handler_is_on_it() {
+    let h = FakeHost::standard();
+    let mut rows = fake_host::IRQS.to_vec();
+    rows.push((16, "ahci", "0000:00:1f.2"));
+    h.interrupts(&rows);
+    h.irq(16, "f", "0-3", "0");
+    h.file("sys/devices/pci0000:00/0000:00:19.0/irq", "16\n");
+    h.nic("eth3", "pci0000:00/0000:00:19.0", "tg3");
+    let eth3 = |host: &affinity::HostAffinity| {
+        host.nics
+            .iter()
+            .find(|n| n.name == "eth3")
+            .expect("eth3 is read")
+            .irqs
+            .iter()
+            .map(|i| (i.irq, i.name.clone(), i.role))
+            .collect::<Vec<_>>()
+    };
+    let host = affinity::read(h.root()).unwrap();
+    assert_eq!(
+        eth3(&host),
+        [],
+        "the SATA controller's line taken for eth3's"
+    );
+    // Up, on INTx, sharing the line: then it is eth3's (and the ahci's).
+    rows.last_mut().unwrap().1 = "ahci, eth3";
+    h.interrupts(&rows);
+    let host = affinity::read(h.root()).unwrap();
+    assert_eq!(
+        eth3(&host),
+        [(16, "ahci, eth3".to_string(), QueueRole::RxTx(0))]
+    );
+}
+
 /// The applied plan: recorded before each write, the managed IRQ and an IRQ the kernel refuses
 /// named and skipped, the others set and read back; committed to the applied record, the
 /// per-process record dropped; then restored byte for byte.
@@ -370,6 +409,33 @@ fn an_earlier_boots_record_is_discarded_not_restored() {
     let a = affinity::apply(h.root(), &dir, &writes(&[(62, "1")]), &stop, &mut ProcFiles).unwrap();
     assert!(a.discarded.is_some_and(|d| d.contains("reboot")));
     assert!(matches!(a.end, ApplyEnd::Committed { .. }));
+}
+
+/// Apply leaves alone an IRQ whose number another device has taken since the plan read it (its
+/// driver freed it between the two), and says so; the others are set.
+#[test]
+fn apply_leaves_an_irq_another_device_took_since_the_plan() {
+    let h = FakeHost::standard();
+    let dir = state_dir(&h);
+    let stop = AtomicBool::new(false);
+    let plan = writes(&[(61, "1"), (62, "1")]);
+    let mut rows = fake_host::IRQS.to_vec();
+    rows.iter_mut().find(|r| r.0 == 62).unwrap().1 = "nvme0q3";
+    h.interrupts(&rows);
+    let a = affinity::apply(h.root(), &dir, &plan, &stop, &mut Kernel::new(&h)).unwrap();
+    assert_eq!(a.set.iter().map(|s| s.irq).collect::<Vec<_>>(), [61]);
+    assert_eq!(
+        a.not_set
+            .iter()
+            .map(|n| (n.irq, n.reason.to_string()))
+            .collect::<Vec<_>>(),
+        [(
+            62,
+            "now 'nvme0q3', another device's: left as it is".to_string()
+        )]
+    );
+    assert_eq!((h.mask(61), h.mask(62)), ("1\n".into(), "f\n".into()));
+    assert_eq!(affinity::applied(&dir).unwrap().unwrap().irqs.len(), 1);
 }
 
 /// Restore leaves alone an IRQ whose number another device has taken since, and says so.

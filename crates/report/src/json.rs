@@ -34,6 +34,9 @@ pub enum Kind {
     /// `irqlab sweep merge` of a what-if grid: a grid report. (The merge of uncertainty draws
     /// is a validation, `validate`.)
     Sweep,
+    /// `irqlab plan affinity --host`: the host's CPUs and NICs, the affinity plan, and what
+    /// `--apply` set.
+    PlanAffinityHost,
 }
 
 impl Kind {
@@ -46,6 +49,7 @@ impl Kind {
         match self {
             Kind::SweepShard => "irqlab sweep run".into(),
             Kind::Sweep => "irqlab sweep merge".into(),
+            Kind::PlanAffinityHost => "irqlab plan affinity --host".into(),
             _ => format!("irqlab {}", name.replace('-', " ")),
         }
     }
@@ -232,6 +236,14 @@ mod tests {
             .to_string();
         assert!(e.contains("not a file irqlab wrote"), "{e}");
         assert_eq!(Kind::Sweep.command(), "irqlab sweep merge");
+        assert_eq!(
+            Kind::PlanAffinityHost.command(),
+            "irqlab plan affinity --host"
+        );
+        assert_eq!(
+            serde_json::to_value(Kind::PlanAffinityHost).unwrap(),
+            "plan-affinity-host"
+        );
     }
 
     #[test]

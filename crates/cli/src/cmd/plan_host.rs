@@ -36,14 +36,17 @@
 //! `nohz_full=`) are left alone and listed.
 
 use crate::args::PlanAffinityArgs;
+use crate::made::{write_json, Invocation};
 use crate::ui::{print, warning};
 use anyhow::{bail, Context, Result};
 use irqlab_host::affinity::{
-    self, Applied, ApplyEnd, HostAffinity, HostCpu, MaskWrite, Nic, ProcFiles, QueueRole, Restored,
+    self, Applied, AppliedRecord, ApplyEnd, HostAffinity, HostCpu, MaskWrite, Nic, ProcFiles,
+    QueueRole, Restored,
 };
 use irqlab_host::state::StateDir;
 use irqlab_host::timer::format_cpu_list;
 use irqlab_host::HostError;
+use irqlab_report::json::Kind;
 use irqlab_report::table::Table;
 use irqlab_report::text::wrap;
 use irqlab_sim::plan::affinity::cpumask;
@@ -120,13 +123,20 @@ pub struct LeftAlone {
     pub why: String,
 }
 
+/// An online CPU the plan leaves out, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeftOutCpu {
+    pub cpu: u32,
+    pub why: String,
+}
+
 /// The plan for the host.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HostPlan {
     /// The CPUs planned over.
     pub cpus: Vec<u32>,
     /// CPUs left out, each with why.
-    pub cpus_left_out: Vec<(u32, String)>,
+    pub cpus_left_out: Vec<LeftOutCpu>,
     pub flows: Vec<HostFlow>,
     /// Whether flows were given (else every NIC is a flow of its own).
     pub flows_given: bool,
@@ -238,10 +248,14 @@ pub fn plan(host: &HostAffinity, flows: Vec<HostFlow>, flows_given: bool) -> Res
     let mut cpus_left_out = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for c in &host.cpus {
+        let left_out = |why: &str| LeftOutCpu {
+            cpu: c.cpu,
+            why: why.to_string(),
+        };
         if host.isolated.contains(&c.cpu) {
-            cpus_left_out.push((c.cpu, "isolated (isolcpus=)".to_string()));
+            cpus_left_out.push(left_out("isolated (isolcpus=)"));
         } else if host.nohz_full.contains(&c.cpu) {
-            cpus_left_out.push((c.cpu, "tickless (nohz_full=)".to_string()));
+            cpus_left_out.push(left_out("tickless (nohz_full=)"));
         } else {
             slots.push(Slot { cpu: c, load: 0 });
         }
@@ -626,7 +640,7 @@ pub fn render_plan(
     if let Some(c) = caches_text(&host.cpus) {
         out.push_str(&wrap(&c, "", "  "));
     }
-    for (cpu, why) in &plan.cpus_left_out {
+    for LeftOutCpu { cpu, why } in &plan.cpus_left_out {
         out.push_str(&format!("cpu{cpu} is {why}: left out.\n"));
     }
     out.push('\n');
@@ -900,8 +914,32 @@ fn render_applied(a: &Applied) -> String {
     out
 }
 
+/// The settings of a host plan, as its JSON records them.
+#[derive(Serialize)]
+struct Settings {
+    /// Where `/proc` and `/sys` were read (and, with --apply, written): `/`, or a tree.
+    root: String,
+    /// `--flow`, as `A:B`.
+    flows: Vec<String>,
+    /// `--nic`.
+    nics: Vec<String>,
+    apply: bool,
+}
+
+/// What `--json` writes: the host as read, the plan, and what `--apply` did.
+#[derive(Serialize)]
+struct HostPlanResult<'a> {
+    host: &'a HostAffinity,
+    plan: &'a HostPlan,
+    /// An applied plan in force when this one was made (its old masks saved for --restore).
+    in_force: Option<&'a AppliedRecord>,
+    /// What --apply set; none without --apply, or when every IRQ already had its mask.
+    applied: Option<&'a Applied>,
+}
+
 /// `irqlab plan affinity --host ...`.
 pub fn run(a: PlanAffinityArgs) -> Result<()> {
+    let inv = Invocation::now();
     let root = a.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     // The live system needs root to write; a tree of files (tests) does not.
     let live = root.canonicalize().is_ok_and(|r| r == Path::new("/"));
@@ -917,6 +955,9 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
     if a.restore {
         return restore(&dir, &root);
     }
+    // Before anything is read or set: a file that cannot be written must not be found out
+    // after the masks are.
+    super::check_outputs(a.json.as_deref(), None)?;
     let host = affinity::read(&root)
         .with_context(|| format!("reading the host's CPUs and NICs under {}", root.display()))?;
     let (flows, given) = flows_of(&a.flow, &a.nic, &host)?;
@@ -935,7 +976,7 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
             );
         }
     }
-    let note = in_force.map(|r| {
+    let note = in_force.as_ref().map(|r| {
         format!(
             "An applied plan of {} is in force (its old masks saved in {}): irqlab plan affinity \
              --host --restore puts them back.",
@@ -943,6 +984,30 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
             dir.path().join(affinity::APPLIED_FILE).display()
         )
     });
+    let write = |applied: Option<&Applied>| -> Result<()> {
+        let Some(path) = &a.json else {
+            return Ok(());
+        };
+        let made = inv.made(
+            &Settings {
+                root: root.display().to_string(),
+                flows: a.flow.iter().map(|f| format!("{}:{}", f.a, f.b)).collect(),
+                nics: a.nic.clone(),
+                apply: a.apply,
+            },
+            Some(irqlab_host::host_info::collect(&root)),
+        );
+        let result = HostPlanResult {
+            host: &host,
+            plan: &plan,
+            in_force: in_force.as_ref(),
+            applied,
+        };
+        write_json(path, Kind::PlanAffinityHost, &made, &result).context("--json")
+    };
+    if !a.apply {
+        write(None)?;
+    }
     print(&render_plan(&host, &plan, a.apply, note.as_deref()))?;
     if !a.apply {
         return Ok(());
@@ -963,12 +1028,13 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
         })
         .collect();
     if writes.is_empty() {
-        return Ok(());
+        return write(None);
     }
     super::host::clean_up_before_measuring();
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let applied = affinity::apply(&root, &dir, &writes, &stop, &mut ProcFiles)
         .context("applying the plan")?;
+    write(Some(&applied))?;
     print(&render_applied(&applied))?;
     if let ApplyEnd::Stopped { rolled_back } = &applied.end {
         bail!(
