@@ -175,6 +175,15 @@ pub struct PlanAffinityArgs {
         conflicts_with = "restore"
     )]
     pub json: Option<PathBuf>,
+    /// Simulate the plan against the default (every IRQ on CPU 0) and an irqbalance-like round
+    /// robin: the flows forwarded at line rate on this scenario of the platform, whose network
+    /// devices are named as the interfaces here (experiments/seed001/forward.toml for the
+    /// Bensley board). Not with --host.
+    #[arg(long, value_name = "SCENARIO", conflicts_with = "host")]
+    pub simulate: Option<PathBuf>,
+    /// Override a parameter of --simulate's scenario (KEY=VALUE, as sim --set). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "simulate")]
+    pub set: Vec<String>,
 }
 
 #[derive(Args)]
@@ -188,6 +197,18 @@ pub struct PlanSwizzleArgs {
     /// there too.
     #[arg(long, value_name = "PORT=FUNCTIONS", required = true)]
     pub card: Vec<irqlab_sim::plan::swizzle::Card>,
+    /// Simulate the difference: forward these flows (NIC:NIC, repeatable) on --simulate's
+    /// scenario with the registers as they are and as planned, each with plan affinity's
+    /// placement.
+    #[arg(long, value_name = "NIC:NIC", requires = "simulate")]
+    pub flow: Vec<irqlab_sim::plan::affinity::Flow>,
+    /// A forwarding scenario of this platform whose network devices are named as the
+    /// interfaces here (experiments/seed001/forward.toml for the Bensley board); needs --flow.
+    #[arg(long, value_name = "SCENARIO", requires = "flow")]
+    pub simulate: Option<PathBuf>,
+    /// Override a parameter of --simulate's scenario (KEY=VALUE, as sim --set). Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "simulate")]
+    pub set: Vec<String>,
 }
 
 #[derive(Subcommand)]

@@ -397,6 +397,10 @@ fn validate_json_rows_and_exit_status() {
             "rt-van-max",
             "swizzle-8port",
             "swizzle-irqs",
+            "swizzle-pps-noswz-2cores",
+            "swizzle-pps-noswz-split",
+            "swizzle-pps-swz-8port",
+            "swizzle-pps-swz-split",
         ],
         "{text}"
     );
@@ -788,4 +792,111 @@ fn plan_affinity_follows_the_irq_table() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("'eth9'"));
+}
+
+/// --simulate runs the flows on seed 001's forwarding scenario with each placement: the plan
+/// keeps each split flow in one socket, the round robin splits both across the sockets and
+/// forwards less, everything on cpu0 least; swizzled registers beat unswizzled ones for Table
+/// 4's eight ports. A scenario without the planner's interface names, or one that counts
+/// samples, is refused, naming --simulate.
+#[test]
+fn plan_simulate_prints_each_placements_forwarding_rate() {
+    let rate = |out: &str, row: &str| -> u64 {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row}: {out}"));
+        let pps = line.split_whitespace().rev().nth(1).expect("a rate");
+        pps.replace(',', "").parse().expect("a number")
+    };
+    let out = stdout_of(
+        &[
+            &["plan", "affinity", "server-2006-bensley-5000p"][..],
+            BENSLEY_CARDS,
+            &[
+                "--swizzle",
+                "--flow",
+                "eth2:eth4",
+                "--flow",
+                "eth3:eth5",
+                "--simulate",
+                "experiments/seed001/forward.toml",
+                "--set",
+                "duration_ms=5",
+            ],
+        ]
+        .concat(),
+    );
+    let (plan, robin, default) = (
+        rate(&out, "plan (seed 001's rules)"),
+        rate(&out, "round robin"),
+        rate(&out, "default"),
+    );
+    assert!(
+        plan > robin && robin > default,
+        "{plan} {robin} {default}: {out}"
+    );
+    let out = stdout_of(
+        &[
+            &["plan", "swizzle", "server-2006-bensley-5000p"][..],
+            BENSLEY_CARDS,
+            &[
+                "--flow",
+                "eth0:eth4",
+                "--flow",
+                "eth1:eth5",
+                "--flow",
+                "eth2:eth6",
+                "--flow",
+                "eth3:eth7",
+                "--simulate",
+                "experiments/seed001/forward.toml",
+                "--set",
+                "duration_ms=5",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        rate(&out, "registers planned") > rate(&out, "registers now"),
+        "{out}"
+    );
+    for (scenario, set, says) in [
+        (
+            "experiments/seed003/flood.toml",
+            "seed=1",
+            "has no device 'eth2'",
+        ),
+        (
+            "experiments/seed001/forward.toml",
+            "duration_ms=0",
+            "counts samples",
+        ),
+    ] {
+        irqlab()
+            .args(
+                [
+                    &["plan", "affinity", "server-2006-bensley-5000p"][..],
+                    BENSLEY_CARDS,
+                    &["--flow", "eth2:eth4", "--simulate", scenario, "--set", set],
+                ]
+                .concat(),
+            )
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--simulate"))
+            .stderr(predicate::str::contains(says));
+    }
+    irqlab()
+        .args(
+            [
+                &["plan", "swizzle", "server-2006-bensley-5000p"][..],
+                BENSLEY_CARDS,
+                &["--simulate", "experiments/seed001/forward.toml"],
+            ]
+            .concat(),
+        )
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--flow"));
 }

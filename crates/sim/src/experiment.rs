@@ -244,6 +244,20 @@ pub enum Check {
         published_text: String,
         source: String,
     },
+    /// Seed 001's Table 4: the frames a forwarding run of fixed length (`duration_ms`) put on
+    /// the wire in its time, every port together, per second, within `tolerance_rel` of the
+    /// published rate. `calibration`: the row a free parameter was inferred from (not
+    /// evidence; its class is reported, and says so).
+    Throughput {
+        id: String,
+        run: String,
+        published_pps: f64,
+        tolerance_rel: f64,
+        #[serde(default)]
+        calibration: bool,
+        published_text: String,
+        source: String,
+    },
     /// Seed 001's IRQ assignment (Table 3): the IRQ of every INTx function of `platform` with
     /// `cards` in its ports (`PORT=FUNCTIONS`, as `irqlab plan swizzle --card`), named in bus
     /// order, with the ports' INTXSWZCTRL as the platform file has them (`unswizzled`) and with
@@ -297,7 +311,8 @@ impl Check {
             | Check::FramesLost { id, .. }
             | Check::InterruptsFall { id, .. }
             | Check::IrqTable { id, .. }
-            | Check::AffinitySpread { id, .. } => id,
+            | Check::AffinitySpread { id, .. }
+            | Check::Throughput { id, .. } => id,
         }
     }
     /// What makes this row unusable as written, if anything.
@@ -383,7 +398,8 @@ impl Check {
             Check::QuantileRange { run, .. }
             | Check::Exceedance { run, .. }
             | Check::StepPeriod { run, .. }
-            | Check::PhaseOrder { run, .. } => vec![run],
+            | Check::PhaseOrder { run, .. }
+            | Check::Throughput { run, .. } => vec![run],
             Check::CyclictestShape { runs, .. }
             | Check::FramesLost { runs, .. }
             | Check::InterruptsFall { runs, .. } => runs.iter().map(String::as_str).collect(),
@@ -500,6 +516,20 @@ impl Check {
                     quantity: Quantity::Probability,
                 }
             }
+            Check::Throughput {
+                published_pps,
+                tolerance_rel,
+                ..
+            } => Judged::Value {
+                published: (
+                    published_pps * (1.0 - tolerance_rel),
+                    published_pps * (1.0 + tolerance_rel),
+                ),
+                point: Some(*published_pps),
+                window: 2.0 * tolerance_rel * published_pps,
+                scale: Scale::Linear,
+                quantity: Quantity::PacketsPerSecond,
+            },
             Check::StepPeriod { pass_share, .. } => Judged::Share {
                 pass_share: pass_share.unwrap_or(SHAPE_PASS_SHARE),
             },
@@ -1147,6 +1177,56 @@ impl Experiment {
                 row.holds = Some(ok);
                 row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
                 row.detail = seen.join("; ");
+                row
+            }
+            Check::Throughput {
+                id,
+                run,
+                published_pps,
+                tolerance_rel,
+                calibration,
+                published_text,
+                source,
+            } => {
+                let r = &runs[run];
+                let count = |name: &str| {
+                    r.counters
+                        .iter()
+                        .find(|c| c.name == name)
+                        .map_or(0, |c| c.value)
+                };
+                let frames = nic_sum(r, "_frames_transmitted_in_run");
+                let length_us = count("run_length_us");
+                let mut row = self.row(id, format!("frames forwarded per second, {run}"), source);
+                row.published_text = published_text.clone();
+                row.published = format!("{} pps", thousands(published_pps.round() as u64));
+                row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
+                if length_us == 0 {
+                    row.simulated = "no rate".into();
+                    row.verdict = Verdict::Fail;
+                    row.detail =
+                        format!("run {run} has no fixed length (duration_ms): a rate needs one");
+                    return row;
+                }
+                let pps = frames as f64 / (length_us as f64 * 1e-6);
+                let err = pps / published_pps - 1.0;
+                let ok = err.abs() <= *tolerance_rel;
+                row.simulated = format!("{} pps", thousands(pps.round() as u64));
+                row.value = Some(pps);
+                row.holds = Some(ok);
+                row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+                row.detail = format!(
+                    "{} frames on the wire in {:.1} ms, {:+.1}% from the published rate{}",
+                    thousands(frames),
+                    length_us as f64 / 1e3,
+                    err * 100.0,
+                    if *calibration {
+                        "; CALIBRATION ROW: the free parameter was inferred from it, so it is \
+                         not evidence"
+                    } else {
+                        ""
+                    }
+                );
                 row
             }
             Check::FramesLost {

@@ -30,6 +30,8 @@ const CHECKED: &[&str] = &[
     "experiments/seed003/idle.toml",
     "experiments/seed003/flood.toml",
     "platforms/server-2006-bensley-5000p.toml",
+    "kernels/linux-2.4.21-i386-smp.toml",
+    "experiments/seed001/forward.toml",
 ];
 
 /// The value of `v = text` when it parses alone.

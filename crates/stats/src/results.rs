@@ -397,6 +397,8 @@ pub enum Quantity {
     Nanoseconds,
     /// A probability (the share of samples beyond a threshold).
     Probability,
+    /// A rate of frames, per second.
+    PacketsPerSecond,
 }
 
 impl Quantity {
@@ -407,6 +409,7 @@ impl Quantity {
             Quantity::Nanoseconds => format!("{:.2} us", v / 1e3),
             Quantity::Probability if v == 0.0 => "0".into(),
             Quantity::Probability => format!("{v:.1e}"),
+            Quantity::PacketsPerSecond => format!("{} pps", crate::thousands(v.round() as u64)),
         }
     }
 }

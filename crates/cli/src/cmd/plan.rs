@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use irqlab_report::table::Table;
 use irqlab_report::text::wrap;
 use irqlab_sim::plan::affinity::{self, AffinityPlan, Cpu, Flow};
+use irqlab_sim::plan::simulate;
 use irqlab_sim::plan::swizzle::{Population, SwizzlePlan};
 use irqlab_sim::shipped;
 use std::collections::BTreeMap;
@@ -67,7 +68,73 @@ pub fn swizzle(a: PlanSwizzleArgs) -> Result<()> {
     let plan = population
         .plan()
         .with_context(|| format!("planning INTXSWZCTRL for {}", path.display()))?;
-    print(&render(&plan, &path))
+    let mut out = render(&plan, &path);
+    if let Some(scenario) = &a.simulate {
+        // Each table with its own best placement: what the registers change, not the affinity.
+        let cpus = population.cpus();
+        let mut rows = Vec::new();
+        for (name, table, registers) in [
+            ("registers now", &plan.table_before, None),
+            (
+                "registers planned",
+                &plan.table_after,
+                Some(plan.registers.as_slice()),
+            ),
+        ] {
+            let irq_of = affinity::irq_map(table);
+            let placement = affinity::plan(&irq_of, &a.flow, &cpus).context("--flow")?;
+            rows.push((
+                name,
+                simulate::run(
+                    scenario,
+                    &a.set,
+                    &irq_of,
+                    &a.flow,
+                    &placement.irq_cpu,
+                    registers,
+                )
+                .with_context(|| format!("simulating on {}", scenario.display()))?,
+            ));
+        }
+        out.push('\n');
+        out.push_str(&render_simulated(
+            scenario,
+            &a.flow,
+            "with plan affinity's placement for each",
+            &rows,
+        ));
+    }
+    print(&out)
+}
+
+/// The simulated throughput of each placement, as a table.
+fn render_simulated(
+    scenario: &Path,
+    flows: &[Flow],
+    how: &str,
+    rows: &[(&str, simulate::Throughput)],
+) -> String {
+    let names: Vec<String> = flows.iter().map(|f| format!("{}<->{}", f.a, f.b)).collect();
+    let mut out = wrap(
+        &format!(
+            "Simulated on {} ({how}): {} at line rate both ways; frames forwarded per second:",
+            scenario.display(),
+            names.join(", ")
+        ),
+        "",
+        "",
+    );
+    out.push('\n');
+    let mut t = Table::new(&["placement", "busy CPUs", "forwarded"]).left_aligned();
+    for (name, r) in rows {
+        t.row(vec![
+            name.to_string(),
+            r.busy_cpus.to_string(),
+            format!("{} pps", irqlab_stats::thousands(r.pps.round() as u64)),
+        ]);
+    }
+    out.push_str(&t.render());
+    out
 }
 
 fn count(n: usize, one: &str, many: &str) -> String {
@@ -245,7 +312,7 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
     let irq_of = affinity::irq_map(irqs);
     let plan = affinity::plan(&irq_of, &a.flow, &cpus).context("--flow")?;
     let default = affinity::all_on(&irq_of, &a.flow, &cpus, 0);
-    print(&render_affinity(
+    let mut out = render_affinity(
         &swizzle.platform,
         &path,
         which,
@@ -255,7 +322,29 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
         irqs,
         &plan,
         &default,
-    ))
+    );
+    if let Some(scenario) = &a.simulate {
+        let registers = a.swizzle.then_some(swizzle.registers.as_slice());
+        let robin = affinity::round_robin(&irq_of, &a.flow, &cpus);
+        let mut rows = Vec::new();
+        for (name, p) in [
+            ("plan (seed 001's rules)", &plan),
+            ("round robin (irqbalance-like)", &robin),
+            ("default (every IRQ on cpu0)", &default),
+        ] {
+            let r = simulate::run(scenario, &a.set, &irq_of, &a.flow, &p.irq_cpu, registers)
+                .with_context(|| format!("simulating on {}", scenario.display()))?;
+            rows.push((name, r));
+        }
+        out.push('\n');
+        out.push_str(&render_simulated(
+            scenario,
+            &a.flow,
+            "the round robin deals the flows' IRQs to the CPUs in IRQ order",
+            &rows,
+        ));
+    }
+    print(&out)
 }
 
 fn cpu_list(cpus: &[Cpu]) -> String {

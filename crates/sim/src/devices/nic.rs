@@ -136,6 +136,9 @@ pub struct Nic {
     tx_signalled: u64,
     /// When the last transmit write-back happens.
     tx_last_done: SimTime,
+    /// Frames on the wire before the traffic ended (`traffic_end`): what a run of fixed
+    /// length forwarded in its time (the rings drain after it).
+    pub transmitted_in_run: u64,
 }
 
 impl Nic {
@@ -170,6 +173,7 @@ impl Nic {
             tx_cleaned: 0,
             tx_signalled: 0,
             tx_last_done: SimTime::ZERO,
+            transmitted_in_run: 0,
         }
     }
 
@@ -258,6 +262,9 @@ impl Nic {
         for _ in 0..given {
             let done = (t + self.cfg.tx_latency).max(self.tx_last_done + self.cfg.wire_per_frame);
             self.tx_last_done = done;
+            if self.cfg.traffic_end.is_none_or(|end| done <= end) {
+                self.transmitted_in_run += 1;
+            }
             self.tx_done.push_back(done);
             self.tx_given += 1;
         }

@@ -208,4 +208,29 @@ pub struct NetCosts {
     /// with the link steady), `e1000e_update_stats`' accumulations and `net_stats` fill,
     /// `e1000e_update_adaptive`, `mod_timer`.
     pub watchdog_task: u32,
+    /// Cache lines per received frame the core reads from memory, where the chip's DMA has
+    /// left them (the descriptor's share of a line, the header lines the stack reads): each
+    /// costs the platform's `[cpu.coherence] memory_line_ns`. Absent: 0 (seed 003's counts
+    /// fold them into `rx_packet`).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub rx_memory_lines: f64,
+    /// Cache lines of a transmit ring's shared state (its indices, the `tx_lock`, the device's
+    /// queue state) that move when the core that queues frames on the ring (`xmit`) is not
+    /// the one that cleans it (the transmitting adapter's poll): once each time the other core
+    /// touches them. Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tx_shared_lines: u32,
+    /// Cache lines per frame that move when a frame is freed (`e1000_clean_tx_irq`) on another
+    /// core than the one that queued it: the sk_buff the queuing core wrote, its
+    /// `skb_shared_info`, the descriptor and `e1000_buffer` shares. Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tx_packet_lines: u32,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }

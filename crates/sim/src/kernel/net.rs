@@ -6,6 +6,7 @@
 
 pub use super::context::NapiId;
 use super::program::{Entry, Var};
+use crate::engine::SimDuration;
 
 /// `struct napi_struct`.
 #[derive(Clone, Debug)]
@@ -18,6 +19,10 @@ pub struct Napi {
     pub weight: u32,
     /// The network device it polls (an index into [`Net::devs`]).
     pub dev: u16,
+    /// Linux 2.4's `dev->poll` contract: a poll that leaves the context scheduled returned 1
+    /// ("more work") whatever work it did, and `net_rx_action` moves it to the tail. In 2.6 a
+    /// poll stays scheduled only when it used its whole weight.
+    pub rotate_while_scheduled: bool,
 }
 
 /// e1000e's latency classes (`enum latency_range`).
@@ -75,6 +80,11 @@ pub struct NetDev {
     pub forward_to: Option<u16>,
     /// `e1000_xmit_frame`'s program for this adapter.
     pub xmit: Entry,
+    /// The CPU whose cache last wrote the transmit ring's shared state (`None`: none yet), and
+    /// the CPU that queued the frames now on the ring: where the lines a frame's free touches
+    /// come from.
+    pub tx_owner: Option<u8>,
+    pub xmit_cpu: Option<u8>,
 }
 
 /// `e1000_maybe_stop_tx(netdev, count + 2)` for a 64-byte frame without a checksum context
@@ -202,6 +212,54 @@ pub struct Net {
     pub devs: Vec<NetDev>,
     /// `netdev_budget`: packets one `net_rx_action` may process.
     pub budget: u32,
+    /// Cache lines between CPUs: `transfer[from * cpus + to]` is one line's move from `from`'s
+    /// cache to `to`'s (zero on one CPU), from the platform's `[cpu.coherence]`.
+    pub transfer: Vec<SimDuration>,
+    pub cpus: usize,
+    /// The receive path's reads of lines the chip's DMA left in memory, per frame.
+    pub rx_miss: SimDuration,
+    /// `NetCosts::tx_shared_lines` and `tx_packet_lines`.
+    pub tx_shared_lines: u32,
+    pub tx_packet_lines: u32,
+}
+
+impl Net {
+    /// What moving `lines` lines from `from`'s cache to `to`'s costs.
+    pub fn lines(&self, from: Option<u8>, to: u8, lines: u32) -> SimDuration {
+        match from {
+            Some(f) if f != to && !self.transfer.is_empty() => {
+                self.transfer[usize::from(f) * self.cpus + usize::from(to)] * u64::from(lines)
+            }
+            _ => SimDuration::ZERO,
+        }
+    }
+
+    /// `e1000_xmit_frame` on `cpu` for adapter `dev`: the ring's shared lines come to this
+    /// CPU if another wrote them last, and the frames queued are this CPU's.
+    pub fn xmit_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
+        let d = &self.devs[usize::from(dev)];
+        let cost = self.lines(d.tx_owner, cpu, self.tx_shared_lines);
+        let d = &mut self.devs[usize::from(dev)];
+        d.tx_owner = Some(cpu);
+        d.xmit_cpu = Some(cpu);
+        cost
+    }
+
+    /// `e1000_clean_tx_irq` on `cpu` frees one frame of adapter `dev`: its lines come from
+    /// the CPU that queued it.
+    pub fn free_lines(&self, dev: u16, cpu: u8) -> SimDuration {
+        let d = &self.devs[usize::from(dev)];
+        self.lines(d.xmit_cpu, cpu, self.tx_packet_lines)
+    }
+
+    /// The end of `e1000_clean_tx_irq` on `cpu` (`next_to_clean`, the `tx_lock`): the ring's
+    /// shared lines come to this CPU if another wrote them last.
+    pub fn clean_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
+        let d = &self.devs[usize::from(dev)];
+        let cost = self.lines(d.tx_owner, cpu, self.tx_shared_lines);
+        self.devs[usize::from(dev)].tx_owner = Some(cpu);
+        cost
+    }
 }
 
 #[cfg(test)]
@@ -245,6 +303,8 @@ mod tests {
             tx_dropped: 0,
             forward_to: None,
             xmit: 0,
+            tx_owner: None,
+            xmit_cpu: None,
         };
         assert_eq!(d.set_itr(), None, "stays at 20,000");
         // Dynamic mode (1) lets it climb towards 70,000, a quarter step at a time (an adapter

@@ -358,6 +358,26 @@ pub enum Step {
     },
     /// A frame `e1000_xmit_frame` had no room for: dropped and counted.
     TxDrop(u16),
+    /// `e1000_xmit_frame`'s accesses to adapter `dev`'s transmit ring on this CPU: the core
+    /// stalls while the ring's shared lines come from the cache of the CPU that last wrote
+    /// them (`Net::xmit_lines`).
+    XmitLines(u16),
+    /// One frame freed by `e1000_clean_tx_irq` on this CPU: the lines of the frame that the
+    /// queuing CPU wrote come to this one (`Net::free_lines`).
+    FreeLines(u16),
+    /// `e1000_clean_tx_irq`'s end on this CPU: the ring's shared lines (`Net::clean_lines`).
+    CleanLines(u16),
+    /// The lines of a received frame that the chip's DMA left in memory (`Net::rx_miss`).
+    RxMiss,
+    /// Go to `to` if NAPI context `napi` is scheduled (its adapter is being polled).
+    BranchIfNapiScheduled {
+        napi: super::context::NapiId,
+        to: Entry,
+    },
+    /// Linux 2.4 e1000's `e1000_clean` test: a poll that cleaned a transmitted frame (the
+    /// frame's second local) or received one (its first) goes to `to` and stays in polling
+    /// mode.
+    BranchIfPollWorked(Entry),
 }
 
 impl Step {
@@ -388,7 +408,9 @@ impl Step {
             | Step::SoftirqThreadTake { idle: to, .. }
             | Step::BranchIfSoftirqPending(to)
             | Step::DeferSleeper { call: to }
-            | Step::NextDeferredTimer { done: to } => Some(to),
+            | Step::NextDeferredTimer { done: to }
+            | Step::BranchIfNapiScheduled { to, .. }
+            | Step::BranchIfPollWorked(to) => Some(to),
             _ => None,
         }
     }
@@ -1036,7 +1058,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 let n = this.a as u16;
                 cx.softirq.net_budget -= i64::from(cx.value);
                 let napi = &net.napi[usize::from(n)];
-                if napi.scheduled && cx.value >= napi.weight {
+                if napi.scheduled && (cx.value >= napi.weight || napi.rotate_while_scheduled) {
                     unlist(&mut cx.softirq.poll_list, n);
                     cx.softirq.poll_list.push_back(n);
                 }
@@ -1128,6 +1150,39 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 }
             }
             Step::TxDrop(dev) => net.devs[usize::from(dev)].tx_dropped += 1,
+            Step::XmitLines(dev) => {
+                let d = net.xmit_lines(dev, cx.cpu);
+                if d > SimDuration::ZERO {
+                    break Op::Held(d);
+                }
+            }
+            Step::FreeLines(dev) => {
+                let d = net.free_lines(dev, cx.cpu);
+                if d > SimDuration::ZERO {
+                    break Op::Held(d);
+                }
+            }
+            Step::CleanLines(dev) => {
+                let d = net.clean_lines(dev, cx.cpu);
+                if d > SimDuration::ZERO {
+                    break Op::Held(d);
+                }
+            }
+            Step::RxMiss => {
+                if net.rx_miss > SimDuration::ZERO {
+                    break Op::Held(net.rx_miss);
+                }
+            }
+            Step::BranchIfNapiScheduled { napi, to } => {
+                if net.napi[usize::from(napi)].scheduled {
+                    pc = to;
+                }
+            }
+            Step::BranchIfPollWorked(to) => {
+                if this.a > 0 || this.b > 0 {
+                    pc = to;
+                }
+            }
             Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
                 Some(t) => {
                     this.a = u32::from(t);

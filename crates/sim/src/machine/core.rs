@@ -424,6 +424,7 @@ impl Machine {
                             &self.devices,
                             self.probed_device,
                             self.target_samples,
+                            self.end_at.map(|e| now + acc >= e),
                         );
                         if done {
                             if let Some(w) = &mut core.work {

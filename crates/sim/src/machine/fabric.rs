@@ -40,8 +40,9 @@ pub struct Hop {
 }
 
 /// The longest route the machine holds: a device behind a switch behind the south bridge's root
-/// port to a core on a second front-side bus is 6.
-pub const MAX_HOPS: usize = 8;
+/// port to a core on a second front-side bus is 6; between two functions of cards at opposite
+/// ends of seed 001's Bensley board (below the ESB2's switch, below its D28) 9.
+pub const MAX_HOPS: usize = 12;
 
 /// A fixed sequence of hops.
 #[derive(Copy, Clone, Debug)]
@@ -220,9 +221,18 @@ impl Fabric {
             .devices
             .iter()
             .map(|&d| {
-                t.parts[usize::from(d)]
+                // A card's other function hangs from function 0 by a delay link: the card's
+                // serial link is the first one up.
+                let mut l = t.parts[usize::from(d)]
                     .up
-                    .expect("a device hangs from its link") as u8
+                    .expect("a device hangs from its link");
+                while !matches!(t.links[usize::from(l)].kind, LinkKind::Serial { .. }) {
+                    match t.parts[usize::from(t.links[usize::from(l)].up)].up {
+                        Some(up) => l = up,
+                        None => break,
+                    }
+                }
+                l as u8
             })
             .collect();
         let memory_read = match t.parts[usize::from(ends.memory)].kind {

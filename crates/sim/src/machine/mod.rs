@@ -149,6 +149,9 @@ pub struct Machine {
     root_tag: u8,
     /// The interrupts the probed device raises before the run ends.
     pub target_samples: u64,
+    /// A run of fixed length (a forwarding run's traffic): it ends at this time, whatever the
+    /// samples.
+    pub end_at: Option<SimTime>,
     events: u64,
     port_ios: u64,
     interrupt_acknowledges: u64,
@@ -233,7 +236,11 @@ pub(super) fn has_samples(
     devices: &[Exerciser],
     probed: u8,
     target: u64,
+    ended: Option<bool>,
 ) -> bool {
+    if let Some(ended) = ended {
+        return ended;
+    }
     match (pps, kernel.cyclic.first()) {
         (Some(p), _) => p.done(),
         (None, Some(t)) => t.loops >= target,
@@ -292,6 +299,7 @@ impl Machine {
             root_requester,
             root_tag: 0,
             target_samples,
+            end_at: None,
             events: 0,
             port_ios: 0,
             interrupt_acknowledges: 0,
@@ -457,6 +465,7 @@ impl Machine {
             &self.devices,
             self.probed_device,
             self.target_samples,
+            self.end_at.map(|e| self.q.now() >= e),
         )
     }
 

@@ -217,6 +217,22 @@ pub fn all_on(
     p
 }
 
+/// An irqbalance-like spread that knows nothing of flows: the flows' IRQs in number order,
+/// dealt to the CPUs in order, one each in turn (what balancing interrupt counts alone gives
+/// when every line carries the same load).
+pub fn round_robin(irq_of: &BTreeMap<String, u32>, flows: &[Flow], cpus: &[Cpu]) -> AffinityPlan {
+    let mut irqs: Vec<u32> = flows
+        .iter()
+        .flat_map(|f| [irq_of[&f.a], irq_of[&f.b]])
+        .collect();
+    irqs.sort_unstable();
+    irqs.dedup();
+    let assign: Vec<usize> = (0..irqs.len()).map(|i| i % cpus.len()).collect();
+    let mut p = evaluate(irq_of, flows, cpus, &irqs, &assign);
+    p.even = (2 * flows.len()).div_ceil(cpus.len());
+    p
+}
+
 fn evaluate(
     irq_of: &BTreeMap<String, u32>,
     flows: &[Flow],
@@ -300,6 +316,26 @@ mod tests {
 
     fn flows(list: &[&str]) -> Vec<Flow> {
         list.iter().map(|f| f.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn the_round_robin_deals_irqs_in_order_blind_to_flows_and_sockets() {
+        // Swizzled: eth2 16, eth3 17, eth4 18, eth5 19. Dealt in IRQ order, each flow's two
+        // IRQs (16 and 18, 17 and 19) land two CPUs apart: in different sockets.
+        let irq_of = irqs(&[("eth2", 16), ("eth3", 17), ("eth4", 18), ("eth5", 19)]);
+        let f = flows(&["eth2:eth4", "eth3:eth5"]);
+        let r = round_robin(&irq_of, &f, &bensley_cpus());
+        assert_eq!(
+            r.irq_cpu,
+            BTreeMap::from([(16, 0), (17, 1), (18, 2), (19, 3)])
+        );
+        assert_eq!((r.split_cpu, r.split_socket), (2, 2));
+        let p = plan(&irq_of, &f, &bensley_cpus()).unwrap();
+        assert_eq!(
+            (p.split_cpu, p.split_socket),
+            (2, 0),
+            "the rules keep sockets"
+        );
     }
 
     /// Table 3's unswizzled IRQs.

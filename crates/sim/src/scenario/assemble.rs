@@ -52,6 +52,8 @@ struct NicProbe<'a> {
     msi: bool,
     watchdog: Option<(u32, &'a mut crate::engine::Stream)>,
     forwarding: Forwarding,
+    /// e1000e (2.6.29) or e1000 (2.4.21).
+    driver: DriverName,
 }
 
 /// e1000e's probe and open for device `k` (section `d`): the adapter's state, its NAPI context
@@ -68,11 +70,13 @@ fn e1000e_probe(
         msi,
         watchdog,
         forwarding,
+        driver,
     } = how;
-    use crate::kernel::net::{itr_register, Latency, Napi, NetDev, INITIAL_ITR};
+    use crate::kernel::net::{itr_register, Latency, Napi, NetDev};
+    let old = driver == DriverName::E1000;
     let dev = kernel.net.devs.len() as u16;
     let napi = kernel.net.napi.len() as u16;
-    let itr = INITIAL_ITR;
+    let itr = initial_itr(driver, nc);
     let rdt = kernel.new_var(u64::from(n.ring - 1));
     let tdt = kernel.new_var(0);
     let itr_reg = kernel.new_var(u64::from(itr_register(itr)));
@@ -101,16 +105,28 @@ fn e1000e_probe(
         tx_dropped: 0,
         forward_to: forwarding.to,
         xmit: crate::kernel::program::NO_ENTRY,
+        tx_owner: None,
+        xmit_cpu: None,
     });
-    let xmit = drivers::e1000e::xmit(kernel, nc, &d.name, d.reg_bar, dev);
+    let xmit = if old {
+        drivers::e1000::xmit(kernel, nc, &d.name, d.reg_bar, dev)
+    } else {
+        drivers::e1000e::xmit(kernel, nc, &d.name, d.reg_bar, dev)
+    };
     kernel.net.devs[usize::from(dev)].xmit = xmit;
     kernel.net.napi.push(Napi {
         scheduled: false,
         poll: crate::kernel::program::NO_ENTRY,
         weight: nc.weight,
         dev,
+        rotate_while_scheduled: old,
     });
-    let poll = drivers::e1000e::poll(
+    let poll = if old {
+        drivers::e1000::poll
+    } else {
+        drivers::e1000e::poll
+    };
+    let poll = poll(
         kernel,
         nc,
         &d.name,
@@ -120,6 +136,9 @@ fn e1000e_probe(
         forwarding.transmits,
     );
     kernel.net.napi[usize::from(napi)].poll = poll;
+    if old {
+        return drivers::e1000::isr(kernel, nc, &d.name, d.reg_bar, napi);
+    }
     // The watchdog, in a kernel that runs tasks (its work needs `events/0`). It was first
     // armed when the link came up, long before the run: it expires on a whole second, every
     // other one, and which of the two parities is this adapter's is not known.
@@ -131,6 +150,18 @@ fn e1000e_probe(
         kernel.deferred.timers[usize::from(t)].expires = Some(hz * (1 + parity));
     }
     drivers::e1000e::isr(kernel, nc, &d.name, d.reg_bar, napi, msi)
+}
+
+/// The throttle rate the driver first writes to ITR, in interrupts a second: e1000e's
+/// `INITIAL_ITR` for its dynamic modes; the 2.4 e1000's InterruptThrottleRate, static
+/// (`kernel.net.itr_setting`, 8000 by default: `e1000_configure_rx` writes
+/// `1000000000 / (itr * 256)`).
+fn initial_itr(driver: DriverName, nc: &crate::kernel::costs::NetCosts) -> u32 {
+    if driver == DriverName::E1000 {
+        nc.itr_setting.max(1)
+    } else {
+        crate::kernel::net::INITIAL_ITR
+    }
 }
 
 /// `assign_irq_vector`: hands out vectors a step apart.
@@ -220,7 +251,7 @@ impl Scenario {
                     DriverName::Seed000 => Some(d.signature_bar + d.tasklet_signature_offset),
                     // A generic device raises interrupts whenever it has work; a network
                     // controller whenever its traffic and its throttle say.
-                    DriverName::Generic | DriverName::E1000e => None,
+                    DriverName::Generic | DriverName::E1000e | DriverName::E1000 => None,
                 },
                 interval_from_service: d.interval_from == IntervalFrom::Service,
                 core_tx: ns(d.core_tx_ns),
@@ -404,14 +435,22 @@ impl Scenario {
                     d.isr_instructions,
                     d.isr_status_reads,
                 ),
-                DriverName::E1000e => {
+                DriverName::E1000e | DriverName::E1000 => {
                     let nc = self.kernel.net.clone().ok_or_else(|| {
                         self.invalid(
                             &key("driver"),
-                            "the e1000e driver needs a kernel file with a [net] section (the \
-                             networking core's costs), such as kernels/linux-2.6.29-i386-up.toml",
+                            "the e1000e and e1000 drivers need a kernel file with a [net] \
+                             section (the networking core's costs), such as \
+                             kernels/linux-2.6.29-i386-up.toml",
                         )
                     })?;
+                    if d.driver == DriverName::E1000 && msi_mode {
+                        return Err(self.invalid(
+                            "delivery",
+                            "the 2.4 e1000 driver has no MSI (its CONFIG_PCI_MSI block is dead \
+                             code on 2.4): use delivery = \"ioapic\"",
+                        ));
+                    }
                     let n = d.nic.as_ref().expect("checked: e1000e has a [device.nic]");
                     let wake = self.kernel.sched.as_ref().map(|s| s.try_to_wake_up);
                     let mut stream = rng.stream(&format!("device.{i}.watchdog"));
@@ -422,6 +461,7 @@ impl Scenario {
                         msi: msi_mode,
                         watchdog,
                         forwarding,
+                        driver: d.driver,
                     };
                     e1000e_probe(&mut kernel, &nc, d, n, how)
                 }
@@ -430,7 +470,7 @@ impl Scenario {
                 handler,
                 // SA_INTERRUPT in Figure 3; e1000e requests its IRQ without IRQF_DISABLED, so
                 // handle_IRQ_event enables interrupts around it.
-                irqs_disabled: d.driver != DriverName::E1000e,
+                irqs_disabled: !matches!(d.driver, DriverName::E1000e | DriverName::E1000),
             };
             let (irq, chip, flow, vector) = if msi_mode {
                 let v = vectors.alloc((d.msi_vector != 0).then_some(d.msi_vector));
@@ -498,6 +538,28 @@ impl Scenario {
             ));
         }
         kernel.net.budget = self.kernel.net.as_ref().map_or(0, |n| n.netdev_budget);
+        if let (Some(co), Some(nc)) = (&p.cpu.coherence, &self.kernel.net) {
+            // The cores of one package share their bus link up (the platform's topology);
+            // `ends.cores` are the run's CPUs in order.
+            let package = |c: PartId| topology.parts[usize::from(c)].up;
+            let cpus = ends.cores.len();
+            kernel.net.cpus = cpus;
+            kernel.net.transfer = (0..cpus * cpus)
+                .map(|i| {
+                    let (a, b) = (ends.cores[i / cpus], ends.cores[i % cpus]);
+                    if a == b {
+                        SimDuration::ZERO
+                    } else if package(a) == package(b) {
+                        ns(co.same_package_ns)
+                    } else {
+                        ns(co.cross_package_ns)
+                    }
+                })
+                .collect();
+            kernel.net.rx_miss = ns(co.memory_line_ns * nc.rx_memory_lines);
+            kernel.net.tx_shared_lines = nc.tx_shared_lines;
+            kernel.net.tx_packet_lines = nc.tx_packet_lines;
+        }
         kernel.net_costs = self.kernel.net.clone();
         linux::link(&mut kernel);
         // A kernel with tasks: the tick is an hrtimer on each CPU, and cyclictest's threads are
@@ -545,6 +607,17 @@ impl Scenario {
         );
         machine.smi = smi;
         machine.intx_lines = intx_lines;
+        if self.file.duration_ms > 0.0 {
+            let end = SimTime::ZERO + ns(self.file.duration_ms * 1e6);
+            machine.end_at = Some(end);
+            // The run's length bounds its events, not its samples.
+            machine.event_limit = u64::MAX;
+            for d in &mut machine.devices {
+                if let Some(n) = &mut d.nic {
+                    n.cfg.traffic_end = Some(end);
+                }
+            }
+        }
         if machine.kernel.threads.is_some() {
             self.spawn_threads(&mut machine)?;
         } else if self.kernel.sched.is_some() {
@@ -760,9 +833,8 @@ impl Scenario {
                     format!("the platform already has a link '{link_name}': rename the device"),
                 ));
             }
-            f.link.insert(
-                link_name,
-                TopologyLinkSection {
+            let link = match &d.function_of {
+                None => TopologyLinkSection {
                     kind: Some(LinkKindName::Serial),
                     up: d.port.clone(),
                     down: vec![d.name.clone()],
@@ -771,7 +843,45 @@ impl Scenario {
                     pipeline_ns: Some(pipeline_ns),
                     ..TopologyLinkSection::default()
                 },
-            );
+                // Another function of a card: behind function 0 at no delay, so that its
+                // packets share the card's link (a multi-function device's functions share
+                // its port; PCIe Base 1.1, 7.3.1).
+                Some(first) => {
+                    let f0 = self.file.device[..i]
+                        .iter()
+                        .find(|o| &o.name == first && o.function_of.is_none());
+                    let Some(f0) = f0 else {
+                        return Err(self.invalid(
+                            &key("function_of"),
+                            format!(
+                                "'{first}' is not a device listed before this one with a link \
+                                 of its own: name the card's function 0, listed first"
+                            ),
+                        ));
+                    };
+                    if (f0.bdf.bus, f0.bdf.dev) != (d.bdf.bus, d.bdf.dev)
+                        || f0.bdf.func == d.bdf.func
+                        || f0.port != d.port
+                    {
+                        return Err(self.invalid(
+                            &key("bdf"),
+                            format!(
+                                "a function of '{first}' ({}, port '{}') has its bus and device, \
+                                 a function of its own and its port; this one is {} on '{}'",
+                                f0.bdf, f0.port, d.bdf, d.port
+                            ),
+                        ));
+                    }
+                    TopologyLinkSection {
+                        kind: Some(LinkKindName::Delay),
+                        up: first.clone(),
+                        down: vec![d.name.clone()],
+                        ns: Some(0.0),
+                        ..TopologyLinkSection::default()
+                    }
+                }
+            };
+            f.link.insert(link_name, link);
         }
         let t = Topology::from_file(&f).map_err(|e| self.topology_error(e, &self.file.device))?;
         let mut cores: Vec<(u8, PartId)> = t
@@ -1033,7 +1143,12 @@ impl Scenario {
             // e1000_configure_rx's ITR write.
             itr_interval: SimDuration::from_ns(256)
                 * u64::from(crate::kernel::net::itr_register(
-                    crate::kernel::net::INITIAL_ITR,
+                    self.kernel
+                        .net
+                        .as_ref()
+                        .map_or(crate::kernel::net::INITIAL_ITR, |nc| {
+                            initial_itr(d.driver, nc)
+                        }),
                 )),
             tx_ring: n.tx_ring,
             tx_latency: ns(n.tx_latency_ns),

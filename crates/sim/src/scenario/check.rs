@@ -801,20 +801,20 @@ impl Scenario {
         for (i, d) in self.file.device.iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
             match (&d.nic, d.driver) {
-                (None, DriverName::E1000e) => {
+                (None, DriverName::E1000e | DriverName::E1000) => {
                     return Err(self.invalid(
                         &key("driver"),
-                        "the e1000e driver runs a network controller: add a [device.nic] \
-                         section (ring, buffer_bytes, frame_bytes, gap_us, ...)",
+                        "the e1000e and e1000 drivers run a network controller: add a \
+                         [device.nic] section (ring, buffer_bytes, frame_bytes, gap_us, ...)",
                     ))
                 }
-                (Some(_), DriverName::E1000e) => {}
+                (Some(_), DriverName::E1000e | DriverName::E1000) => {}
                 (Some(_), other) => {
                     return Err(self.invalid(
                         &key("nic"),
                         format!(
-                            "a network controller needs driver = \"e1000e\" (this device's \
-                             driver is {other:?})"
+                            "a network controller needs driver = \"e1000e\" or \"e1000\" (this \
+                             device's driver is {other:?})"
                         ),
                     ))
                 }
@@ -957,6 +957,23 @@ impl Scenario {
         self.check_bars()?;
         self.check_modern()?;
         self.check_workload()?;
+        if self.file.duration_ms < 0.0 || !self.file.duration_ms.is_finite() {
+            return Err(self.invalid(
+                "duration_ms",
+                format!(
+                    "{} is not a run length: give milliseconds of simulated time (50), or 0 \
+                     to count samples",
+                    self.file.duration_ms
+                ),
+            ));
+        }
+        if self.file.duration_ms > 0.0 && self.file.cyclictest.is_some() {
+            return Err(self.invalid(
+                "duration_ms",
+                "a run with cyclictest counts its loops (`samples`): remove duration_ms, or \
+                 the [cyclictest] section",
+            ));
+        }
         if self.file.samples == 0 {
             return Err(self.invalid("samples", "samples must be at least 1"));
         }

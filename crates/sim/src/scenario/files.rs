@@ -100,6 +100,23 @@ pub struct CpuSection {
     /// A clock that moves in time (hardware P-states, HWP). Absent: always `clock_hz`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency: Option<FrequencySection>,
+    /// What data costs the core when it is not in its own cache: a line another core wrote,
+    /// a line the DMA left in memory. Absent: nothing (the paths' counts include it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coherence: Option<CoherenceSection>,
+}
+
+/// `[cpu.coherence]`: one cache line's move to this core, by where it was.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoherenceSection {
+    /// Modified in the cache of another core of the same package (the same bus link up: a
+    /// Woodcrest die's two cores share its L2).
+    pub same_package_ns: f64,
+    /// Modified in a core of another package (a snoop that hits on the other front-side bus).
+    pub cross_package_ns: f64,
+    /// A line read from memory (a load that misses every cache).
+    pub memory_line_ns: f64,
 }
 
 /// `[cpu.frequency]`: the core's clock as the hardware's power management moves it. Each core
@@ -232,6 +249,12 @@ pub struct ScenarioFile {
     /// kernel brings up).
     #[serde(default)]
     pub cpus: u8,
+    /// A run of fixed length, in milliseconds of simulated time: the network controllers'
+    /// traffic lasts this long and the run ends with it (a forwarding run counts frames, not
+    /// samples; `samples` then only splits the run into replications, each the whole length:
+    /// give 1). 0 or absent: the run counts samples.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duration_ms: f64,
     /// Background process work on every core (`workload.rs`); absent: the cores idle between
     /// interrupts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -264,6 +287,11 @@ pub struct DeviceSection {
     pub link_width: LinkWidth,
     /// The platform's root port (a `bridge` part) whose link the card sits on.
     pub port: String,
+    /// Another function of this device's card (a dual-port 82571EB's second port): the
+    /// device named here is function 0, on the same link; this one has its `bdf` with the
+    /// same bus and device, its own function and INTx pin, and no link of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_of: Option<String>,
     #[serde(with = "crate::text::pin")]
     pub intx_pin: IntxPin,
     pub msi_capable: bool,
@@ -434,6 +462,9 @@ pub enum DriverName {
     Generic,
     /// Linux 2.6.29's e1000e on an 82571/82572 (needs a `[device.nic]`).
     E1000e,
+    /// Linux 2.4.21's e1000 7.0.33-k2-NAPI on an 82571 (needs a `[device.nic]`; a shared
+    /// level line, static throttling).
+    E1000,
 }
 
 fn is_zero(v: &f64) -> bool {

@@ -67,6 +67,9 @@ pub struct Outcome {
     pub series: Option<(&'static str, SampleSeries)>,
     pub counters: Counters,
     pub trace: Vec<TraceRecord>,
+    /// A run of fixed length (`duration_ms`), in microseconds; 0: the run counted samples.
+    /// Replications add up.
+    pub run_length_us: u64,
 }
 
 /// What the scheduler and the timers did (zero on a kernel without tasks).
@@ -93,6 +96,8 @@ pub struct NicCounters {
     /// transmit ring full.
     pub transmitted: u64,
     pub tx_dropped: u64,
+    /// Of those, the frames on the wire before the traffic ended.
+    pub transmitted_in_run: u64,
 }
 
 impl Outcome {
@@ -106,12 +111,14 @@ impl Outcome {
         self.tasks.context_switches += o.tasks.context_switches;
         self.tasks.hrtimers_expired += o.tasks.hrtimers_expired;
         self.tasks.works_run += o.tasks.works_run;
+        self.run_length_us += o.run_length_us;
         for (a, b) in self.nics.iter_mut().zip(&o.nics) {
             a.interrupts += b.interrupts;
             a.frames += b.frames;
             a.dropped += b.dropped;
             a.received += b.received;
             a.transmitted += b.transmitted;
+            a.transmitted_in_run += b.transmitted_in_run;
             a.tx_dropped += b.tx_dropped;
         }
         self.counters.merge(&o.counters);
@@ -193,7 +200,15 @@ impl Outcome {
                 Count::if_nonzero(format!("{}_frames_transmitted", n.name), n.transmitted),
                 Count::if_nonzero(format!("{}_frames_tx_dropped", n.name), n.tx_dropped),
             ]);
+            if self.run_length_us > 0 {
+                counters.push(Count::if_nonzero(
+                    format!("{}_frames_transmitted_in_run", n.name),
+                    n.transmitted_in_run,
+                ));
+            }
         }
+        // A run of fixed length (`duration_ms`): its length, which a rate divides by.
+        counters.push(Count::if_nonzero("run_length_us", self.run_length_us));
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
         counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
         let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
@@ -365,6 +380,7 @@ impl Scenario {
                 received: netdev(k).map_or(0, |x| x.received),
                 transmitted: n.transmitted(),
                 tx_dropped: netdev(k).map_or(0, |x| x.tx_dropped),
+                transmitted_in_run: n.transmitted_in_run,
             })
             .collect();
         let first = m.devices.first_mut();
@@ -387,6 +403,7 @@ impl Scenario {
             },
             counters,
             trace,
+            run_length_us: (self.file.duration_ms * 1e3).round() as u64,
         })
     }
 }

@@ -4,6 +4,7 @@
 //! driver is adding a file here and its name to the scenario schema (`device.N.driver`); the
 //! interpreter does not change.
 
+pub mod e1000;
 pub mod e1000e;
 pub mod exerciser;
 pub mod generic;

@@ -1,0 +1,122 @@
+//! A plan's difference, simulated: the flows forwarded on a scenario of the planned platform
+//! (seed 001's `experiments/seed001/forward.toml`, or any scenario whose network devices are
+//! named as the planner names the platform's interfaces), with the IRQ affinity of a
+//! placement and, swizzled, the INTXSWZCTRL values of the plan. Each flow's two ports are
+//! offered line rate both ways (Table 4's setup); what the run forwards before its traffic
+//! ends, per second, is the placement's throughput.
+
+use crate::plan::affinity::Flow;
+use crate::plan::swizzle::Register;
+use crate::scenario::{Origin, Scenario, ScenarioError};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What one placement forwarded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Throughput {
+    /// Frames on the wire before the traffic ended, per second, every port together.
+    pub pps: f64,
+    /// The CPUs that took a flow NIC's interrupts.
+    pub busy_cpus: usize,
+}
+
+/// The `--set`s that put `flows` on `scenario`'s devices with `irq_cpu` (IRQ -> CPU; every
+/// other line on CPU 0, Linux's default) and, when given, the swizzle `registers`' planned
+/// values.
+pub fn sets(
+    scenario: &Scenario,
+    irq_of: &BTreeMap<String, u32>,
+    flows: &[Flow],
+    irq_cpu: &BTreeMap<u32, usize>,
+    registers: Option<&[Register]>,
+) -> Result<Vec<String>, ScenarioError> {
+    let devices = &scenario.file.device;
+    let index = |name: &str| -> Result<usize, ScenarioError> {
+        devices.iter().position(|d| d.name == name).ok_or_else(|| {
+            let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+            ScenarioError::Invalid {
+                origin: Origin::Arg("plan".into()),
+                key: "--simulate".into(),
+                message: format!(
+                    "the scenario {} has no device '{name}' for the flows (its devices: {}): \
+                     name them as plan swizzle names the platform's interfaces",
+                    scenario.path.display(),
+                    names.join(", ")
+                ),
+            }
+        })
+    };
+    let mut out = Vec::new();
+    if let Some(registers) = registers {
+        for r in registers {
+            out.push(format!("platform.part.{}.intx_swizzle={}", r.port, r.after));
+        }
+    }
+    for f in flows {
+        for (from, to) in [(&f.a, &f.b), (&f.b, &f.a)] {
+            let i = index(from)?;
+            index(to)?;
+            let nic = devices[i]
+                .nic
+                .as_ref()
+                .ok_or_else(|| ScenarioError::Invalid {
+                    origin: Origin::Arg("plan".into()),
+                    key: "--simulate".into(),
+                    message: format!(
+                        "device '{from}' of {} has no network controller ([device.nic])",
+                        scenario.path.display()
+                    ),
+                })?;
+            // Line rate: the frame, its 8-byte preamble and 12-byte gap at 8 ns a byte.
+            let gap_us = f64::from(nic.frame_bytes + 20) * 8.0 / 1e3;
+            out.push(format!("device.{i}.nic.gap_us={gap_us}"));
+            out.push(format!("device.{i}.nic.forward_to={to}"));
+        }
+    }
+    for (i, d) in devices.iter().enumerate() {
+        if let Some(irq) = irq_of.get(&d.name) {
+            let cpu = irq_cpu.get(irq).copied().unwrap_or(0);
+            out.push(format!("device.{i}.irq_cpu={cpu}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Run `scenario_path` (with `overrides`, then the placement's sets) and measure it.
+pub fn run(
+    scenario_path: &Path,
+    overrides: &[String],
+    irq_of: &BTreeMap<String, u32>,
+    flows: &[Flow],
+    irq_cpu: &BTreeMap<u32, usize>,
+    registers: Option<&[Register]>,
+) -> Result<Throughput, ScenarioError> {
+    let base = Scenario::load(scenario_path, overrides)?;
+    let placed = sets(&base, irq_of, flows, irq_cpu, registers)?;
+    if base.file.duration_ms <= 0.0 {
+        return Err(ScenarioError::Invalid {
+            origin: Origin::Arg("plan".into()),
+            key: "--simulate".into(),
+            message: format!(
+                "{} counts samples: a throughput needs a run of fixed length (duration_ms, as \
+                 experiments/seed001/forward.toml has)",
+                scenario_path.display()
+            ),
+        });
+    }
+    let mut all = overrides.to_vec();
+    all.extend(placed);
+    let s = Scenario::load(scenario_path, &all)?;
+    let o = s.run(s.file.seed, 1, 0)?;
+    let frames: u64 = o.nics.iter().map(|n| n.transmitted_in_run).sum();
+    let busy: std::collections::BTreeSet<usize> = flows
+        .iter()
+        .flat_map(|f| [&f.a, &f.b])
+        .filter_map(|n| irq_of.get(n.as_str()))
+        .map(|irq| irq_cpu.get(irq).copied().unwrap_or(0))
+        .collect();
+    Ok(Throughput {
+        pps: frames as f64 / (o.run_length_us as f64 * 1e-6),
+        busy_cpus: busy.len(),
+    })
+}
