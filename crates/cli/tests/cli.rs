@@ -836,6 +836,23 @@ fn plan_simulate_prints_each_placements_forwarding_rate() {
         plan > robin && robin > default,
         "{plan} {robin} {default}: {out}"
     );
+    // Four cores busy for the plan and the round robin, one for the default, whose rate is a
+    // quarter of the plan's with a split flow's line cost gone (a whole flow on one core).
+    let busy = |row: &str| -> String {
+        let line = out.lines().find(|l| l.starts_with(row)).expect(row);
+        line[29..]
+            .split_whitespace()
+            .next()
+            .expect("busy")
+            .to_string()
+    };
+    assert_eq!(
+        [busy("plan"), busy("round robin"), busy("default")],
+        ["4", "4", "1"],
+        "{out}"
+    );
+    let quarter = default as f64 / plan as f64;
+    assert!((0.22..=0.30).contains(&quarter), "{quarter}: {out}");
     let out = stdout_of(
         &[
             &["plan", "swizzle", "server-2006-bensley-5000p"][..],
@@ -861,6 +878,27 @@ fn plan_simulate_prints_each_placements_forwarding_rate() {
         rate(&out, "registers planned") > rate(&out, "registers now"),
         "{out}"
     );
+    // A population other than the scenario's: eth0 is the plan's port-4 function, the
+    // scenario's on-board one.
+    irqlab()
+        .args([
+            "plan",
+            "affinity",
+            "server-2006-bensley-5000p",
+            "--card",
+            "port4=2",
+            "--card",
+            "port6=2",
+            "--flow",
+            "eth0:eth2",
+            "--simulate",
+            "experiments/seed001/forward.toml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the plan's eth0 is 004:00:0 INTA below port4",
+        ));
     for (scenario, set, says) in [
         (
             "experiments/seed003/flood.toml",
@@ -870,7 +908,7 @@ fn plan_simulate_prints_each_placements_forwarding_rate() {
         (
             "experiments/seed001/forward.toml",
             "duration_ms=0",
-            "counts samples",
+            "nothing in this scenario produces samples",
         ),
     ] {
         irqlab()
@@ -884,7 +922,7 @@ fn plan_simulate_prints_each_placements_forwarding_rate() {
             )
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("--simulate"))
+            .stderr(predicate::str::contains("simulating on"))
             .stderr(predicate::str::contains(says));
     }
     irqlab()

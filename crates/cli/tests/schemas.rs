@@ -173,6 +173,21 @@ fn every_output_validates_against_the_shipped_schema() {
             ),
         ),
         (
+            // A rate row, and a free parameter fitted in each draw ([calibration]).
+            "validate --uncertainty, fitted",
+            output(
+                &[
+                    "validate",
+                    "--only",
+                    "swizzle-pps-noswz-split",
+                    "--uncertainty",
+                    "4",
+                ],
+                d,
+                "uncertainty-fitted.json",
+            ),
+        ),
+        (
             "host on a captured tree",
             output(&["host", "--root", fixture], d, "host-fixture.json"),
         ),

@@ -229,6 +229,12 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
         u.parameters.len(),
         u.fixed.len()
     );
+    for f in &u.fitted {
+        out.push_str(&format!(
+            "Fitted in each draw on {} ({}): {} 5-95% {}..{}, median {}\n",
+            f.row, f.experiment, f.key, f.p5, f.p95, f.median
+        ));
+    }
     let mut t = Table::new(&[
         "row",
         "class",

@@ -29,6 +29,27 @@ pub struct ExperimentFile {
     #[serde(default)]
     pub run: Vec<RunSpec>,
     pub check: Vec<Check>,
+    /// The experiment's declared free parameter, if it has one (DESIGN.md: at most one,
+    /// calibrated on a named row, the other rows held out).
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
+}
+
+/// `[calibration]`: a free parameter inferred from one row's published value. The nominal
+/// value is the file's own (a scenario's `set`); every draw of `validate --uncertainty` fits
+/// it again, on that draw's other values, so that the calibration row meets its target in
+/// every draw and the held-out rows' bands show what the calibration does not absorb.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// The parameter, as a `--set` path (`kernel.net.forward`).
+    pub parameter: String,
+    /// The row it is inferred from: a row with a published point (`throughput`, `ratio`).
+    pub row: String,
+    /// Where to look, and to what resolution (the row's value must move one way with it).
+    pub low: f64,
+    pub high: f64,
+    pub step: f64,
 }
 
 /// A run: a scenario file (relative to the experiment file) and its overrides.
@@ -613,6 +634,48 @@ impl Experiment {
             key: format!("check {id}"),
             message,
         };
+        if let Some(cal) = &file.calibration {
+            let problem = match file.check.iter().find(|c| c.id() == cal.row) {
+                None => Some(format!("row '{}' is not a [[check]] of this file", cal.row)),
+                Some(c) if !matches!(c.judged(), Judged::Value { point: Some(_), .. }) => {
+                    Some(format!(
+                        "row '{}' has no published point to fit to (use a throughput or ratio \
+                         row)",
+                        cal.row
+                    ))
+                }
+                Some(_) if !(cal.step > 0.0 && cal.low < cal.high) => {
+                    Some("give low < high and a step > 0".into())
+                }
+                Some(_) => file
+                    .run
+                    .iter()
+                    .find(|r| {
+                        r.set.iter().any(|s| {
+                            s.split_once('=')
+                                .is_some_and(|(k, _)| k.trim() == cal.parameter)
+                        })
+                    })
+                    .map(|r| {
+                        format!(
+                            "run '{}' sets {} itself: a calibrated parameter comes from its \
+                             scenario (or kernel, platform) file, so that a draw can fit it",
+                            r.id, cal.parameter
+                        )
+                    }),
+            };
+            if let Some(message) = problem {
+                return Err(ScenarioError::Invalid {
+                    origin: crate::scenario::Origin::File {
+                        path: path.clone(),
+                        line: 1,
+                        column: 1,
+                    },
+                    key: "calibration".into(),
+                    message,
+                });
+            }
+        }
         for c in &file.check {
             if let Some(problem) = c.problem() {
                 return Err(invalid(c.id(), problem.into()));
@@ -713,6 +776,70 @@ impl Experiment {
     }
 
     /// Judge `checks` on the runs' results.
+    /// Fit the `[calibration]` parameter so that its row meets its published point, with
+    /// `before`'s flags (a draw's values) on every run: bisection over `low..high` to `step`,
+    /// the value whose row lies nearest the point (a bound when the point lies beyond it).
+    pub(crate) fn refit(
+        &self,
+        cal: &Calibration,
+        opts: &ValidateOptions,
+        before: &(dyn Fn(&RunSpec) -> Vec<String> + Sync),
+        seed: &(dyn Fn(u64) -> u64 + Sync),
+    ) -> Result<f64, ScenarioError> {
+        let check = (self.file.check.iter())
+            .find(|c| c.id() == cal.row)
+            .expect("checked when loaded");
+        let Judged::Value {
+            point: Some(target),
+            ..
+        } = check.judged()
+        else {
+            unreachable!("checked when loaded")
+        };
+        let needed: Vec<&RunSpec> = (self.file.run.iter())
+            .filter(|r| check.runs().contains(&r.id.as_str()))
+            .collect();
+        let value_at = |x: f64| -> Result<f64, ScenarioError> {
+            let with = |spec: &RunSpec| {
+                let mut f = before(spec);
+                f.push(format!("{}={x}", cal.parameter));
+                f
+            };
+            let ran = self.run_all(&needed, opts, &with, seed)?;
+            let results: BTreeMap<String, RunResult> =
+                ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
+            Ok(self.evaluate(check, &results).value.unwrap_or(f64::NAN))
+        };
+        let snap = |x: f64| cal.low + ((x - cal.low) / cal.step).round() * cal.step;
+        let (mut lo, mut hi) = (cal.low, snap(cal.high).min(cal.high));
+        let (mut f_lo, mut f_hi) = (value_at(lo)?, value_at(hi)?);
+        let rising = f_hi > f_lo;
+        let below = |f: f64| (f < target) == rising;
+        if below(f_hi) {
+            return Ok(hi);
+        }
+        if !below(f_lo) {
+            return Ok(lo);
+        }
+        loop {
+            let mid = snap((lo + hi) / 2.0);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            let f = value_at(mid)?;
+            if below(f) {
+                (lo, f_lo) = (mid, f);
+            } else {
+                (hi, f_hi) = (mid, f);
+            }
+        }
+        Ok(if (f_lo - target).abs() <= (f_hi - target).abs() {
+            lo
+        } else {
+            hi
+        })
+    }
+
     pub(crate) fn evaluate_all(
         &self,
         checks: &[&Check],

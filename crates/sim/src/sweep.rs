@@ -998,6 +998,9 @@ fn merge_draws(d: &DrawsPlan, s: &DrawsSetup, found: &[(&str, &PointResult)]) ->
                     .map(|r| (r.id.clone(), (r.value, r.holds)))
                     .collect(),
                 samples: samples.clone(),
+                // A shard's result keeps rows and samples; the fitted values of a
+                // `[calibration]` are not carried through a sweep yet.
+                fitted: Default::default(),
             }),
             PointResult::Nominal { validation, .. } => nominal = Some(validation.clone()),
             PointResult::Run { .. } => unreachable!("kinds are checked against the manifest"),

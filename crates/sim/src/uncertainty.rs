@@ -234,6 +234,8 @@ pub struct PointRows {
     pub rows: BTreeMap<String, (Option<f64>, Option<bool>)>,
     /// Each run's sample count (the fewest, for a row's resolution).
     pub samples: BTreeMap<String, u64>,
+    /// `experiment/parameter` -> the value a `[calibration]` fitted in this draw.
+    pub fitted: BTreeMap<String, f64>,
 }
 
 /// Run point `index` of `plan`: every selected run of every experiment with the point's values.
@@ -270,6 +272,26 @@ pub fn run_point(
                 })
                 .unwrap_or_default()
         };
+        // The declared free parameter, fitted again on this draw's values.
+        let fitted = match &e.file.calibration {
+            Some(cal) if !needed.is_empty() => Some((
+                cal,
+                e.refit(cal, opts, &flags, &|s| replication_seed(pseed, s))
+                    .map_err(|err| in_draw(err, index, &flags, &needed))?,
+            )),
+            _ => None,
+        };
+        let flags = |spec: &crate::experiment::RunSpec| -> Vec<String> {
+            let mut f = flags(spec);
+            if let Some((cal, x)) = fitted {
+                f.push(format!("{}={x}", cal.parameter));
+            }
+            f
+        };
+        if let Some((cal, x)) = fitted {
+            out.fitted
+                .insert(format!("{}/{}", e.file.id, cal.parameter), x);
+        }
         let ran = e
             .run_all(&needed, opts, &flags, &|s| replication_seed(pseed, s))
             .map_err(|err| in_draw(err, index, &flags, &needed))?;
@@ -523,8 +545,41 @@ pub fn aggregate(
             })
             .collect(),
         fixed: plan.fixed.clone(),
+        fitted: fitted(experiments, points),
         rows,
     }
+}
+
+/// The spread of each `[calibration]` parameter's values over the draws.
+fn fitted(
+    experiments: &[Experiment],
+    points: &[PointRows],
+) -> Vec<irqlab_stats::results::FittedParameter> {
+    let mut out = Vec::new();
+    for e in experiments {
+        let Some(cal) = &e.file.calibration else {
+            continue;
+        };
+        let name = format!("{}/{}", e.file.id, cal.parameter);
+        let mut v: Vec<f64> = points
+            .iter()
+            .filter_map(|p| p.fitted.get(&name).copied())
+            .collect();
+        if v.is_empty() {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        out.push(irqlab_stats::results::FittedParameter {
+            experiment: e.file.id.clone(),
+            key: cal.parameter.clone(),
+            row: cal.row.clone(),
+            p5: at(0.05),
+            median: at(0.5),
+            p95: at(0.95),
+        });
+    }
+    out
 }
 
 /// The class of a value row in a sentence.

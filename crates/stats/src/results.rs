@@ -510,7 +510,23 @@ pub struct UncertaintyReport {
     pub parameters: Vec<UncertainParameter>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fixed: Vec<FixedEstimate>,
+    /// Free parameters fitted again in every draw (an experiment's `[calibration]`), with the
+    /// spread of their fitted values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fitted: Vec<FittedParameter>,
     pub rows: Vec<UncertaintyRow>,
+}
+
+/// A free parameter fitted on its calibration row in each draw: where its values fell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FittedParameter {
+    pub experiment: String,
+    pub key: String,
+    /// The row it is fitted to.
+    pub row: String,
+    pub p5: f64,
+    pub median: f64,
+    pub p95: f64,
 }
 
 /// One experiment's simulated runs: their latency distributions, labelled `RUN metric`.

@@ -88,6 +88,7 @@ pub fn swizzle(a: PlanSwizzleArgs) -> Result<()> {
                 simulate::run(
                     scenario,
                     &a.set,
+                    &plan,
                     &irq_of,
                     &a.flow,
                     &placement.irq_cpu,
@@ -332,8 +333,10 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
             ("round robin (irqbalance-like)", &robin),
             ("default (every IRQ on cpu0)", &default),
         ] {
-            let r = simulate::run(scenario, &a.set, &irq_of, &a.flow, &p.irq_cpu, registers)
-                .with_context(|| format!("simulating on {}", scenario.display()))?;
+            let r = simulate::run(
+                scenario, &a.set, &swizzle, &irq_of, &a.flow, &p.irq_cpu, registers,
+            )
+            .with_context(|| format!("simulating on {}", scenario.display()))?;
             rows.push((name, r));
         }
         out.push('\n');

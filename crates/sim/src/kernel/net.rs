@@ -267,6 +267,67 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lines_move_only_between_cpus_per_frame_freed_and_per_batch_handed_over() {
+        let dev = |xmit| NetDev {
+            name: "eth0".into(),
+            napi: 0,
+            device: 0,
+            ring: 256,
+            rdt: Var(0),
+            cleaned: 0,
+            frame_bytes: 64,
+            total_packets: 0,
+            total_bytes: 0,
+            itr_setting: 8000,
+            itr: 8000,
+            rx_itr: Latency::Low,
+            itr_reg: Var(0),
+            received: 0,
+            tx_ring: 256,
+            tdt: Var(0),
+            tx_in_use: 0,
+            tx_total_packets: 0,
+            tx_total_bytes: 0,
+            tx_itr: Latency::Low,
+            tx_dropped: 0,
+            forward_to: None,
+            xmit,
+            tx_owner: None,
+            xmit_cpu: None,
+        };
+        let ns = SimDuration::from_ns;
+        // Two packages of two CPUs: 10 ns within one, 100 ns across.
+        let cost = |a: usize, b: usize| match (a == b, a / 2 == b / 2) {
+            (true, _) => ns(0),
+            (false, true) => ns(10),
+            (false, false) => ns(100),
+        };
+        let mut net = Net {
+            devs: vec![dev(0)],
+            transfer: (0..16).map(|i| cost(i / 4, i % 4)).collect(),
+            cpus: 4,
+            tx_shared_lines: 1,
+            tx_packet_lines: 7,
+            ..Net::default()
+        };
+        // A batch of 5 frames queued on cpu0, freed on cpu1: the shared line once each way
+        // (the first xmit finds no owner), 7 lines a frame.
+        let queued = (0..5).fold(ns(0), |t, _| t + net.xmit_lines(0, 0));
+        assert_eq!(queued, ns(0), "nobody held the ring before");
+        let freed = (0..5).fold(ns(0), |t, _| t + net.free_lines(0, 1));
+        assert_eq!(freed, ns(5 * 7 * 10));
+        assert_eq!(net.clean_lines(0, 1), ns(10));
+        assert_eq!(net.xmit_lines(0, 0), ns(10), "the ring's line comes back");
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "and stays");
+        // Across packages, ten times the cost; on one CPU, nothing.
+        assert_eq!(net.free_lines(0, 2), ns(7 * 100));
+        assert_eq!(net.free_lines(0, 0), ns(0));
+        // Without [cpu.coherence], nothing moves.
+        net.transfer.clear();
+        assert_eq!(net.free_lines(0, 3), ns(0));
+    }
+
+    #[test]
     fn a_small_frame_flood_holds_at_twenty_thousand_interrupts_a_second_in_conservative_mode() {
         // 64-byte frames, any number per poll: every branch of low_latency keeps or lowers the
         // class, and conservative mode turns lowest into low.

@@ -6,7 +6,7 @@
 //! ends, per second, is the placement's throughput.
 
 use crate::plan::affinity::Flow;
-use crate::plan::swizzle::Register;
+use crate::plan::swizzle::{Function, Register, SwizzlePlan};
 use crate::scenario::{Origin, Scenario, ScenarioError};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -82,10 +82,60 @@ pub fn sets(
     Ok(out)
 }
 
-/// Run `scenario_path` (with `overrides`, then the placement's sets) and measure it.
+/// Is `scenario` the board `plan` was made for: the same platform, and every flow NIC a device
+/// in the port, at the bus:device.function and on the pin the planner gave that interface?
+fn same_board(
+    scenario: &Scenario,
+    plan: &SwizzlePlan,
+    flows: &[Flow],
+) -> Result<(), ScenarioError> {
+    let refuse = |message: String| ScenarioError::Invalid {
+        origin: Origin::Arg("plan".into()),
+        key: "--simulate".into(),
+        message,
+    };
+    if scenario.platform.name != plan.platform {
+        return Err(refuse(format!(
+            "the scenario {} runs the platform '{}', the plan is for '{}'",
+            scenario.path.display(),
+            scenario.platform.name,
+            plan.platform
+        )));
+    }
+    for nic in flows.iter().flat_map(|f| [&f.a, &f.b]) {
+        let Some(f) = plan.functions.iter().find(|f: &&Function| &f.name == nic) else {
+            continue;
+        };
+        let d = scenario.file.device.iter().find(|d| &d.name == nic);
+        let matches =
+            d.is_some_and(|d| d.port == f.port && d.bdf == f.bdf && d.intx_pin.letter() == f.pin);
+        if !matches {
+            return Err(refuse(format!(
+                "the plan's {nic} is {} INT{} below {}; the scenario {} has {}: give it the \
+                 same cards in the same ports (--card)",
+                f.bdf,
+                f.pin,
+                f.port,
+                scenario.path.display(),
+                d.map_or("no such device".to_string(), |d| format!(
+                    "{} INT{} below {}",
+                    d.bdf,
+                    d.intx_pin.letter(),
+                    d.port
+                ))
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Run `scenario_path` (with `overrides`, then the placement's sets) and measure it; the
+/// scenario must be the board `plan` was made for.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     scenario_path: &Path,
     overrides: &[String],
+    plan: &SwizzlePlan,
     irq_of: &BTreeMap<String, u32>,
     flows: &[Flow],
     irq_cpu: &BTreeMap<u32, usize>,
@@ -93,6 +143,7 @@ pub fn run(
 ) -> Result<Throughput, ScenarioError> {
     let base = Scenario::load(scenario_path, overrides)?;
     let placed = sets(&base, irq_of, flows, irq_cpu, registers)?;
+    same_board(&base, plan, flows)?;
     if base.file.duration_ms <= 0.0 {
         return Err(ScenarioError::Invalid {
             origin: Origin::Arg("plan".into()),

@@ -872,6 +872,17 @@ impl Scenario {
                             ),
                         ));
                     }
+                    if (f0.link_generation, f0.link_width) != (d.link_generation, d.link_width) {
+                        return Err(self.invalid(
+                            &key("link_width"),
+                            format!(
+                                "a function of '{first}' shares its link (generation {}, x{}): \
+                                 give this one the same link_generation and link_width",
+                                f0.link_generation.number(),
+                                f0.link_width.lanes()
+                            ),
+                        ));
+                    }
                     TopologyLinkSection {
                         kind: Some(LinkKindName::Delay),
                         up: first.clone(),

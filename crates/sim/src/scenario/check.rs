@@ -967,6 +967,18 @@ impl Scenario {
                 ),
             ));
         }
+        if self.file.duration_ms == 0.0
+            && self.file.cyclictest.is_none()
+            && !self.file.device.is_empty()
+            && self.file.device.iter().all(|d| d.nic.is_some())
+        {
+            return Err(self.invalid(
+                "duration_ms",
+                "nothing in this scenario produces samples to count (its devices are network \
+                 controllers and it runs no cyclictest): give the run a length, duration_ms = \
+                 50.0 (milliseconds of simulated time)",
+            ));
+        }
         if self.file.duration_ms > 0.0 && self.file.cyclictest.is_some() {
             return Err(self.invalid(
                 "duration_ms",
