@@ -205,29 +205,30 @@ pub fn all_on(
     cpus: &[Cpu],
     cpu: usize,
 ) -> AffinityPlan {
-    let mut irqs: Vec<u32> = flows
-        .iter()
-        .flat_map(|f| [irq_of[&f.a], irq_of[&f.b]])
-        .collect();
-    irqs.sort_unstable();
-    irqs.dedup();
-    let assign = vec![cpu; irqs.len()];
-    let mut p = evaluate(irq_of, flows, cpus, &irqs, &assign);
-    p.even = (2 * flows.len()).div_ceil(cpus.len());
-    p
+    dealt(irq_of, flows, cpus, |_| cpu)
 }
 
 /// An irqbalance-like spread that knows nothing of flows: the flows' IRQs in number order,
 /// dealt to the CPUs in order, one each in turn (what balancing interrupt counts alone gives
 /// when every line carries the same load).
 pub fn round_robin(irq_of: &BTreeMap<String, u32>, flows: &[Flow], cpus: &[Cpu]) -> AffinityPlan {
+    dealt(irq_of, flows, cpus, |i| i % cpus.len())
+}
+
+/// The flows' IRQs in number order, the i-th on `cpus[pick(i)]`, evaluated as a plan.
+fn dealt(
+    irq_of: &BTreeMap<String, u32>,
+    flows: &[Flow],
+    cpus: &[Cpu],
+    pick: impl Fn(usize) -> usize,
+) -> AffinityPlan {
     let mut irqs: Vec<u32> = flows
         .iter()
         .flat_map(|f| [irq_of[&f.a], irq_of[&f.b]])
         .collect();
     irqs.sort_unstable();
     irqs.dedup();
-    let assign: Vec<usize> = (0..irqs.len()).map(|i| i % cpus.len()).collect();
+    let assign: Vec<usize> = (0..irqs.len()).map(pick).collect();
     let mut p = evaluate(irq_of, flows, cpus, &irqs, &assign);
     p.even = (2 * flows.len()).div_ceil(cpus.len());
     p
