@@ -172,7 +172,7 @@ pub struct PlanAffinityArgs {
         long,
         value_name = "FILE",
         requires = "host",
-        conflicts_with = "restore"
+        conflicts_with_all = ["restore", "platform"]
     )]
     pub json: Option<PathBuf>,
     /// Simulate the plan against the default (every IRQ on CPU 0) and an irqbalance-like round

@@ -910,6 +910,17 @@ fn plan_simulate_prints_each_placements_forwarding_rate() {
             "duration_ms=0",
             "nothing in this scenario produces samples",
         ),
+        // What the plan sets is refused, not silently undone.
+        (
+            "experiments/seed001/forward.toml",
+            "device.2.nic.gap_us=5",
+            "under --simulate the plan sets",
+        ),
+        (
+            "experiments/seed001/forward.toml",
+            "platform.part.port6.intx_swizzle=2",
+            "under --simulate the plan sets",
+        ),
     ] {
         irqlab()
             .args(
@@ -937,4 +948,88 @@ fn plan_simulate_prints_each_placements_forwarding_rate() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--flow"));
+    // --json is the host plan's; a platform without INTXSWZCTRL has nothing to --swizzle.
+    irqlab()
+        .args(
+            [
+                &["plan", "affinity", "server-2006-bensley-5000p"][..],
+                BENSLEY_CARDS,
+                &["--flow", "eth2:eth4", "--json", "/nonexistent/plan.json"],
+            ]
+            .concat(),
+        )
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--json"));
+    irqlab()
+        .args([
+            "plan",
+            "affinity",
+            "ws-2008-core2-ich9",
+            "--card",
+            "peg=1",
+            "--card",
+            "ich-pcie1=1",
+            "--flow",
+            "eth0:eth1",
+            "--swizzle",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nothing to swizzle"));
+}
+
+#[test]
+fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
+    let flows = [
+        "experiments/seed001/forward.toml",
+        "--set",
+        "duration_ms=2",
+        "--set",
+        "device.2.nic.gap_us=0.672",
+        "--set",
+        "device.2.nic.forward_to=eth4",
+    ];
+    let out = stdout_of(&[&["sim"][..], &flows].concat());
+    assert!(!out.contains("isr_latency"), "no latency to show: {out}");
+    let counter = |name: &str| -> u64 {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name}: {out}"));
+        let v = line.split_whitespace().last().unwrap();
+        v.replace(',', "").parse().unwrap()
+    };
+    // The rate is the frames on the wire in the run over its length.
+    let (frames, length_us) = (
+        counter("eth4_frames_transmitted_in_run"),
+        counter("run_length_us"),
+    );
+    assert_eq!(
+        counter("frames_transmitted_per_s"),
+        frames * 1_000_000 / length_us
+    );
+    for flag in ["--plot", "--histogram-out"] {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        irqlab()
+            .args([&["sim"][..], &flows, &[flag, target.to_str().unwrap()]].concat())
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("counts frames"));
+        assert!(!target.exists(), "{flag} wrote before refusing");
+    }
+    // Nothing offered: said, not a silent row of zeros.
+    irqlab()
+        .args([
+            "sim",
+            "experiments/seed001/forward.toml",
+            "--set",
+            "duration_ms=1",
+        ])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "no network controller is offered traffic",
+        ));
 }

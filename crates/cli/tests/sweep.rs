@@ -490,3 +490,47 @@ fn every_sweep_help_states_the_exit_statuses() {
         );
     }
 }
+
+#[test]
+fn a_free_parameter_fitted_in_each_draw_comes_through_shards_as_through_validate() {
+    // Seed 001's [calibration]: every draw bisects kernel.net.forward on the 8-port row before
+    // the held-out row runs; the merged sweep reports the fitted values as validate does.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let only = "swizzle-pps-swz-split";
+    ok(
+        d,
+        &[
+            "sweep", "plan", "--out", "m.json", "--only", only, "--draws", "2",
+        ],
+        0,
+    );
+    run_shards(d, "m.json", 2, "two");
+    let merged = irqlab(
+        d,
+        &["sweep", "merge", "m.json", "two", "--json", "merged.json"],
+    );
+    let validate = irqlab(
+        d,
+        &[
+            "validate",
+            "--only",
+            only,
+            "--uncertainty",
+            "2",
+            "--json",
+            "validate.json",
+        ],
+    );
+    assert_eq!(merged.2, validate.2, "{}\n{}", merged.1, validate.1);
+    assert!(
+        merged.0.contains("Fitted in each draw"),
+        "the merge reports the fitted parameter:\n{}",
+        merged.0
+    );
+    assert_eq!(merged.0, validate.0);
+    assert_eq!(
+        result_text(&d.join("merged.json")),
+        result_text(&d.join("validate.json"))
+    );
+}

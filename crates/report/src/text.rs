@@ -23,14 +23,16 @@ pub fn run_text(r: &RunReport) -> String {
     for (k, v) in &r.config {
         out.push_str(&format!("  {k}: {v}\n"));
     }
-    out.push('\n');
-    let mut t = Table::new(&[
-        "metric", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "(ns)",
-    ]);
-    for m in &r.metrics {
-        t.row(metric_cells(m));
+    if !r.metrics.is_empty() {
+        out.push('\n');
+        let mut t = Table::new(&[
+            "metric", "count", "min", "mean", "p50", "p90", "p99", "p99.9", "max", "(ns)",
+        ]);
+        for m in &r.metrics {
+            t.row(metric_cells(m));
+        }
+        out.push_str(&t.render());
     }
-    out.push_str(&t.render());
     if !r.counters.is_empty() {
         out.push('\n');
         let mut c = Table::new(&["counter", "value"]);
@@ -155,15 +157,27 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
         .left_aligned();
         // The widest cells the table has room for in VALIDATION_WIDTH columns; a longer one
         // is clipped here and shown whole under the table (rows that do not pass) and with
-        // --wide.
+        // --wide. A row id is what `--only` takes, so ids up to 24 characters stay whole and
+        // the value columns give up the room (values are clipped, never an id): of each 9
+        // characters, 5 from the simulated, 2 from the published and 2 from the tolerance.
+        let id_width = v
+            .rows
+            .iter()
+            .map(|r| r.id.chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(15, 24);
+        let extra = id_width - 15;
+        let (simulated, published) = (24 - extra * 5 / 9, 17 - extra * 2 / 9);
+        let tolerance = 14 - (extra - extra * 5 / 9 - extra * 2 / 9);
         for r in &v.rows {
             t.row(vec![
                 clip(&r.experiment, 10),
-                clip(&r.id, 15),
+                clip(&r.id, id_width),
                 verdict_word(r.verdict).into(),
-                clip(&r.simulated, 24),
-                clip(&r.published, 17),
-                clip(&r.tolerance, 14),
+                clip(&r.simulated, simulated),
+                clip(&r.published, published),
+                clip(&r.tolerance, tolerance),
             ]);
         }
         t.render()
@@ -245,6 +259,14 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
         "pct",
     ])
     .left_aligned();
+    // Row ids stay whole up to 24 characters (what `--only` takes).
+    let id_width = u
+        .rows
+        .iter()
+        .map(|r| r.id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(16, 24);
     for r in &u.rows {
         let v = |x: f64| quantity_value(r.quantity, x);
         let (band, median) = match (&r.band, r.holds_share, r.quantity) {
@@ -262,7 +284,7 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
             None => String::new(),
         };
         t.row(vec![
-            clip(&r.id, 16),
+            clip(&r.id, id_width),
             r.class.label().into(),
             clip(&r.nominal, 13),
             band,

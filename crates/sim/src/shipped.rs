@@ -163,7 +163,7 @@ pub fn scenarios() -> Vec<(String, PathBuf)> {
 }
 
 /// A shipped scenario as `irqlab list` shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioEntry {
     /// `seed002/fpga`: what `irqlab sim` takes.
     pub name: String,
@@ -173,6 +173,9 @@ pub struct ScenarioEntry {
     pub kernel: String,
     /// Its default sample count.
     pub samples: u64,
+    /// A run of fixed length (a forwarding run counts frames, not samples), in milliseconds;
+    /// 0: the run counts samples.
+    pub duration_ms: f64,
 }
 
 /// Every shipped scenario, by name.
@@ -199,6 +202,10 @@ pub fn scenario_entries() -> Vec<ScenarioEntry> {
                     .get("samples")
                     .and_then(toml::Value::as_integer)
                     .map_or(0, |n| n.max(0) as u64),
+                duration_ms: doc
+                    .get("duration_ms")
+                    .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                    .unwrap_or(0.0),
             })
         })
         .collect()

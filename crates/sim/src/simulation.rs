@@ -77,6 +77,15 @@ impl Simulation {
         }
     }
 
+    /// Does the run count frames for a fixed length (`duration_ms`) rather than latency
+    /// samples?
+    pub fn counts_frames(&self) -> bool {
+        match self {
+            Simulation::Pcie(s) => s.counts_frames(),
+            Simulation::Pps(_) => false,
+        }
+    }
+
     /// Does the platform have a PCIe link for the analyzer to watch (`--trace`)?
     pub fn has_analyzer(&self) -> bool {
         matches!(self, Simulation::Pcie(_))

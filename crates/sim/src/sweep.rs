@@ -175,6 +175,10 @@ pub enum PointResult {
         rows: Vec<RowResult>,
         /// `experiment/run` -> samples.
         samples: BTreeMap<String, u64>,
+        /// `experiment/parameter` -> the value an experiment's `[calibration]` fitted in
+        /// this draw.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        fitted: BTreeMap<String, f64>,
     },
     /// The nominal validation, whole (rows, the runs' distributions for plots, notes).
     Nominal {
@@ -834,6 +838,7 @@ impl Sweep {
                                 .map(|(id, (value, holds))| RowResult { id, value, holds })
                                 .collect(),
                             samples: p.samples,
+                            fitted: p.fitted,
                         }
                     }
                     DrawPoint::Nominal { index } => PointResult::Nominal {
@@ -992,15 +997,18 @@ fn merge_draws(d: &DrawsPlan, s: &DrawsSetup, found: &[(&str, &PointResult)]) ->
     let mut nominal = None;
     for (_, p) in found {
         match p {
-            PointResult::Draw { rows, samples, .. } => points.push(PointRows {
+            PointResult::Draw {
+                rows,
+                samples,
+                fitted,
+                ..
+            } => points.push(PointRows {
                 rows: rows
                     .iter()
                     .map(|r| (r.id.clone(), (r.value, r.holds)))
                     .collect(),
                 samples: samples.clone(),
-                // A shard's result keeps rows and samples; the fitted values of a
-                // `[calibration]` are not carried through a sweep yet.
-                fitted: Default::default(),
+                fitted: fitted.clone(),
             }),
             PointResult::Nominal { validation, .. } => nominal = Some(validation.clone()),
             PointResult::Run { .. } => unreachable!("kinds are checked against the manifest"),

@@ -597,25 +597,39 @@ fn value_detail(
         Scale::Log => format!("{w:.1} decades"),
     };
     let band = format!("{}..{}", v(b.p5), v(b.p95));
-    let published = if published.0 == published.1 {
-        v(published.0)
+    // A published point lies inside a band; a published window (the value with its
+    // tolerance, or a published range) overlaps it (`classify_value`).
+    let (published, meets) = if published.0 == published.1 {
+        (v(published.0), "is inside")
     } else {
-        format!("{}..{}", v(published.0), v(published.1))
+        (
+            format!(
+                "the published window {}..{}",
+                v(published.0),
+                v(published.1)
+            ),
+            "overlaps",
+        )
     };
     match class {
         Class::Pass => format!(
-            "{published} is inside the 5-95% band {band}, which is no wider than twice the \
+            "{published} {meets} the 5-95% band {band}, which is no wider than twice the \
              tolerance window ({})",
             widths(window)
         ),
         Class::ConsistentButUninformative => format!(
-            "{published} is inside the 5-95% band {band}, but the band ({}) is wider than twice \
+            "{published} {meets} the 5-95% band {band}, but the band ({}) is wider than twice \
              the tolerance window ({}): source the top drivers",
             widths(scale.width(b.p5, b.p95)),
             widths(window)
         ),
         Class::Tension => format!(
-            "{published} is outside the 5-95% band {band} but inside 1-99% ({}..{})",
+            "{published} is outside the 5-95% band {band} but {} 1-99% ({}..{})",
+            if meets == "overlaps" {
+                "overlaps"
+            } else {
+                "inside"
+            },
             v(b.p1),
             v(b.p99)
         ),

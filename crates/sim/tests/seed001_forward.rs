@@ -141,10 +141,46 @@ fn pps(o: &Outcome) -> f64 {
     frames as f64 / (o.run_length_us as f64 * 1e-6)
 }
 
-const NO_LINES: [&str; 2] = [
+const NO_LINES: [&str; 3] = [
     "kernel.net.tx_packet_lines=0",
     "kernel.net.tx_shared_lines=0",
+    "kernel.net.tx_packet_locked_lines=0",
 ];
+
+#[test]
+fn misses_in_flight_cost_less_and_locked_moves_more() {
+    // The split flow's frames move plain lines, overlapped tx_packet_lines_in_flight at a time,
+    // and the route entry's refcount line under a locked RMW that overlaps nothing.
+    let run = |set: &[&str]| pps(&forward("forward-noswz-split", set, false, 5.0));
+    let nominal = run(&[]);
+    let serial = run(&["kernel.net.tx_packet_lines_in_flight=1"]);
+    let unlocked = run(&["platform.cpu.coherence.locked_rmw_cycles=0"]);
+    assert!(serial < nominal, "serial {serial:.0} against {nominal:.0}");
+    assert!(
+        unlocked > nominal,
+        "unlocked {unlocked:.0} against {nominal:.0}"
+    );
+    // Fewer than one miss at a time is refused by name.
+    let err = Scenario::load(
+        repo().join("experiments/seed001/forward.toml"),
+        &["kernel.net.tx_packet_lines_in_flight=0.5".to_string()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("tx_packet_lines_in_flight"), "{err}");
+}
+
+#[test]
+fn the_2_4_driver_needs_the_2_4_napi_interface() {
+    // e1000 7.0.33's e1000_clean(dev, &budget) runs against 2.4's dev->poll, not napi_struct.
+    let err = Scenario::load(
+        repo().join("experiments/seed001/forward.toml"),
+        &["kernel.net.napi=napi-struct".to_string()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("dev-poll") && err.contains("driver"), "{err}");
+}
 
 #[test]
 fn a_split_flow_is_slower_by_the_lines_its_frames_move_and_a_flow_on_one_core_moves_none() {
@@ -289,5 +325,21 @@ fn a_calibration_names_a_row_with_a_point_whose_runs_leave_the_parameter_to_it()
             )
         },
         "sets kernel.net.forward itself",
+    );
+}
+
+#[test]
+fn two_devices_at_one_address_are_refused() {
+    // eth2 moved onto eth0's bus, device and function: hardware that cannot exist (it would
+    // answer eth0's configuration cycles and claim its requester ID).
+    let err = Scenario::load(
+        repo().join("experiments/seed001/forward.toml"),
+        &["device.2.bdf=003:00:0".to_string()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("device.2.bdf") && err.contains("device 'eth0'"),
+        "{err}"
     );
 }

@@ -20,14 +20,15 @@ pub fn run() -> Result<()> {
         ));
     }
     out.push_str("\nScenarios (irqlab sim NAME, e.g. irqlab sim seed002/fpga):\n");
-    let mut t = Table::new(&["scenario", "samples", "platform", "kernel"]);
+    let mut t = Table::new(&["scenario", "run", "platform", "kernel"]);
     for s in shipped::scenario_entries() {
-        t.row(vec![
-            s.name,
-            irqlab_stats::thousands(s.samples),
-            s.platform,
-            s.kernel,
-        ]);
+        // A forwarding run is its length (it counts frames); any other counts samples.
+        let run = if s.duration_ms > 0.0 {
+            format!("{} ms", s.duration_ms)
+        } else {
+            format!("{} samples", irqlab_stats::thousands(s.samples))
+        };
+        t.row(vec![s.name, run, s.platform, s.kernel]);
     }
     out.push_str(&t.render());
     out.push_str(

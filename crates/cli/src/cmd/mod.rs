@@ -54,6 +54,17 @@ pub fn wrote(files: &[std::path::PathBuf]) {
     }
 }
 
+/// The figures a validation's `--plot` drew, or a note that its rows had none to draw.
+pub fn wrote_validation_plots(files: &[std::path::PathBuf]) {
+    if files.is_empty() {
+        crate::ui::warning(
+            "--plot: the selected rows have no latency distribution to draw (counts and rates \
+             only, as seed 001's); nothing written",
+        );
+    }
+    wrote(files);
+}
+
 /// Each of a result's warnings on stderr, one line each.
 pub fn warn_all(warnings: &[String]) {
     for w in warnings {

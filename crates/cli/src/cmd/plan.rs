@@ -70,6 +70,7 @@ pub fn swizzle(a: PlanSwizzleArgs) -> Result<()> {
         .with_context(|| format!("planning INTXSWZCTRL for {}", path.display()))?;
     let mut out = render(&plan, &path);
     if let Some(scenario) = &a.simulate {
+        let file = super::sim::resolve(scenario).context("--simulate")?;
         // Each table with its own best placement: what the registers change, not the affinity.
         let cpus = population.cpus();
         let mut rows = Vec::new();
@@ -86,7 +87,7 @@ pub fn swizzle(a: PlanSwizzleArgs) -> Result<()> {
             rows.push((
                 name,
                 simulate::run(
-                    scenario,
+                    &file,
                     &a.set,
                     &plan,
                     &irq_of,
@@ -299,6 +300,13 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
         .plan()
         .with_context(|| format!("reading the IRQ table of {}", path.display()))?;
     let cpus = population.cpus();
+    if a.swizzle && swizzle.registers.is_empty() {
+        anyhow::bail!(
+            "--swizzle: no populated port of {} has INTXSWZCTRL (a part of kind \"bridge\" \
+             with `intx_swizzle`), so there is nothing to swizzle: drop --swizzle",
+            path.display()
+        );
+    }
     let (irqs, which) = if a.swizzle {
         (
             &swizzle.table_after,
@@ -325,6 +333,7 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
         &default,
     );
     if let Some(scenario) = &a.simulate {
+        let file = super::sim::resolve(scenario).context("--simulate")?;
         let registers = a.swizzle.then_some(swizzle.registers.as_slice());
         let robin = affinity::round_robin(&irq_of, &a.flow, &cpus);
         let mut rows = Vec::new();
@@ -334,7 +343,7 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
             ("default (every IRQ on cpu0)", &default),
         ] {
             let r = simulate::run(
-                scenario, &a.set, &swizzle, &irq_of, &a.flow, &p.irq_cpu, registers,
+                &file, &a.set, &swizzle, &irq_of, &a.flow, &p.irq_cpu, registers,
             )
             .with_context(|| format!("simulating on {}", scenario.display()))?;
             rows.push((name, r));
@@ -464,7 +473,8 @@ pub fn render_affinity(
         out.push_str(&wrap(
             &format!(
                 "Rule 2 (with more NICs than CPUs, a flow's two NICs on one CPU) is not met for {}: \
-                 keeping them together would load a CPU with more than the busiest carries here.",
+                 keeping them together would load a CPU with more than the busiest carries here, \
+                 or leave a CPU idle.",
                 apart.join(", ")
             ),
             "",

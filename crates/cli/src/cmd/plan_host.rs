@@ -21,9 +21,11 @@
 //!   socket has several.
 //! - Rule 2, when the sides outnumber the CPUs: a unit's sides together on one CPU, each unit on
 //!   the CPU with the fewest sides so far (then the fewest on its core, then the lower number),
-//!   unless that CPU would then take more than an even spread (sides / CPUs, rounded up): then
-//!   its two sides go to two CPUs, in one socket where one has room. The model ranks the busiest
-//!   CPU before rule 2 in the same way (a flow is split rather than a CPU overloaded).
+//!   unless that CPU would then take more than an even spread (sides / CPUs, rounded up), or
+//!   too few sides would be left to give every idle CPU one: then its two sides go to two
+//!   CPUs, in one socket where one has room. The model ranks the busiest CPU and the idle CPUs
+//!   before rule 2 in the same way (a flow is split rather than a CPU overloaded or left
+//!   idle).
 //! - Rule 3: a unit's sides go to two sockets only when no socket has two free CPUs left.
 //!
 //! Units of two sides are placed before units of one, each in flow and queue order. The load of
@@ -307,12 +309,14 @@ pub fn plan(host: &HostAffinity, flows: Vec<HostFlow>, flows_given: bool) -> Res
     let rule: u8 = if sides <= slots.len() { 1 } else { 2 };
     let even = sides.div_ceil(slots.len());
     let mut split_socket = 0;
+    let mut left = sides;
     for u in &mut units {
         let placed = if rule == 1 {
             place_rule1(&mut slots, u.sides.len())
         } else {
-            place_rule2(&mut slots, u.sides.len(), even)
+            place_rule2(&mut slots, u.sides.len(), even, left)
         };
+        left -= u.sides.len();
         for (side, &i) in u.sides.iter_mut().zip(&placed) {
             side.cpu = slots[i].cpu.cpu;
         }
@@ -467,14 +471,17 @@ fn place_rule1(slots: &mut [Slot], n: usize) -> Vec<usize> {
 }
 
 /// Rule 2: a unit of `n` sides on the least loaded CPU, whole if that CPU stays within an even
-/// spread (`even` sides per CPU at most); else each side on its own, the second in the first's
-/// socket where a CPU there has room (rule 3). The model's planner ranks the busiest CPU before
-/// rule 2 too: a flow is split rather than a CPU loaded beyond an even spread. Each side goes
-/// where the load is below `even`, and there always is such a CPU while sides remain (they are
-/// at most `even` times the CPUs), so no CPU ends above `even`.
-fn place_rule2(slots: &mut [Slot], n: usize, even: usize) -> Vec<usize> {
+/// spread (`even` sides per CPU at most) and the sides still to place after it (`left` counts
+/// this unit's) can give every CPU left idle one; else each side on its own, the second in the
+/// first's socket where a CPU there has room (rule 3). The model's planner ranks the busiest
+/// CPU and the idle CPUs before rule 2 too: a flow is split rather than a CPU loaded beyond an
+/// even spread or left idle. Each side goes where the load is below `even`, and there always is
+/// such a CPU while sides remain (they are at most `even` times the CPUs), so no CPU ends above
+/// `even`.
+fn place_rule2(slots: &mut [Slot], n: usize, even: usize, left: usize) -> Vec<usize> {
     let i = pick(slots, |s| s.load, |_| 0, None);
-    if slots[i].load + n <= even {
+    let idle_after = slots.iter().filter(|s| s.load == 0).count() - usize::from(slots[i].load == 0);
+    if slots[i].load + n <= even && left - n >= idle_after {
         slots[i].load += n;
         return vec![i; n];
     }
@@ -506,11 +513,11 @@ fn placement(u: &Unit, rule: u8, placed: &[usize], slots: &[Slot]) -> String {
         (_, 2) if placed[0] == placed[1] => "one CPU (rule 2: more NIC queues than CPUs)".into(),
         (_, 2) if cpus[0].socket != cpus[1].socket => {
             "two sockets (rule 3: kept together, or in one socket, a CPU would take more than \
-             an even spread)"
+             an even spread or stay idle)"
                 .into()
         }
         (_, 2) => "two CPUs of one socket (rule 2 not met: kept together, a CPU would take \
-                   more than an even spread)"
+                   more than an even spread or stay idle)"
             .into(),
         _ if cpus[0].socket != cpus[1].socket => {
             "two sockets (rule 3: no socket had two free CPUs left)".into()

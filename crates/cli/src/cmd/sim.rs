@@ -86,6 +86,19 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
             a.scenario.display()
         );
     }
+    if sim.counts_frames() {
+        // A forwarding run has counters and a rate, no distribution to draw or packets to list.
+        let refused = [
+            ("--plot", a.plot.is_some()),
+            ("--histogram-out", a.histogram_out.is_some()),
+        ];
+        if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+            anyhow::bail!(
+                "{flag} draws latency distributions, and {} is a run of fixed length                  (duration_ms) that counts frames: it has none; drop {flag}",
+                a.scenario.display()
+            );
+        }
+    }
     let seed = a.seed.unwrap_or(sim.seed());
     let samples = a.samples.unwrap_or(sim.samples());
     let bar = Progress::start(sim.interrupts(samples, a.replications), &counter);

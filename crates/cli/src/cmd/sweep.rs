@@ -345,7 +345,7 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
                 }
                 flags.extend(["--uncertainty".to_string(), draws.to_string()]);
                 let tag = super::flags_tag(&flags);
-                super::wrote(
+                super::wrote_validation_plots(
                     &report::plot::plot_validation(&v, dir, tag.as_deref())
                         .with_context(|| "--plot")?,
                 );

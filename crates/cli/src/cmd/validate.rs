@@ -118,7 +118,7 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
             flags.extend(["--uncertainty".to_string(), n.to_string()]);
         }
         let tag = super::flags_tag(&flags);
-        super::wrote(
+        super::wrote_validation_plots(
             &report::plot::plot_validation(&v, dir, tag.as_deref()).with_context(|| "--plot")?,
         );
     }

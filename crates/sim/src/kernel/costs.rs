@@ -166,6 +166,9 @@ pub enum HrtimerWakeup {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct NetCosts {
+    /// Which NAPI interface the kernel has; absent: `napi_struct` (2.6.24 on).
+    #[serde(default, skip_serializing_if = "NapiApi::is_napi_struct")]
+    pub napi: NapiApi,
     /// `netdev_budget` (net/core/dev.c): packets one `net_rx_action` may process.
     pub netdev_budget: u32,
     /// The driver's NAPI weight (`netif_napi_add(..., e1000_clean, 64)`).
@@ -217,14 +220,66 @@ pub struct NetCosts {
     /// Cache lines of a transmit ring's shared state (its indices, the `tx_lock`, the device's
     /// queue state) that move when the core that queues frames on the ring (`xmit`) is not
     /// the one that cleans it (the transmitting adapter's poll): once each time the other core
-    /// touches them. Absent: 0.
+    /// touches them, each taken by a locked RMW (`spin_lock`). Absent: 0.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub tx_shared_lines: u32,
     /// Cache lines per frame that move when a frame is freed (`e1000_clean_tx_irq`) on another
-    /// core than the one that queued it: the sk_buff the queuing core wrote, its
-    /// `skb_shared_info`, the descriptor and `e1000_buffer` shares. Absent: 0.
+    /// core than the one that queued it, by plain loads and stores: the sk_buff the queuing
+    /// core wrote, its `skb_shared_info`, the descriptor and `e1000_buffer` shares. Absent: 0.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub tx_packet_lines: u32,
+    /// How many of `tx_packet_lines`' misses the freeing core has outstanding at once (the
+    /// out-of-order core overlaps misses whose addresses it already has); 1: one after
+    /// another. Absent: 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub tx_packet_lines_in_flight: f64,
+    /// Cache lines per frame freed on another core that a locked RMW moves (the route
+    /// entry's reference count: `dst_hold` on the queuing core, `dst_release` on the freeing
+    /// one): each costs the move and the platform's `locked_rmw_cycles`, overlapping nothing.
+    /// Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub tx_packet_locked_lines: u32,
+}
+
+/// The kernel's NAPI interface: how `net_rx_action` and a driver's poll share the work. It
+/// changed in 2.6.24 (the `napi_struct` rework); the three differences the model runs are
+/// these.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum NapiApi {
+    /// 2.6.24 and later (`struct napi_struct`): `n->poll(n, weight)` returns the work it did,
+    /// and only a poll that used its whole weight stays on the list and goes to its tail;
+    /// `net_rx_action` stops at `netdev_budget` packets or once `jiffies` passes its start
+    /// + 2 (`time_limit = jiffies + 2`).
+    #[default]
+    NapiStruct,
+    /// 2.4 to 2.6.23: `dev->poll(dev, &budget)` takes at most min(*budget, `dev->quota`) (the
+    /// quota refilled to the weight each round), returns 1 while it has more work, and
+    /// `net_rx_action` moves a device that returned 1 to the tail; it stops once `jiffies -
+    /// start_time > 1` (2.4.21 net/core/dev.c; docs/research/linux-2.4.21-rhel3.md, section 3).
+    DevPoll,
+}
+
+impl NapiApi {
+    fn is_napi_struct(&self) -> bool {
+        *self == NapiApi::NapiStruct
+    }
+
+    /// How many jiffies past its start `net_rx_action` may run.
+    pub fn time_limit_jiffies(self) -> u64 {
+        match self {
+            NapiApi::NapiStruct => 2,
+            NapiApi::DevPoll => 1,
+        }
+    }
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 fn is_zero_f64(v: &f64) -> bool {

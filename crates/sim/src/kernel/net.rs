@@ -19,9 +19,10 @@ pub struct Napi {
     pub weight: u32,
     /// The network device it polls (an index into [`Net::devs`]).
     pub dev: u16,
-    /// Linux 2.4's `dev->poll` contract: a poll that leaves the context scheduled returned 1
-    /// ("more work") whatever work it did, and `net_rx_action` moves it to the tail. In 2.6 a
-    /// poll stays scheduled only when it used its whole weight.
+    /// The kernel's `dev->poll` contract (`NapiApi::DevPoll`, 2.4 to 2.6.23): a poll that
+    /// leaves the device scheduled returned 1 ("more work") whatever work it did, and
+    /// `net_rx_action` moves it to the tail. With `napi_struct` (2.6.24 on) a poll stays
+    /// scheduled only when it used its whole weight.
     pub rotate_while_scheduled: bool,
 }
 
@@ -212,23 +213,36 @@ pub struct Net {
     pub devs: Vec<NetDev>,
     /// `netdev_budget`: packets one `net_rx_action` may process.
     pub budget: u32,
-    /// Cache lines between CPUs: `transfer[from * cpus + to]` is one line's move from `from`'s
-    /// cache to `to`'s (zero on one CPU), from the platform's `[cpu.coherence]`.
-    pub transfer: Vec<SimDuration>,
+    /// `net_rx_action` stops once `jiffies` is more than this past its start: 2 with
+    /// `napi_struct` (2.6.29: `time_limit = jiffies + 2`, `time_after(jiffies, time_limit)`),
+    /// 1 with `dev->poll` (2.4.21: `jiffies - start_time > 1`).
+    pub time_limit_jiffies: u64,
+    /// Cache lines between CPUs, each a table indexed `from * cpus + to` (zero where `from`
+    /// is `to`), built from the platform's `[cpu.coherence]` and the kernel's `[net]` counts:
+    /// `free` is what one frame queued on `from` and freed on `to` moves
+    /// ([`NetCosts::tx_packet_lines`] overlapped [`NetCosts::tx_packet_lines_in_flight`] at a
+    /// time, then [`NetCosts::tx_packet_locked_lines`] each with its locked RMW), `ring` what
+    /// the transmit ring's shared lines cost when they come to `to` ([`NetCosts::tx_shared_lines`],
+    /// taken by `spin_lock`). Empty: nothing moves (one CPU, or no `[cpu.coherence]`).
+    ///
+    /// [`NetCosts::tx_packet_lines`]: super::costs::NetCosts::tx_packet_lines
+    /// [`NetCosts::tx_packet_lines_in_flight`]: super::costs::NetCosts::tx_packet_lines_in_flight
+    /// [`NetCosts::tx_packet_locked_lines`]: super::costs::NetCosts::tx_packet_locked_lines
+    /// [`NetCosts::tx_shared_lines`]: super::costs::NetCosts::tx_shared_lines
+    pub free: Vec<SimDuration>,
+    pub ring: Vec<SimDuration>,
     pub cpus: usize,
     /// The receive path's reads of lines the chip's DMA left in memory, per frame.
     pub rx_miss: SimDuration,
-    /// `NetCosts::tx_shared_lines` and `tx_packet_lines`.
-    pub tx_shared_lines: u32,
-    pub tx_packet_lines: u32,
 }
 
 impl Net {
-    /// What moving `lines` lines from `from`'s cache to `to`'s costs.
-    pub fn lines(&self, from: Option<u8>, to: u8, lines: u32) -> SimDuration {
+    /// `table`'s cost of lines last written on `from` coming to `to` (nothing if they are
+    /// there, or if nobody wrote them).
+    fn moved(&self, table: &[SimDuration], from: Option<u8>, to: u8) -> SimDuration {
         match from {
-            Some(f) if f != to && !self.transfer.is_empty() => {
-                self.transfer[usize::from(f) * self.cpus + usize::from(to)] * u64::from(lines)
+            Some(f) if f != to && !table.is_empty() => {
+                table[usize::from(f) * self.cpus + usize::from(to)]
             }
             _ => SimDuration::ZERO,
         }
@@ -244,8 +258,7 @@ impl Net {
     /// `e1000_clean_tx_irq` on `cpu` frees one frame of adapter `dev`: its lines come from
     /// the CPU that queued it.
     pub fn free_lines(&self, dev: u16, cpu: u8) -> SimDuration {
-        let d = &self.devs[usize::from(dev)];
-        self.lines(d.xmit_cpu, cpu, self.tx_packet_lines)
+        self.moved(&self.free, self.devs[usize::from(dev)].xmit_cpu, cpu)
     }
 
     /// The end of `e1000_clean_tx_irq` on `cpu` (`next_to_clean`, the `tx_lock`): the ring's
@@ -257,8 +270,23 @@ impl Net {
     /// The ring's shared lines to `cpu`, which now owns them: their move's cost.
     fn take_ring(&mut self, dev: u16, cpu: u8) -> SimDuration {
         let owner = self.devs[usize::from(dev)].tx_owner.replace(cpu);
-        self.lines(owner, cpu, self.tx_shared_lines)
+        self.moved(&self.ring, owner, cpu)
     }
+}
+
+/// One table of [`Net::free`] or [`Net::ring`]: `cost(from, to)` for every pair of `cpus`
+/// CPUs, zero on the diagonal.
+pub fn line_table(cpus: usize, cost: impl Fn(usize, usize) -> SimDuration) -> Vec<SimDuration> {
+    (0..cpus * cpus)
+        .map(|i| {
+            let (from, to) = (i / cpus, i % cpus);
+            if from == to {
+                SimDuration::ZERO
+            } else {
+                cost(from, to)
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -299,34 +327,31 @@ mod tests {
     #[test]
     fn lines_move_only_between_cpus_per_frame_freed_and_per_batch_handed_over() {
         let ns = SimDuration::from_ns;
-        // Two packages of two CPUs: 10 ns within one, 100 ns across.
-        let cost = |a: usize, b: usize| match (a == b, a / 2 == b / 2) {
-            (true, _) => ns(0),
-            (false, true) => ns(10),
-            (false, false) => ns(100),
-        };
+        // Two packages of two CPUs: a frame's lines 70 ns within one, 700 ns across; the
+        // ring's 10 and 100.
+        let across = |a: usize, b: usize| a / 2 != b / 2;
         let mut net = Net {
             devs: vec![adapter()],
-            transfer: (0..16).map(|i| cost(i / 4, i % 4)).collect(),
+            free: line_table(4, |a, b| if across(a, b) { ns(700) } else { ns(70) }),
+            ring: line_table(4, |a, b| if across(a, b) { ns(100) } else { ns(10) }),
             cpus: 4,
-            tx_shared_lines: 1,
-            tx_packet_lines: 7,
             ..Net::default()
         };
+        assert_eq!(net.free[0], ns(0), "the diagonal is free");
         // A batch of 5 frames queued on cpu0, freed on cpu1: the shared line once each way
-        // (the first xmit finds no owner), 7 lines a frame.
+        // (the first xmit finds no owner), a frame's lines each.
         let queued = (0..5).fold(ns(0), |t, _| t + net.xmit_lines(0, 0));
         assert_eq!(queued, ns(0), "nobody held the ring before");
         let freed = (0..5).fold(ns(0), |t, _| t + net.free_lines(0, 1));
-        assert_eq!(freed, ns(5 * 7 * 10));
+        assert_eq!(freed, ns(5 * 70));
         assert_eq!(net.clean_lines(0, 1), ns(10));
         assert_eq!(net.xmit_lines(0, 0), ns(10), "the ring's line comes back");
         assert_eq!(net.xmit_lines(0, 0), ns(0), "and stays");
         // Across packages, ten times the cost; on one CPU, nothing.
-        assert_eq!(net.free_lines(0, 2), ns(7 * 100));
+        assert_eq!(net.free_lines(0, 2), ns(700));
         assert_eq!(net.free_lines(0, 0), ns(0));
         // Without [cpu.coherence], nothing moves.
-        net.transfer.clear();
+        net.free.clear();
         assert_eq!(net.free_lines(0, 3), ns(0));
     }
 

@@ -230,8 +230,10 @@ pub enum Step {
     /// and raise NET_RX_SOFTIRQ; the driver's per-interrupt totals start again (e1000e resets
     /// them when `napi_schedule_prep` succeeds).
     NapiSchedule(super::context::NapiId),
-    /// `net_rx_action`'s start: the budget of `netdev_budget` packets and the time limit of
-    /// two jiffies.
+    /// `net_rx_action`'s start: the budget of `netdev_budget` packets and the time limit (two
+    /// jiffies past the start with `napi_struct`, one with 2.4's `dev->poll`: [`Net::time_limit_jiffies`]).
+    ///
+    /// [`Net::time_limit_jiffies`]: super::net::Net::time_limit_jiffies
     NetRxBegin,
     /// `net_rx_action`'s loop: the first NAPI context on the poll list into the frame's first
     /// local; none left: go to `done`; budget or time spent: raise NET_RX_SOFTIRQ again and go
@@ -249,6 +251,13 @@ pub enum Step {
     /// The receive loop's test: the poll's work (the frame's first local) has reached the
     /// weight: go to `done`.
     RxWeightReached {
+        weight: u16,
+        done: Entry,
+    },
+    /// 2.4's receive loop's test (`e1000_clean`: `work_to_do = min(*budget, dev->quota)`, the
+    /// quota refilled to the weight each round): the poll's work has reached the weight or
+    /// what is left of `net_rx_action`'s budget: go to `done`.
+    RxQuotaReached {
         weight: u16,
         done: Entry,
     },
@@ -401,6 +410,7 @@ impl Step {
             | Step::TxReserve { full: to, .. }
             | Step::NextNapi { done: to }
             | Step::RxWeightReached { done: to, .. }
+            | Step::RxQuotaReached { done: to, .. }
             | Step::RefillDue { skip: to, .. }
             | Step::SetItr { skip: to, .. }
             | Step::IrqThreadTake { idle: to, .. }
@@ -1039,7 +1049,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             }
             Step::NetRxBegin => {
                 cx.softirq.net_budget = i64::from(net.budget);
-                cx.softirq.net_time_limit = vars[usize::from(super::TICKS.0)] + 2;
+                cx.softirq.net_time_limit =
+                    vars[usize::from(super::TICKS.0)] + net.time_limit_jiffies;
             }
             Step::NextNapi { done } => match cx.softirq.poll_list.front() {
                 None => pc = done,
@@ -1069,6 +1080,12 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             }
             Step::RxWeightReached { weight, done } => {
                 if this.a >= u32::from(weight) {
+                    pc = done;
+                }
+            }
+            Step::RxQuotaReached { weight, done } => {
+                let left = u32::try_from(cx.softirq.net_budget.max(0)).unwrap_or(u32::MAX);
+                if this.a >= u32::from(weight).min(left) {
                     pc = done;
                 }
             }

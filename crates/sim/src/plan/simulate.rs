@@ -144,6 +144,29 @@ pub fn run(
     let base = Scenario::load(scenario_path, overrides)?;
     let placed = sets(&base, irq_of, flows, irq_cpu, registers)?;
     same_board(&base, plan, flows)?;
+    // What the placement sets is the plan's: an override of it would be silently undone, and
+    // a swizzle register set here would simulate another IRQ table than the one planned.
+    let key = |set: &str| {
+        set.split_once('=')
+            .map_or(set, |(k, _)| k)
+            .trim()
+            .to_string()
+    };
+    let planned: std::collections::BTreeSet<String> = placed.iter().map(|p| key(p)).collect();
+    if let Some(o) = overrides
+        .iter()
+        .find(|o| planned.contains(&key(o)) || key(o).ends_with(".intx_swizzle"))
+    {
+        return Err(ScenarioError::Invalid {
+            origin: Origin::Arg("plan".into()),
+            key: "--set".into(),
+            message: format!(
+                "{o}: under --simulate the plan sets the flows' traffic (gap_us, forward_to), \
+                 the IRQs' CPUs (irq_cpu) and the swizzle registers (intx_swizzle); change the \
+                 flows, --swizzle or --card instead, or run `irqlab sim` with your own --set"
+            ),
+        });
+    }
     if base.file.duration_ms <= 0.0 {
         return Err(ScenarioError::Invalid {
             origin: Origin::Arg("plan".into()),

@@ -119,7 +119,7 @@ fn e1000e_probe(
         poll: crate::kernel::program::NO_ENTRY,
         weight: nc.weight,
         dev,
-        rotate_while_scheduled: old,
+        rotate_while_scheduled: nc.napi == crate::kernel::costs::NapiApi::DevPoll,
     });
     let poll = if old {
         drivers::e1000::poll
@@ -538,27 +538,37 @@ impl Scenario {
             ));
         }
         kernel.net.budget = self.kernel.net.as_ref().map_or(0, |n| n.netdev_budget);
+        kernel.net.time_limit_jiffies = self
+            .kernel
+            .net
+            .as_ref()
+            .map_or(0, |n| n.napi.time_limit_jiffies());
         if let (Some(co), Some(nc)) = (&p.cpu.coherence, &self.kernel.net) {
             // The cores of one package share their bus link up (the platform's topology);
             // `ends.cores` are the run's CPUs in order.
             let package = |c: PartId| topology.parts[usize::from(c)].up;
             let cpus = ends.cores.len();
             kernel.net.cpus = cpus;
-            kernel.net.transfer = (0..cpus * cpus)
-                .map(|i| {
-                    let (a, b) = (ends.cores[i / cpus], ends.cores[i % cpus]);
-                    if a == b {
-                        SimDuration::ZERO
-                    } else if package(a) == package(b) {
-                        ns(co.same_package_ns)
-                    } else {
-                        ns(co.cross_package_ns)
-                    }
-                })
-                .collect();
+            let line = |a: usize, b: usize| {
+                if package(ends.cores[a]) == package(ends.cores[b]) {
+                    co.same_package_ns
+                } else {
+                    co.cross_package_ns
+                }
+            };
+            // A locked RMW on a line another core holds: the move, then the locked
+            // operation's own cycles, which no other miss overlaps.
+            let locked = |a, b| line(a, b) + co.locked_rmw_cycles * 1e9 / p.cpu.clock_hz;
+            kernel.net.free = crate::kernel::net::line_table(cpus, |a, b| {
+                ns(
+                    line(a, b) * f64::from(nc.tx_packet_lines) / nc.tx_packet_lines_in_flight
+                        + locked(a, b) * f64::from(nc.tx_packet_locked_lines),
+                )
+            });
+            kernel.net.ring = crate::kernel::net::line_table(cpus, |a, b| {
+                ns(locked(a, b) * f64::from(nc.tx_shared_lines))
+            });
             kernel.net.rx_miss = ns(co.memory_line_ns * nc.rx_memory_lines);
-            kernel.net.tx_shared_lines = nc.tx_shared_lines;
-            kernel.net.tx_packet_lines = nc.tx_packet_lines;
         }
         kernel.net_costs = self.kernel.net.clone();
         linux::link(&mut kernel);
@@ -812,6 +822,28 @@ impl Scenario {
                         "'{}' is already the name of a part of the platform or of another device: \
                          give the device a name of its own",
                         d.name
+                    ),
+                ));
+            }
+            // A bus, device and function is one function's: two would answer the same
+            // configuration cycles and claim the same requester ID.
+            let holder = self.file.device[..i]
+                .iter()
+                .find(|o| o.bdf == d.bdf)
+                .map(|o| format!("device '{}'", o.name))
+                .or_else(|| {
+                    f.part
+                        .iter()
+                        .find(|(_, part)| part.bdf == Some(d.bdf))
+                        .map(|(name, _)| format!("the platform's '{name}'"))
+                });
+            if let Some(holder) = holder {
+                return Err(self.invalid(
+                    &key("bdf"),
+                    format!(
+                        "{} is already the address of {holder}: give this device a bus, device and \
+                         function of its own",
+                        d.bdf
                     ),
                 ));
             }

@@ -808,7 +808,24 @@ impl Scenario {
                          [device.nic] section (ring, buffer_bytes, frame_bytes, gap_us, ...)",
                     ))
                 }
-                (Some(_), DriverName::E1000e | DriverName::E1000) => {}
+                (Some(_), DriverName::E1000e | DriverName::E1000) => {
+                    // Each driver is written against one NAPI interface: e1000 7.0.33's
+                    // `e1000_clean(dev, &budget)` against 2.4's, e1000e's against 2.6's.
+                    use crate::kernel::costs::NapiApi;
+                    let (wants, api) = match d.driver {
+                        DriverName::E1000 => (NapiApi::DevPoll, "dev-poll"),
+                        _ => (NapiApi::NapiStruct, "napi-struct"),
+                    };
+                    if let Some(net) = self.kernel.net.as_ref().filter(|n| n.napi != wants) {
+                        return Err(self.invalid(
+                            &key("driver"),
+                            format!(
+                                "driver {:?} polls through the {api} NAPI interface, but kernel                                  '{}' has {:?} ([net] napi): pick a kernel of the driver's                                  generation (e1000 with linux-2.4.21-i386-smp, e1000e with a                                  2.6 kernel)",
+                                d.driver, self.kernel.name, net.napi
+                            ),
+                        ));
+                    }
+                }
                 (Some(_), other) => {
                     return Err(self.invalid(
                         &key("nic"),
@@ -957,6 +974,37 @@ impl Scenario {
         self.check_bars()?;
         self.check_modern()?;
         self.check_workload()?;
+        if let Some(n) = self
+            .kernel
+            .net
+            .as_ref()
+            .map(|n| n.tx_packet_lines_in_flight)
+        {
+            if !(n >= 1.0 && n.is_finite()) {
+                return Err(self.invalid(
+                    "kernel.net.tx_packet_lines_in_flight",
+                    format!(
+                        "{n} misses in flight: give 1 (one after another) or more (a core \
+                         overlapping that many)"
+                    ),
+                ));
+            }
+        }
+        if let Some(co) = &self.platform.cpu.coherence {
+            for (key, v) in [
+                ("same_package_ns", co.same_package_ns),
+                ("cross_package_ns", co.cross_package_ns),
+                ("memory_line_ns", co.memory_line_ns),
+                ("locked_rmw_cycles", co.locked_rmw_cycles),
+            ] {
+                if !(v >= 0.0 && v.is_finite()) {
+                    return Err(self.invalid(
+                        &format!("platform.cpu.coherence.{key}"),
+                        format!("{v} is not a cost: give a duration of 0 or more"),
+                    ));
+                }
+            }
+        }
         if self.file.duration_ms < 0.0 || !self.file.duration_ms.is_finite() {
             return Err(self.invalid(
                 "duration_ms",

@@ -117,6 +117,9 @@ pub struct CoherenceSection {
     pub cross_package_ns: f64,
     /// A line read from memory (a load that misses every cache).
     pub memory_line_ns: f64,
+    /// A locked read-modify-write (`lock; incl`, `spin_lock`) on a line another core held:
+    /// its own cycles after the line has come, which serialise it with every other access.
+    pub locked_rmw_cycles: f64,
 }
 
 /// `[cpu.frequency]`: the core's clock as the hardware's power management moves it. Each core

@@ -207,8 +207,13 @@ impl Outcome {
                 ));
             }
         }
-        // A run of fixed length (`duration_ms`): its length, which a rate divides by.
+        // A run of fixed length (`duration_ms`): its length, which a rate divides by, and the
+        // rate the frames on the wire make (what `validate`'s throughput rows compare).
         counters.push(Count::if_nonzero("run_length_us", self.run_length_us));
+        let frames: u64 = self.nics.iter().map(|n| n.transmitted_in_run).sum();
+        if let Some(rate) = (frames * 1_000_000).checked_div(self.run_length_us) {
+            counters.push(Count::if_nonzero("frames_transmitted_per_s", rate));
+        }
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
         counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
         let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
@@ -236,7 +241,10 @@ impl Outcome {
                 self.cyclictest,
             ));
         }
-        if !cyclictest || !self.isr.is_empty() {
+        // A run of fixed length counts frames: the ISR's latency is a sample only where the
+        // measured device's driver writes its signature.
+        let fixed_length = self.run_length_us > 0;
+        if (!cyclictest && !fixed_length) || !self.isr.is_empty() {
             metrics.push(measured(
                 "isr_latency",
                 "interrupt TLP on the device's link to the ISR's write on it",
@@ -280,7 +288,29 @@ impl Scenario {
                     .to_string(),
             );
         }
+        let nics: Vec<&files::DeviceSection> = self
+            .file
+            .device
+            .iter()
+            .filter(|d| d.nic.is_some())
+            .collect();
+        if !nics.is_empty()
+            && nics
+                .iter()
+                .all(|d| d.nic.as_ref().is_some_and(|n| n.gap_us == 0.0))
+        {
+            w.push(format!(
+                "no network controller is offered traffic (every device.N.nic.gap_us is 0):                  give a port frames and a route, e.g. --set device.2.nic.gap_us=0.672 --set                  device.2.nic.forward_to={} (experiments/seed001.toml's runs show the flows)",
+                nics.get(1).map_or("eth1", |d| d.name.as_str())
+            ));
+        }
         w
+    }
+
+    /// A run of fixed length (`duration_ms`) counts frames; it has no latency samples unless it
+    /// runs cyclictest.
+    pub fn counts_frames(&self) -> bool {
+        self.file.duration_ms > 0.0 && self.file.cyclictest.is_none()
     }
 
     /// Load `path` and apply `overrides` (`key=value` strings).

@@ -28,8 +28,10 @@
 
 use crate::devices::nic;
 use crate::kernel::costs::NetCosts;
-use crate::kernel::drivers::e1000e::{IMS_ENABLE_MASK, RX_BUFFER_WRITE};
-use crate::kernel::net::{NapiId, TX_CLEAN_MAX};
+use crate::kernel::drivers::e1000e::{
+    clean_rx_ring, clean_tx_ring, xmit_frame, RxRing, IMS_ENABLE_MASK,
+};
+use crate::kernel::net::NapiId;
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::Kernel;
 
@@ -86,64 +88,27 @@ pub fn poll(
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
     if transmits {
-        let top = b.here();
-        b.push(Step::TxCleanDone {
-            max: TX_CLEAN_MAX,
-            done: 0,
-        })
-        .push(Step::TxNext(dev));
-        let none = b.here();
-        b.push(Step::BranchIfClear(1, 0))
-            .push(Step::CountTx(dev))
-            .push(Step::FreeLines(dev))
-            .push(Step::Code(c.tx_clean))
-            .push(Step::Jump(top));
-        let done = b.here();
-        b.patch(top, done);
-        b.patch(none, done);
+        clean_tx_ring(&mut b, c, dev, Some(Step::FreeLines(dev)));
         // `tx_ring->next_to_clean = i`, and the `tx_lock` taken to wake a stopped queue.
         b.push(Step::CleanLines(dev));
     }
-    // e1000_clean_rx_irq: up to the quota (the weight), each written-back descriptor; every
-    // 64-byte frame is copied into a fresh small skb (copybreak, E1000_CB_LENGTH 256) and the
-    // ring's buffer given back; refills every E1000_RX_BUFFER_WRITE.
-    let top = b.here();
-    b.push(Step::RxWeightReached { weight, done: 0 })
-        .push(Step::RxNext(dev));
-    let empty = b.here();
-    b.push(Step::BranchIfClear(1, 0))
-        .push(Step::CountFrame(dev))
-        .push(Step::RxMiss)
-        .push(Step::Code(c.rx_packet));
-    if let Some(out) = forward_to {
-        b.push(Step::Code(c.forward)).push(Step::CallXmit(out));
-    }
-    let due = b.here();
-    b.push(Step::RefillDue {
+    // e1000_clean_rx_irq: up to `work_to_do = min(*budget, poll_dev->quota)`, each written-back
+    // descriptor; every 64-byte frame is copied into a fresh small skb (copybreak,
+    // E1000_CB_LENGTH 256) and the ring's buffer given back; refills every
+    // E1000_RX_BUFFER_WRITE.
+    let rx = RxRing {
         dev,
-        min: RX_BUFFER_WRITE,
-        skip: 0,
-    })
-    .push(Step::Run(c.alloc_rx_buffers))
-    .push(Step::RxRefill(dev))
-    .push(Step::Write(rdt, Operand::Var(rdt_var)));
-    let next = b.here();
-    b.patch(due, next);
-    b.push(Step::Jump(top));
-    let done = b.here();
-    b.patch(top, done);
-    b.patch(empty, done);
-    let rest = b.here();
-    b.push(Step::RefillDue {
-        dev,
-        min: 1,
-        skip: 0,
-    })
-    .push(Step::Run(c.alloc_rx_buffers))
-    .push(Step::RxRefill(dev))
-    .push(Step::Write(rdt, Operand::Var(rdt_var)));
-    let refilled = b.here();
-    b.patch(rest, refilled);
+        rdt,
+        rdt_var,
+        forward_to,
+    };
+    clean_rx_ring(
+        &mut b,
+        c,
+        &rx,
+        Step::RxQuotaReached { weight, done: 0 },
+        Some(Step::RxMiss),
+    );
     // "If no Tx and not enough Rx work done, exit the polling mode": `quit_polling:
     // netif_rx_complete(poll_dev); e1000_irq_enable(adapter); return 0;` else `return 1`.
     let more = b.here();
@@ -165,22 +130,5 @@ pub fn poll(
 /// neither the stopped queue nor the qdisc's backlog is modelled: at seed 001's rates the
 /// receiving adapter's buffer drops the excess either way).
 pub fn xmit(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16) -> Entry {
-    let tdt_var = k.net.devs[usize::from(dev)].tdt;
-    let tdt = k.code.mmio(bar + nic::TDT);
-    let mut b = Builder::new();
-    b.push(Step::Run(c.xmit / 4))
-        .push(Step::XmitLines(dev))
-        .push(Step::Cli)
-        .push(Step::Run(c.xmit - c.xmit / 4));
-    let reserve = b.here();
-    b.push(Step::TxReserve { dev, full: 0 })
-        .push(Step::Write(tdt, Operand::Var(tdt_var)))
-        .push(Step::Sti)
-        .push(Step::Return(Operand::Const(0)));
-    let full = b.here();
-    b.patch(reserve, full);
-    b.push(Step::TxDrop(dev))
-        .push(Step::Sti)
-        .push(Step::Return(Operand::Const(0)));
-    k.code.add(format!("e1000_xmit_frame({name})"), b)
+    xmit_frame(k, c, name, bar, dev, Some(Step::XmitLines(dev)))
 }

@@ -89,64 +89,22 @@ pub fn poll(
     let weight = u16::try_from(c.weight).unwrap_or(u16::MAX);
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
-    // e1000_clean_tx_irq: while the next descriptor is written back (DD), free its buffer
-    // (e1000_put_txbuf: unmap, dev_kfree_skb_any), at most E1000_TX_WEIGHT + 1 frames.
     if transmits {
-        let top = b.here();
-        b.push(Step::TxCleanDone {
-            max: crate::kernel::net::TX_CLEAN_MAX,
-            done: 0,
-        })
-        .push(Step::TxNext(dev));
-        let none = b.here();
-        b.push(Step::BranchIfClear(1, 0))
-            .push(Step::CountTx(dev))
-            .push(Step::Code(c.tx_clean))
-            .push(Step::Jump(top));
-        let done = b.here();
-        b.patch(top, done);
-        b.patch(none, done);
+        clean_tx_ring(&mut b, c, dev, None);
     }
-    // e1000_clean_rx_irq's loop.
-    let top = b.here();
-    b.push(Step::RxWeightReached { weight, done: 0 })
-        .push(Step::RxNext(dev));
-    let empty = b.here();
-    b.push(Step::BranchIfClear(1, 0))
-        .push(Step::CountFrame(dev))
-        .push(Step::Code(c.rx_packet));
-    // IPv4 forwarding: ip_rcv_finish's route lookup, ip_forward, ip_output, dev_queue_xmit
-    // and the qdisc, then the output adapter's e1000_xmit_frame.
-    if let Some(out) = forward_to {
-        b.push(Step::Code(c.forward)).push(Step::CallXmit(out));
-    }
-    let due = b.here();
-    b.push(Step::RefillDue {
+    let rx = RxRing {
         dev,
-        min: RX_BUFFER_WRITE,
-        skip: 0,
-    })
-    .push(Step::Run(c.alloc_rx_buffers))
-    .push(Step::RxRefill(dev))
-    .push(Step::Write(rdt, Operand::Var(rdt_var)));
-    let next = b.here();
-    b.patch(due, next);
-    b.push(Step::Jump(top));
-    // The loop's end: the buffers cleaned since the last refill go back.
-    let done = b.here();
-    b.patch(top, done);
-    b.patch(empty, done);
-    let rest = b.here();
-    b.push(Step::RefillDue {
-        dev,
-        min: 1,
-        skip: 0,
-    })
-    .push(Step::Run(c.alloc_rx_buffers))
-    .push(Step::RxRefill(dev))
-    .push(Step::Write(rdt, Operand::Var(rdt_var)));
-    let refilled = b.here();
-    b.patch(rest, refilled);
+        rdt,
+        rdt_var,
+        forward_to,
+    };
+    clean_rx_ring(
+        &mut b,
+        c,
+        &rx,
+        Step::RxWeightReached { weight, done: 0 },
+        None,
+    );
     // "if (tx_cleaned) work_done = budget;"
     if transmits {
         b.push(Step::TxUsesBudget { weight });
@@ -167,6 +125,92 @@ pub fn poll(
     b.patch(full, out);
     b.push(Step::Return(Operand::Local));
     k.code.add(format!("e1000_clean({name})"), b)
+}
+
+/// `e1000_clean_tx_irq`'s loop (e1000e and 2.4's e1000 alike): while the next descriptor is
+/// written back (DD), free its buffer (`e1000_put_txbuf` / `e1000_unmap_and_free_tx_resource`:
+/// unmap, `dev_kfree_skb_any`), at most `E1000_TX_WEIGHT` + 1 frames. `freed`: a step each
+/// frame freed runs before its code (2.4's model: the frame's lines coming from the queuing
+/// CPU).
+pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed: Option<Step>) {
+    let top = b.here();
+    b.push(Step::TxCleanDone {
+        max: crate::kernel::net::TX_CLEAN_MAX,
+        done: 0,
+    })
+    .push(Step::TxNext(dev));
+    let none = b.here();
+    b.push(Step::BranchIfClear(1, 0)).push(Step::CountTx(dev));
+    if let Some(step) = freed {
+        b.push(step);
+    }
+    b.push(Step::Code(c.tx_clean)).push(Step::Jump(top));
+    let done = b.here();
+    b.patch(top, done);
+    b.patch(none, done);
+}
+
+/// An adapter's receive ring as its poll reaches it: the tail register and the variable the
+/// driver keeps it in, and where its frames are forwarded.
+pub(super) struct RxRing {
+    pub dev: u16,
+    pub rdt: crate::kernel::program::Mmio,
+    pub rdt_var: crate::kernel::program::Var,
+    pub forward_to: Option<u16>,
+}
+
+/// `e1000_clean_rx_irq`'s loop and its end (e1000e and 2.4's e1000 alike): until `limit` (a
+/// test jumping out, its target patched here) each written-back descriptor is cleaned, its
+/// frame handed to the stack (and forwarded: the route lookup, `ip_forward`, `ip_output`,
+/// `dev_queue_xmit` and the qdisc, then the output adapter's `e1000_xmit_frame`); every
+/// `E1000_RX_BUFFER_WRITE` cleaned buffers are refilled and the tail written, and at the end
+/// the rest. `received`: a step each frame runs before the stack's code (2.4's model: the
+/// lines the chip's DMA left in memory).
+pub(super) fn clean_rx_ring(
+    b: &mut Builder,
+    c: &NetCosts,
+    r: &RxRing,
+    limit: Step,
+    received: Option<Step>,
+) {
+    let top = b.here();
+    b.push(limit).push(Step::RxNext(r.dev));
+    let empty = b.here();
+    b.push(Step::BranchIfClear(1, 0))
+        .push(Step::CountFrame(r.dev));
+    if let Some(step) = received {
+        b.push(step);
+    }
+    b.push(Step::Code(c.rx_packet));
+    if let Some(out) = r.forward_to {
+        b.push(Step::Code(c.forward)).push(Step::CallXmit(out));
+    }
+    let due = b.here();
+    refill(b, c, r, RX_BUFFER_WRITE);
+    let next = b.here();
+    b.patch(due, next);
+    b.push(Step::Jump(top));
+    // The loop's end: the buffers cleaned since the last refill go back.
+    let done = b.here();
+    b.patch(top, done);
+    b.patch(empty, done);
+    let rest = b.here();
+    refill(b, c, r, 1);
+    let refilled = b.here();
+    b.patch(rest, refilled);
+}
+
+/// `e1000_alloc_rx_buffers` once `min` buffers wait, and the tail write; its first step skips
+/// the rest (target patched by the caller).
+fn refill(b: &mut Builder, c: &NetCosts, r: &RxRing, min: u8) {
+    b.push(Step::RefillDue {
+        dev: r.dev,
+        min,
+        skip: 0,
+    })
+    .push(Step::Run(c.alloc_rx_buffers))
+    .push(Step::RxRefill(r.dev))
+    .push(Step::Write(r.rdt, Operand::Var(r.rdt_var)));
 }
 
 /// The watchdog of the adapter whose registers start at `bar`: its timer's callback
@@ -211,13 +255,29 @@ pub fn watchdog(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, wake: u32) -
 /// `e1000_xmit_frame`'s last `e1000_maybe_stop_tx(netdev, MAX_SKB_FRAGS + 2)` would stop
 /// earlier) and the qdisc that would hold the frame are not modelled.
 pub fn xmit(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16) -> Entry {
+    xmit_frame(k, c, name, bar, dev, None)
+}
+
+/// `e1000_xmit_frame`'s shape (e1000e and 2.4's e1000 alike): the checks before the lock,
+/// then with interrupts off the descriptor and the tail write if the ring has room, else the
+/// drop. `locked`: a step run as the lock is taken (2.4's model: the ring's shared lines
+/// coming to this CPU).
+pub(super) fn xmit_frame(
+    k: &mut Kernel,
+    c: &NetCosts,
+    name: &str,
+    bar: u64,
+    dev: u16,
+    locked: Option<Step>,
+) -> Entry {
     let tdt_var = k.net.devs[usize::from(dev)].tdt;
     let tdt = k.code.mmio(bar + nic::TDT);
     let mut b = Builder::new();
-    // The checks before the lock, then the rest with interrupts off.
-    b.push(Step::Run(c.xmit / 4))
-        .push(Step::Cli)
-        .push(Step::Run(c.xmit - c.xmit / 4));
+    b.push(Step::Run(c.xmit / 4));
+    if let Some(step) = locked {
+        b.push(step);
+    }
+    b.push(Step::Cli).push(Step::Run(c.xmit - c.xmit / 4));
     let reserve = b.here();
     b.push(Step::TxReserve { dev, full: 0 })
         .push(Step::Write(tdt, Operand::Var(tdt_var)))
