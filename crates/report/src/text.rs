@@ -160,13 +160,7 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
         // --wide. A row id is what `--only` takes, so ids up to 24 characters stay whole and
         // the value columns give up the room (values are clipped, never an id): of each 9
         // characters, 5 from the simulated, 2 from the published and 2 from the tolerance.
-        let id_width = v
-            .rows
-            .iter()
-            .map(|r| r.id.chars().count())
-            .max()
-            .unwrap_or(0)
-            .clamp(15, 24);
+        let id_width = id_width(v.rows.iter().map(|r| r.id.as_str()), 15);
         let extra = id_width - 15;
         let (simulated, published) = (24 - extra * 5 / 9, 17 - extra * 2 / 9);
         let tolerance = 14 - (extra - extra * 5 / 9 - extra * 2 / 9);
@@ -260,13 +254,7 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
     ])
     .left_aligned();
     // Row ids stay whole up to 24 characters (what `--only` takes).
-    let id_width = u
-        .rows
-        .iter()
-        .map(|r| r.id.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(16, 24);
+    let id_width = id_width(u.rows.iter().map(|r| r.id.as_str()), 16);
     for r in &u.rows {
         let v = |x: f64| quantity_value(r.quantity, x);
         let (band, median) = match (&r.band, r.holds_share, r.quantity) {
@@ -275,6 +263,7 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
             (None, None, _) => ("-".into(), String::new()),
         };
         let published = match r.published_interval {
+            Some([lo, hi]) if lo == hi => v(lo),
             Some([lo, hi]) => format!("{}-{}", v(lo), v(hi)),
             None => clip(&r.published, 17),
         };
@@ -342,6 +331,14 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
         classes.join(", ")
     ));
     out
+}
+
+/// A table's row-id column: as wide as its longest id, at least `min` and at most 24.
+fn id_width<'a>(ids: impl Iterator<Item = &'a str>, min: usize) -> usize {
+    ids.map(|id| id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(min, 24)
 }
 
 /// `s` cut to `n` characters, the last one an ellipsis when cut.

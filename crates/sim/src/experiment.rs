@@ -502,10 +502,10 @@ impl Check {
                 tolerance_rel,
                 ..
             } => Judged::Value {
-                published: wording_interval(published_text).unwrap_or((
-                    published * (1.0 - tolerance_rel),
-                    published * (1.0 + tolerance_rel),
-                )),
+                // The published value is a point unless its words give an interval (DESIGN.md:
+                // "published value (or interval, from the seed's wording) inside the 5-95%
+                // band"); the tolerance sets the width test's window, not the value.
+                published: wording_interval(published_text).unwrap_or((*published, *published)),
                 point: Some(*published),
                 window: 2.0 * tolerance_rel * published,
                 scale: Scale::Linear,
@@ -542,10 +542,8 @@ impl Check {
                 tolerance_rel,
                 ..
             } => Judged::Value {
-                published: (
-                    published_pps * (1.0 - tolerance_rel),
-                    published_pps * (1.0 + tolerance_rel),
-                ),
+                // Table 4's figures are exact counts: the band must hold the figure itself.
+                published: (*published_pps, *published_pps),
                 point: Some(*published_pps),
                 window: 2.0 * tolerance_rel * published_pps,
                 scale: Scale::Linear,

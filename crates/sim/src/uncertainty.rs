@@ -597,14 +597,14 @@ fn value_detail(
         Scale::Log => format!("{w:.1} decades"),
     };
     let band = format!("{}..{}", v(b.p5), v(b.p95));
-    // A published point lies inside a band; a published window (the value with its
-    // tolerance, or a published range) overlaps it (`classify_value`).
+    // A published point lies inside a band; a published interval (the seed's words, or a
+    // published range) overlaps it (`classify_value`).
     let (published, meets) = if published.0 == published.1 {
         (v(published.0), "is inside")
     } else {
         (
             format!(
-                "the published window {}..{}",
+                "the published interval {}..{}",
                 v(published.0),
                 v(published.1)
             ),

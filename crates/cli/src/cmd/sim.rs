@@ -94,7 +94,8 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
         ];
         if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
             anyhow::bail!(
-                "{flag} draws latency distributions, and {} is a run of fixed length                  (duration_ms) that counts frames: it has none; drop {flag}",
+                "{flag} needs a latency distribution, and {} is a run of fixed length \
+                 (duration_ms) that counts frames: it has none; drop {flag}",
                 a.scenario.display()
             );
         }

@@ -261,6 +261,14 @@ pub enum NapiApi {
 }
 
 impl NapiApi {
+    /// The name a kernel file gives it (`[net] napi`).
+    pub fn name(self) -> &'static str {
+        match self {
+            NapiApi::NapiStruct => "napi-struct",
+            NapiApi::DevPoll => "dev-poll",
+        }
+    }
+
     fn is_napi_struct(&self) -> bool {
         *self == NapiApi::NapiStruct
     }

@@ -109,8 +109,9 @@ pub fn link(k: &mut Kernel) {
         b.push(Block).push(Jump(0));
         k.entries.events_worker = k.code.add("worker_thread(events)", b);
     }
-    // `net_rx_action` (net/core/dev.c, 2.6.29), with network devices: poll the contexts on this
-    // CPU's list while the budget and two jiffies last.
+    // `net_rx_action` (net/core/dev.c; 2.6.29's or 2.4.21's, by the kernel's [net] napi), with
+    // network devices: poll the contexts on this CPU's list while the budget and the kernel's
+    // time limit (`Net::time_limit_jiffies`) last.
     if !k.net.napi.is_empty() {
         let nc = k
             .net_costs

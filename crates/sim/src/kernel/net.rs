@@ -230,6 +230,8 @@ pub struct Net {
     /// [`NetCosts::tx_packet_locked_lines`]: super::costs::NetCosts::tx_packet_locked_lines
     /// [`NetCosts::tx_shared_lines`]: super::costs::NetCosts::tx_shared_lines
     pub free: Vec<SimDuration>,
+    /// What the transmit ring's shared lines cost when they come to `to` from `from` (see
+    /// `free` above).
     pub ring: Vec<SimDuration>,
     pub cpus: usize,
     /// The receive path's reads of lines the chip's DMA left in memory, per frame.

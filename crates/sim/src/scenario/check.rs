@@ -812,16 +812,21 @@ impl Scenario {
                     // Each driver is written against one NAPI interface: e1000 7.0.33's
                     // `e1000_clean(dev, &budget)` against 2.4's, e1000e's against 2.6's.
                     use crate::kernel::costs::NapiApi;
-                    let (wants, api) = match d.driver {
-                        DriverName::E1000 => (NapiApi::DevPoll, "dev-poll"),
-                        _ => (NapiApi::NapiStruct, "napi-struct"),
+                    let (wants, driver) = match d.driver {
+                        DriverName::E1000 => (NapiApi::DevPoll, "e1000"),
+                        _ => (NapiApi::NapiStruct, "e1000e"),
                     };
                     if let Some(net) = self.kernel.net.as_ref().filter(|n| n.napi != wants) {
                         return Err(self.invalid(
                             &key("driver"),
                             format!(
-                                "driver {:?} polls through the {api} NAPI interface, but kernel                                  '{}' has {:?} ([net] napi): pick a kernel of the driver's                                  generation (e1000 with linux-2.4.21-i386-smp, e1000e with a                                  2.6 kernel)",
-                                d.driver, self.kernel.name, net.napi
+                                "driver \"{driver}\" polls through the {} NAPI interface, but \
+                                 kernel '{}' has napi = \"{}\" ([net]): pick a kernel of the \
+                                 driver's generation (e1000 with linux-2.4.21-i386-smp, e1000e \
+                                 with a 2.6 kernel)",
+                                wants.name(),
+                                self.kernel.name,
+                                net.napi.name()
                             ),
                         ));
                     }
@@ -998,9 +1003,14 @@ impl Scenario {
                 ("locked_rmw_cycles", co.locked_rmw_cycles),
             ] {
                 if !(v >= 0.0 && v.is_finite()) {
+                    let unit = if key.ends_with("_cycles") {
+                        "core cycles"
+                    } else {
+                        "nanoseconds"
+                    };
                     return Err(self.invalid(
                         &format!("platform.cpu.coherence.{key}"),
-                        format!("{v} is not a cost: give a duration of 0 or more"),
+                        format!("{v} is not a cost: give 0 or more {unit}"),
                     ));
                 }
             }

@@ -294,14 +294,32 @@ impl Scenario {
             .iter()
             .filter(|d| d.nic.is_some())
             .collect();
-        if !nics.is_empty()
+        // A run that counts frames has nothing to count without traffic (an idle run of
+        // network controllers, seed 003's, is a run of samples and means it).
+        if self.counts_frames()
+            && !nics.is_empty()
             && nics
                 .iter()
                 .all(|d| d.nic.as_ref().is_some_and(|n| n.gap_us == 0.0))
         {
+            // The example offers the first controller's port traffic and, where there is a
+            // second, routes it there.
+            let index = |d: &files::DeviceSection| {
+                self.file
+                    .device
+                    .iter()
+                    .position(|e| std::ptr::eq(e, d))
+                    .unwrap_or(0)
+            };
+            let first = index(nics[0]);
+            let route = nics.get(1).map_or(String::new(), |d| {
+                format!(" --set device.{first}.nic.forward_to={}", d.name)
+            });
             w.push(format!(
-                "no network controller is offered traffic (every device.N.nic.gap_us is 0):                  give a port frames and a route, e.g. --set device.2.nic.gap_us=0.672 --set                  device.2.nic.forward_to={} (experiments/seed001.toml's runs show the flows)",
-                nics.get(1).map_or("eth1", |d| d.name.as_str())
+                "no network controller is offered traffic (every device.N.nic.gap_us is 0): \
+                 give a port frames{}, e.g. --set device.{first}.nic.gap_us=0.672{route} \
+                 (experiments/seed001.toml's runs show the flows)",
+                if route.is_empty() { "" } else { " and a route" }
             ));
         }
         w

@@ -77,11 +77,7 @@ pub fn poll(
     napi: NapiId,
     transmits: bool,
 ) -> Entry {
-    let (rdt_var, forward_to) = {
-        let d = &k.net.devs[usize::from(dev)];
-        (d.rdt, d.forward_to)
-    };
-    let rdt = k.code.mmio(bar + nic::RDT);
+    let rx = RxRing::of(k, bar, dev);
     let ims = k.code.mmio(bar + nic::IMS);
     let status = k.code.mmio(bar + nic::STATUS);
     let weight = u16::try_from(c.weight).unwrap_or(u16::MAX);
@@ -96,12 +92,6 @@ pub fn poll(
     // descriptor; every 64-byte frame is copied into a fresh small skb (copybreak,
     // E1000_CB_LENGTH 256) and the ring's buffer given back; refills every
     // E1000_RX_BUFFER_WRITE.
-    let rx = RxRing {
-        dev,
-        rdt,
-        rdt_var,
-        forward_to,
-    };
     clean_rx_ring(
         &mut b,
         c,

@@ -78,11 +78,8 @@ pub fn poll(
     napi: NapiId,
     transmits: bool,
 ) -> Entry {
-    let (rdt_var, itr_var, forward_to) = {
-        let d = &k.net.devs[usize::from(dev)];
-        (d.rdt, d.itr_reg, d.forward_to)
-    };
-    let rdt = k.code.mmio(bar + nic::RDT);
+    let itr_var = k.net.devs[usize::from(dev)].itr_reg;
+    let rx = RxRing::of(k, bar, dev);
     let itr = k.code.mmio(bar + nic::ITR);
     let ims = k.code.mmio(bar + nic::IMS);
     let status = k.code.mmio(bar + nic::STATUS);
@@ -92,12 +89,6 @@ pub fn poll(
     if transmits {
         clean_tx_ring(&mut b, c, dev, None);
     }
-    let rx = RxRing {
-        dev,
-        rdt,
-        rdt_var,
-        forward_to,
-    };
     clean_rx_ring(
         &mut b,
         c,
@@ -157,6 +148,20 @@ pub(super) struct RxRing {
     pub rdt: crate::kernel::program::Mmio,
     pub rdt_var: crate::kernel::program::Var,
     pub forward_to: Option<u16>,
+}
+
+impl RxRing {
+    /// Adapter `dev`'s ring, its registers at `bar`.
+    pub fn of(k: &mut Kernel, bar: u64, dev: u16) -> RxRing {
+        let d = &k.net.devs[usize::from(dev)];
+        let (rdt_var, forward_to) = (d.rdt, d.forward_to);
+        RxRing {
+            dev,
+            rdt: k.code.mmio(bar + nic::RDT),
+            rdt_var,
+            forward_to,
+        }
+    }
 }
 
 /// `e1000_clean_rx_irq`'s loop and its end (e1000e and 2.4's e1000 alike): until `limit` (a
