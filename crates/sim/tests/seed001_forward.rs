@@ -154,7 +154,7 @@ fn misses_in_flight_cost_less_and_locked_moves_more() {
     let run = |set: &[&str]| pps(&forward("forward-noswz-split", set, false, 5.0));
     let nominal = run(&[]);
     let serial = run(&["kernel.net.tx_packet_lines_in_flight=1"]);
-    let unlocked = run(&["platform.cpu.coherence.locked_rmw_cycles=0"]);
+    let unlocked = run(&["kernel.net.tx_packet_locked_lines=0"]);
     assert!(serial < nominal, "serial {serial:.0} against {nominal:.0}");
     assert!(
         unlocked > nominal,
@@ -340,6 +340,72 @@ fn two_devices_at_one_address_are_refused() {
     .to_string();
     assert!(
         err.contains("device.2.bdf") && err.contains("device 'eth0'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn serialising_instructions_cost_their_measured_cycles_on_the_core_that_runs_them() {
+    // Each forwarded frame runs 15 locked RMWs, an rdtsc and 6 interrupt-flag saves
+    // (kernels/linux-2.4.21-i386-smp.toml [net.serializing]), charged at the Woodcrest's
+    // measured cycles less their slots at the CPI. At one cycle each (their slot) they cost
+    // nothing beyond it, and the flows on one core each forward as many frames faster as the
+    // cycles saved say.
+    let cycles = |o: &Outcome| 4.0 * 3.0e9 / pps(o);
+    let nominal = forward("forward-swz-8port", &[], false, 10.0);
+    let free = forward(
+        "forward-swz-8port",
+        &[
+            "platform.cpu.locked_rmw_cycles=1",
+            "platform.cpu.rdtsc_cycles=1",
+            "platform.cpu.irq_save_restore_cycles=5",
+        ],
+        false,
+        10.0,
+    );
+    // 15 x (26 - 1) + (64 - 1) + 6 x (25 - 5) = 558 cycles a frame on its core.
+    let saved = cycles(&nominal) - cycles(&free);
+    assert!(
+        (saved - 558.0).abs() < 30.0,
+        "a frame's serialising instructions cost {saved:.0} cycles, not 558"
+    );
+}
+
+#[test]
+fn a_kernel_that_itemises_serialising_instructions_needs_their_cost_from_the_platform() {
+    // The same scenario on a copy of the platform without locked_rmw_cycles: refused by name.
+    let dir = tempfile::tempdir().expect("a directory");
+    let platform = std::fs::read_to_string(repo().join("platforms/server-2006-bensley-5000p.toml"))
+        .expect("reads");
+    let without: String = platform
+        .lines()
+        .filter(|l| !l.starts_with("locked_rmw_cycles"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.path().join("bensley.toml"), without).expect("writes");
+    let scenario = std::fs::read_to_string(repo().join("experiments/seed001/forward.toml"))
+        .expect("reads")
+        .replace(
+            "platform = \"../../platforms/server-2006-bensley-5000p.toml\"",
+            &format!(
+                "platform = \"{}\"",
+                dir.path().join("bensley.toml").display()
+            ),
+        )
+        .replace(
+            "kernel = \"../../kernels/linux-2.4.21-i386-smp.toml\"",
+            &format!(
+                "kernel = \"{}\"",
+                repo().join("kernels/linux-2.4.21-i386-smp.toml").display()
+            ),
+        );
+    let path = dir.path().join("forward.toml");
+    std::fs::write(&path, scenario).expect("writes");
+    let err = Scenario::load(&path, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("platform.cpu.locked_rmw_cycles")
+            && err.contains("[net.serializing]")
+            && err.contains("rx_packet"),
         "{err}"
     );
 }

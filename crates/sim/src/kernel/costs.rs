@@ -233,12 +233,99 @@ pub struct NetCosts {
     /// another. Absent: 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub tx_packet_lines_in_flight: f64,
-    /// Cache lines per frame freed on another core that a locked RMW moves (the route
-    /// entry's reference count: `dst_hold` on the queuing core, `dst_release` on the freeing
-    /// one): each costs the move and the platform's `locked_rmw_cycles`, overlapping nothing.
-    /// Absent: 0.
+    /// Cache lines a locked RMW moves each way per frame freed on another core than the one
+    /// that queued it (the route entry's reference count: `dst_release` takes it to the
+    /// freeing core, the next `dst_hold` back to the queuing one): each move overlaps
+    /// nothing. The locked instruction's own cycles are its path's (`serializing`). Absent: 0.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub tx_packet_locked_lines: u32,
+    /// Per frame, the instructions of each stage whose cost is the CPU's cycles for them, not
+    /// the CPI. Absent: none itemised (their cost is in the CPI).
+    #[serde(default, skip_serializing_if = "Serializing::is_empty")]
+    pub serializing: Serializing,
+}
+
+/// `[net.serializing]`: a forwarded frame's serialising instructions by stage. Each is counted
+/// once in its stage's instructions; it costs the platform's cycles for it besides (less its
+/// slots at the CPI).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Serializing {
+    /// The receive path (`rx_packet`).
+    #[serde(default, skip_serializing_if = "Serials::is_empty")]
+    pub rx_packet: Serials,
+    /// The forward (`forward`).
+    #[serde(default, skip_serializing_if = "Serials::is_empty")]
+    pub forward: Serials,
+    /// `e1000_xmit_frame` (`xmit`).
+    #[serde(default, skip_serializing_if = "Serials::is_empty")]
+    pub xmit: Serials,
+    /// The transmit clean (`tx_clean`).
+    #[serde(default, skip_serializing_if = "Serials::is_empty")]
+    pub tx_clean: Serials,
+}
+
+impl Serializing {
+    fn is_empty(&self) -> bool {
+        self.stages().iter().all(|(_, s)| s.is_empty())
+    }
+
+    /// Each stage with its counts, in [`NetStage`] order.
+    pub fn stages(&self) -> [(NetStage, Serials); 4] {
+        [
+            (NetStage::RxPacket, self.rx_packet),
+            (NetStage::Forward, self.forward),
+            (NetStage::Xmit, self.xmit),
+            (NetStage::TxClean, self.tx_clean),
+        ]
+    }
+
+    pub fn of(&self, stage: NetStage) -> Serials {
+        self.stages()[stage as usize].1
+    }
+}
+
+/// One stage's serialising instructions per frame.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Serials {
+    /// Locked read-modify-writes (the CPU's `locked_rmw_cycles`).
+    #[serde(default)]
+    pub locked: u32,
+    /// `rdtsc` (the CPU's `rdtsc_cycles`).
+    #[serde(default)]
+    pub rdtsc: u32,
+    /// `local_irq_save` / `local_irq_restore` pairs (the CPU's `irq_save_restore_cycles`).
+    #[serde(default)]
+    pub irq_saves: u32,
+}
+
+impl Serials {
+    pub fn is_empty(&self) -> bool {
+        self.locked == 0 && self.rdtsc == 0 && self.irq_saves == 0
+    }
+}
+
+/// A stage of a forwarded frame's path that has serialising instructions of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum NetStage {
+    RxPacket,
+    Forward,
+    Xmit,
+    TxClean,
+}
+
+impl NetStage {
+    /// The stage's key in `[net.serializing]`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetStage::RxPacket => "rx_packet",
+            NetStage::Forward => "forward",
+            NetStage::Xmit => "xmit",
+            NetStage::TxClean => "tx_clean",
+        }
+    }
 }
 
 /// The kernel's NAPI interface: how `net_rx_action` and a driver's poll share the work. It

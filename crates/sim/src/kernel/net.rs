@@ -81,11 +81,13 @@ pub struct NetDev {
     pub forward_to: Option<u16>,
     /// `e1000_xmit_frame`'s program for this adapter.
     pub xmit: Entry,
-    /// The CPU whose cache last wrote the transmit ring's shared state (`None`: none yet), and
-    /// the CPU that queued the frames now on the ring: where the lines a frame's free touches
-    /// come from.
+    /// The CPU whose cache last wrote the transmit ring's shared state (`None`: none yet), the
+    /// CPU that queued the frames now on the ring (where the lines a frame's free touches come
+    /// from), and the CPU that last freed one (where the route entry's reference count is when
+    /// the next frame's `dst_hold` takes it).
     pub tx_owner: Option<u8>,
     pub xmit_cpu: Option<u8>,
+    pub free_cpu: Option<u8>,
 }
 
 /// `e1000_maybe_stop_tx(netdev, count + 2)` for a 64-byte frame without a checksum context
@@ -221,9 +223,12 @@ pub struct Net {
     /// is `to`), built from the platform's `[cpu.coherence]` and the kernel's `[net]` counts:
     /// `free` is what one frame queued on `from` and freed on `to` moves
     /// ([`NetCosts::tx_packet_lines`] overlapped [`NetCosts::tx_packet_lines_in_flight`] at a
-    /// time, then [`NetCosts::tx_packet_locked_lines`] each with its locked RMW), `ring` what
-    /// the transmit ring's shared lines cost when they come to `to` ([`NetCosts::tx_shared_lines`],
-    /// taken by `spin_lock`). Empty: nothing moves (one CPU, or no `[cpu.coherence]`).
+    /// time, then [`NetCosts::tx_packet_locked_lines`] one after another), `hold` what the next
+    /// frame's `dst_hold` on `to` moves back from `from` ([`NetCosts::tx_packet_locked_lines`]),
+    /// `ring` what the transmit ring's shared lines cost when they come to `to`
+    /// ([`NetCosts::tx_shared_lines`], taken by `spin_lock`). Only the moves: a locked
+    /// instruction's own cycles are its path's (`serializing`). Empty: nothing moves (one CPU,
+    /// or no `[cpu.coherence]`).
     ///
     /// [`NetCosts::tx_packet_lines`]: super::costs::NetCosts::tx_packet_lines
     /// [`NetCosts::tx_packet_lines_in_flight`]: super::costs::NetCosts::tx_packet_lines_in_flight
@@ -233,9 +238,14 @@ pub struct Net {
     /// What the transmit ring's shared lines cost when they come to `to` from `from` (see
     /// `free` above).
     pub ring: Vec<SimDuration>,
+    pub hold: Vec<SimDuration>,
     pub cpus: usize,
     /// The receive path's reads of lines the chip's DMA left in memory, per frame.
     pub rx_miss: SimDuration,
+    /// Per frame, each stage's serialising instructions beyond their slots at the CPI (the
+    /// kernel's `[net.serializing]` counts at the CPU's cycles), indexed by
+    /// [`NetStage`](super::costs::NetStage).
+    pub serializing: [SimDuration; 4],
 }
 
 impl Net {
@@ -250,17 +260,29 @@ impl Net {
         }
     }
 
-    /// `e1000_xmit_frame` on `cpu` for adapter `dev`: the ring's shared lines come to this
-    /// CPU if another wrote them last, and the frames queued are this CPU's.
+    /// A frame queued on `cpu` for adapter `dev` (`e1000_xmit_frame`, and the forward's
+    /// `dst_hold` before it): the ring's shared lines come to this CPU if another wrote them
+    /// last, the route entry's reference count if another CPU freed the adapter's last frame,
+    /// and the frames queued are this CPU's.
     pub fn xmit_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
-        self.devs[usize::from(dev)].xmit_cpu = Some(cpu);
-        self.take_ring(dev, cpu)
+        let d = &mut self.devs[usize::from(dev)];
+        d.xmit_cpu = Some(cpu);
+        let freed_by = d.free_cpu;
+        self.moved(&self.hold, freed_by, cpu) + self.take_ring(dev, cpu)
     }
 
     /// `e1000_clean_tx_irq` on `cpu` frees one frame of adapter `dev`: its lines come from
     /// the CPU that queued it.
-    pub fn free_lines(&self, dev: u16, cpu: u8) -> SimDuration {
-        self.moved(&self.free, self.devs[usize::from(dev)].xmit_cpu, cpu)
+    pub fn free_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
+        let d = &mut self.devs[usize::from(dev)];
+        d.free_cpu = Some(cpu);
+        let queued_by = d.xmit_cpu;
+        self.moved(&self.free, queued_by, cpu)
+    }
+
+    /// Stage `stage`'s serialising instructions for one frame.
+    pub fn serializing(&self, stage: super::costs::NetStage) -> SimDuration {
+        self.serializing[stage as usize]
     }
 
     /// The end of `e1000_clean_tx_irq` on `cpu` (`next_to_clean`, the `tx_lock`): the ring's
@@ -323,6 +345,7 @@ mod tests {
             xmit: 0,
             tx_owner: None,
             xmit_cpu: None,
+            free_cpu: None,
         }
     }
 
@@ -355,6 +378,26 @@ mod tests {
         // Without [cpu.coherence], nothing moves.
         net.free.clear();
         assert_eq!(net.free_lines(0, 3), ns(0));
+    }
+
+    #[test]
+    fn the_route_entrys_count_moves_back_to_the_queuing_cpu_with_its_next_dst_hold() {
+        let ns = SimDuration::from_ns;
+        // A one-way flow: frames queued on cpu0, freed on cpu1. dst_release takes the count's
+        // line to cpu1 (in `free`), the next frame's dst_hold brings it back to cpu0 (`hold`),
+        // so each side pays its own move; a frame freed where it was queued moves nothing.
+        let mut net = Net {
+            devs: vec![adapter()],
+            free: line_table(2, |_, _| ns(50)),
+            hold: line_table(2, |_, _| ns(20)),
+            cpus: 2,
+            ..Net::default()
+        };
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "no frame freed yet");
+        assert_eq!(net.free_lines(0, 1), ns(50));
+        assert_eq!(net.xmit_lines(0, 0), ns(20), "the count comes back to cpu0");
+        assert_eq!(net.free_lines(0, 0), ns(0), "queued and freed on cpu0");
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "and it stays");
     }
 
     #[test]

@@ -378,6 +378,9 @@ pub enum Step {
     CleanLines(u16),
     /// The lines of a received frame that the chip's DMA left in memory (`Net::rx_miss`).
     RxMiss,
+    /// A stage's serialising instructions for one frame, beyond their slots at the CPI
+    /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves.
+    Serializing(super::costs::NetStage),
     /// Go to `to` if NAPI context `napi` is scheduled (its adapter is being polled).
     BranchIfNapiScheduled {
         napi: super::context::NapiId,
@@ -1188,6 +1191,12 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::RxMiss => {
                 if net.rx_miss > SimDuration::ZERO {
                     break Op::Held(net.rx_miss);
+                }
+            }
+            Step::Serializing(stage) => {
+                let d = net.serializing(stage);
+                if d > SimDuration::ZERO {
+                    break Op::Held(d);
                 }
             }
             Step::BranchIfNapiScheduled { napi, to } => {

@@ -107,6 +107,7 @@ fn e1000e_probe(
         xmit: crate::kernel::program::NO_ENTRY,
         tx_owner: None,
         xmit_cpu: None,
+        free_cpu: None,
     });
     let xmit = if old {
         drivers::e1000::xmit(kernel, nc, &d.name, d.reg_bar, dev)
@@ -556,19 +557,35 @@ impl Scenario {
                     co.cross_package_ns
                 }
             };
-            // A locked RMW on a line another core holds: the move, then the locked
-            // operation's own cycles, which no other miss overlaps.
-            let locked = |a, b| line(a, b) + co.locked_rmw_cycles * 1e9 / p.cpu.clock_hz;
+            // A line a locked RMW takes moves alone: the locked operation overlaps no other
+            // miss. Its own cycles are its path's (`[net.serializing]`), moved line or not.
             kernel.net.free = crate::kernel::net::line_table(cpus, |a, b| {
                 ns(
                     line(a, b) * f64::from(nc.tx_packet_lines) / nc.tx_packet_lines_in_flight
-                        + locked(a, b) * f64::from(nc.tx_packet_locked_lines),
+                        + line(a, b) * f64::from(nc.tx_packet_locked_lines),
                 )
             });
+            kernel.net.hold = crate::kernel::net::line_table(cpus, |a, b| {
+                ns(line(a, b) * f64::from(nc.tx_packet_locked_lines))
+            });
             kernel.net.ring = crate::kernel::net::line_table(cpus, |a, b| {
-                ns(locked(a, b) * f64::from(nc.tx_shared_lines))
+                ns(line(a, b) * f64::from(nc.tx_shared_lines))
             });
             kernel.net.rx_miss = ns(co.memory_line_ns * nc.rx_memory_lines);
+        }
+        if let Some(nc) = &self.kernel.net {
+            // Each serialising instruction is one of its stage's instructions, timed at the
+            // CPI there; it costs its measured cycles, so the rest is charged here.
+            let c = &p.cpu;
+            let extra = |cycles: Option<f64>, slots: f64| {
+                (cycles.unwrap_or(0.0) - slots * c.cycles_per_instruction).max(0.0)
+            };
+            for (stage, n) in nc.serializing.stages() {
+                let cycles = f64::from(n.locked) * extra(c.locked_rmw_cycles, 1.0)
+                    + f64::from(n.rdtsc) * extra(c.rdtsc_cycles, 1.0)
+                    + f64::from(n.irq_saves) * extra(c.irq_save_restore_cycles, 5.0);
+                kernel.net.serializing[stage as usize] = ns(cycles * 1e9 / c.clock_hz);
+            }
         }
         kernel.net_costs = self.kernel.net.clone();
         linux::link(&mut kernel);

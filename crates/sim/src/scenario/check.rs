@@ -119,6 +119,57 @@ impl Scenario {
         Ok(())
     }
 
+    /// The CPU's cycles for the serialising instructions a kernel file itemises: each cost
+    /// the kernel needs must be on the platform, and none may be negative.
+    fn check_serializing(&self) -> Result<(), ScenarioError> {
+        let c = &self.platform.cpu;
+        let costs = [
+            ("locked_rmw_cycles", c.locked_rmw_cycles, "locked"),
+            ("rdtsc_cycles", c.rdtsc_cycles, "rdtsc"),
+            (
+                "irq_save_restore_cycles",
+                c.irq_save_restore_cycles,
+                "irq_saves",
+            ),
+        ];
+        for (key, v, _) in costs {
+            if let Some(v) = v.filter(|v| !(*v >= 0.0 && v.is_finite())) {
+                return Err(self.invalid(
+                    &format!("platform.cpu.{key}"),
+                    format!("{v} is not a cost: give 0 or more core cycles"),
+                ));
+            }
+        }
+        let Some(net) = &self.kernel.net else {
+            return Ok(());
+        };
+        for (stage, n) in net.serializing.stages() {
+            for (key, v, count) in costs {
+                let wanted = match count {
+                    "locked" => n.locked,
+                    "rdtsc" => n.rdtsc,
+                    _ => n.irq_saves,
+                };
+                if wanted > 0 && v.is_none() {
+                    return Err(self.invalid(
+                        &format!("platform.cpu.{key}"),
+                        format!(
+                            "kernel '{}' itemises {wanted} {count} per frame in its {} stage \
+                             ([net.serializing]), and platform '{}' does not say what one \
+                             costs: add {key} to its [cpu] (a measured cycle count, as \
+                             platforms/server-2006-bensley-5000p.toml has) or take the count \
+                             out",
+                            self.kernel.name,
+                            stage.name(),
+                            self.platform.name
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The workload: a busy fraction, stretches and sections whose time fits in a busy second.
     fn check_workload(&self) -> Result<(), ScenarioError> {
         let Some(w) = &self.file.workload else {
@@ -1000,21 +1051,16 @@ impl Scenario {
                 ("same_package_ns", co.same_package_ns),
                 ("cross_package_ns", co.cross_package_ns),
                 ("memory_line_ns", co.memory_line_ns),
-                ("locked_rmw_cycles", co.locked_rmw_cycles),
             ] {
                 if !(v >= 0.0 && v.is_finite()) {
-                    let unit = if key.ends_with("_cycles") {
-                        "core cycles"
-                    } else {
-                        "nanoseconds"
-                    };
                     return Err(self.invalid(
                         &format!("platform.cpu.coherence.{key}"),
-                        format!("{v} is not a cost: give 0 or more {unit}"),
+                        format!("{v} is not a cost: give 0 or more nanoseconds"),
                     ));
                 }
             }
         }
+        self.check_serializing()?;
         if self.file.duration_ms < 0.0 || !self.file.duration_ms.is_finite() {
             return Err(self.invalid(
                 "duration_ms",

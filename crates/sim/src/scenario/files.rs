@@ -89,6 +89,20 @@ pub struct CpuSection {
     #[serde(default)]
     pub privilege_change_cycles: f64,
     pub halt_exit_ns: f64,
+    /// Instructions whose cost is cycles of their own, not the CPI: a kernel file that
+    /// itemises them (`[net.serializing]`) charges each its cycles beyond its slots at the
+    /// CPI. A locked read-modify-write (`lock; decb`, `xchgb`, `lock; incl`) on a line in this
+    /// core's cache: it drains the store buffer and holds the line. Absent: no kernel may
+    /// itemise one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_rmw_cycles: Option<f64>,
+    /// `rdtsc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdtsc_cycles: Option<f64>,
+    /// `local_irq_save` with its `local_irq_restore` (`pushfl; popl; cli` ... `pushl; popfl`:
+    /// five instructions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_save_restore_cycles: Option<f64>,
     /// Cold code: the interrupt path's lines may have been evicted since their last use (how
     /// likely is the workload's `cold_fraction`). Absent: the path is always cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,9 +131,6 @@ pub struct CoherenceSection {
     pub cross_package_ns: f64,
     /// A line read from memory (a load that misses every cache).
     pub memory_line_ns: f64,
-    /// A locked read-modify-write (`lock; incl`, `spin_lock`) on a line another core held:
-    /// its own cycles after the line has come, which serialise it with every other access.
-    pub locked_rmw_cycles: f64,
 }
 
 /// `[cpu.frequency]`: the core's clock as the hardware's power management moves it. Each core

@@ -16,7 +16,7 @@
 //!   its timer.
 
 use crate::devices::nic;
-use crate::kernel::costs::NetCosts;
+use crate::kernel::costs::{NetCosts, NetStage};
 use crate::kernel::net::NapiId;
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::Kernel;
@@ -135,7 +135,9 @@ pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed: Opti
     if let Some(step) = freed {
         b.push(step);
     }
-    b.push(Step::Code(c.tx_clean)).push(Step::Jump(top));
+    b.push(Step::Code(c.tx_clean));
+    serializing(b, c, NetStage::TxClean);
+    b.push(Step::Jump(top));
     let done = b.here();
     b.patch(top, done);
     b.patch(none, done);
@@ -187,8 +189,11 @@ pub(super) fn clean_rx_ring(
         b.push(step);
     }
     b.push(Step::Code(c.rx_packet));
+    serializing(b, c, NetStage::RxPacket);
     if let Some(out) = r.forward_to {
-        b.push(Step::Code(c.forward)).push(Step::CallXmit(out));
+        b.push(Step::Code(c.forward));
+        serializing(b, c, NetStage::Forward);
+        b.push(Step::CallXmit(out));
     }
     let due = b.here();
     refill(b, c, r, RX_BUFFER_WRITE);
@@ -203,6 +208,14 @@ pub(super) fn clean_rx_ring(
     refill(b, c, r, 1);
     let refilled = b.here();
     b.patch(rest, refilled);
+}
+
+/// A stage's serialising instructions, where the kernel file itemises any (2.4.21's; e1000e's
+/// kernels keep them in the CPI, and their programs have no such step).
+fn serializing(b: &mut Builder, c: &NetCosts, stage: NetStage) {
+    if !c.serializing.of(stage).is_empty() {
+        b.push(Step::Serializing(stage));
+    }
 }
 
 /// `e1000_alloc_rx_buffers` once `min` buffers wait, and the tail write; its first step skips
@@ -283,6 +296,7 @@ pub(super) fn xmit_frame(
         b.push(step);
     }
     b.push(Step::Cli).push(Step::Run(c.xmit - c.xmit / 4));
+    serializing(&mut b, c, NetStage::Xmit);
     let reserve = b.here();
     b.push(Step::TxReserve { dev, full: 0 })
         .push(Step::Write(tdt, Operand::Var(tdt_var)))
