@@ -379,8 +379,14 @@ pub enum Step {
     /// The lines of a received frame that the chip's DMA left in memory (`Net::rx_miss`).
     RxMiss,
     /// A stage's serialising instructions for one frame, beyond their slots at the CPI
-    /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves.
+    /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves; a stall of the core.
     Serializing(super::costs::NetStage),
+    /// As `Code(n)`, a block whose serialising instructions take `Net::serializing(stage)`
+    /// besides (they are among its `n`, and an interrupt cuts them as it cuts the rest).
+    CodeSerial {
+        n: u32,
+        stage: super::costs::NetStage,
+    },
     /// Go to `to` if NAPI context `napi` is scheduled (its adapter is being polled).
     BranchIfNapiScheduled {
         napi: super::context::NapiId,
@@ -475,6 +481,11 @@ pub enum Op {
     },
     /// Instructions an interrupt may cut ([`Step::Code`]).
     Code(u32),
+    /// As `Code`, with the stalls of its serialising instructions ([`Step::CodeSerial`]).
+    CodeStall {
+        n: u32,
+        stall: SimDuration,
+    },
     /// Code with interrupts off for this long.
     Held(SimDuration),
     /// The workload's busy stretch is spent; the next arrives after this gap (`None`: when
@@ -716,6 +727,20 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         };
     }
     let mut limit = limit!();
+    // A stall of `d` (the core waits, nothing runs): charged ahead while no event can come
+    // before it ends, else handed to the core.
+    macro_rules! held {
+        ($d:expr) => {{
+            let d: SimDuration = $d;
+            if d > SimDuration::ZERO {
+                if cx.ahead + d < limit {
+                    cx.ahead += d;
+                } else {
+                    break Op::Held(d);
+                }
+            }
+        }};
+    }
     // May a call or return happen here rather than in the core's loop?
     macro_rules! inline {
         () => {
@@ -769,6 +794,12 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 }
             }
             Step::Code(n) => break Op::Code(n),
+            Step::CodeSerial { n, stage } => {
+                break Op::CodeStall {
+                    n,
+                    stall: net.serializing(stage),
+                }
+            }
             Step::Vectoring => break Op::Vectoring,
             Step::Read(r) => {
                 break Op::Access(Access::MmioRead {
@@ -1170,35 +1201,13 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 }
             }
             Step::TxDrop(dev) => net.devs[usize::from(dev)].tx_dropped += 1,
-            Step::XmitLines(dev) => {
-                let d = net.xmit_lines(dev, cx.cpu);
-                if d > SimDuration::ZERO {
-                    break Op::Held(d);
-                }
-            }
-            Step::FreeLines(dev) => {
-                let d = net.free_lines(dev, cx.cpu);
-                if d > SimDuration::ZERO {
-                    break Op::Held(d);
-                }
-            }
-            Step::CleanLines(dev) => {
-                let d = net.clean_lines(dev, cx.cpu);
-                if d > SimDuration::ZERO {
-                    break Op::Held(d);
-                }
-            }
-            Step::RxMiss => {
-                if net.rx_miss > SimDuration::ZERO {
-                    break Op::Held(net.rx_miss);
-                }
-            }
-            Step::Serializing(stage) => {
-                let d = net.serializing(stage);
-                if d > SimDuration::ZERO {
-                    break Op::Held(d);
-                }
-            }
+            // The core stalls on these (lines coming, serialising instructions): folded where
+            // nothing can come before the stall ends, as a `Run` is, else an op of their own.
+            Step::XmitLines(dev) => held!(net.xmit_lines(dev, cx.cpu)),
+            Step::FreeLines(dev) => held!(net.free_lines(dev, cx.cpu)),
+            Step::CleanLines(dev) => held!(net.clean_lines(dev, cx.cpu)),
+            Step::RxMiss => held!(net.rx_miss),
+            Step::Serializing(stage) => held!(net.serializing(stage)),
             Step::BranchIfNapiScheduled { napi, to } => {
                 if net.napi[usize::from(napi)].scheduled {
                     pc = to;

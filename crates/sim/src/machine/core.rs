@@ -148,6 +148,15 @@ impl Core {
     }
 
     /// The time `n` instructions of kernel code take, with the lines they miss.
+    /// A `Code` op's time, with a `CodeStall`'s stalls.
+    fn code_op_time(&mut self, op: Op) -> SimDuration {
+        match op {
+            Op::CodeStall { n, stall } => self.code_time(n) + stall,
+            Op::Code(n) => self.code_time(n),
+            _ => unreachable!("not a code op"),
+        }
+    }
+
     fn code_time(&mut self, n: u32) -> SimDuration {
         let t = self.timing.instructions(n);
         match (&mut self.cold, &self.work) {
@@ -383,17 +392,17 @@ impl Machine {
                 match op {
                     // Code an interrupt may cut, with interrupts on: a busy run of kernel code,
                     // parked here and run by the `Busy` arm at the next pass.
-                    Op::Code(n) if core.ctx.irqs_enabled => {
+                    Op::Code(_) | Op::CodeStall { .. } if core.ctx.irqs_enabled => {
                         core.in_user = false;
                         let busy = Op::Busy {
-                            d: core.code_time(n),
+                            d: core.code_op_time(op),
                             user: false,
                         };
                         core.ctx.parked.push((core.ctx.stack.len(), busy));
                     }
-                    Op::Code(n) => {
+                    Op::Code(_) | Op::CodeStall { .. } => {
                         core.in_user = false;
-                        acc += core.code_time(n);
+                        acc += core.code_op_time(op);
                     }
                     Op::Run(0) => {}
                     Op::Run(n) => {

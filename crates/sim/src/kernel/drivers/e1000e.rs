@@ -135,8 +135,7 @@ pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed: Opti
     if let Some(step) = freed {
         b.push(step);
     }
-    b.push(Step::Code(c.tx_clean));
-    serializing(b, c, NetStage::TxClean);
+    code(b, c, c.tx_clean, NetStage::TxClean);
     b.push(Step::Jump(top));
     let done = b.here();
     b.patch(top, done);
@@ -188,11 +187,9 @@ pub(super) fn clean_rx_ring(
     if let Some(step) = received {
         b.push(step);
     }
-    b.push(Step::Code(c.rx_packet));
-    serializing(b, c, NetStage::RxPacket);
+    code(b, c, c.rx_packet, NetStage::RxPacket);
     if let Some(out) = r.forward_to {
-        b.push(Step::Code(c.forward));
-        serializing(b, c, NetStage::Forward);
+        code(b, c, c.forward, NetStage::Forward);
         b.push(Step::CallXmit(out));
     }
     let due = b.here();
@@ -215,6 +212,16 @@ pub(super) fn clean_rx_ring(
 fn serializing(b: &mut Builder, c: &NetCosts, stage: NetStage) {
     if !c.serializing.of(stage).is_empty() {
         b.push(Step::Serializing(stage));
+    }
+}
+
+/// A stage's `n` instructions an interrupt may cut, with its serialising instructions' stalls
+/// where the kernel file itemises any.
+fn code(b: &mut Builder, c: &NetCosts, n: u32, stage: NetStage) {
+    if c.serializing.of(stage).is_empty() {
+        b.push(Step::Code(n));
+    } else {
+        b.push(Step::CodeSerial { n, stage });
     }
 }
 
