@@ -62,7 +62,7 @@ pub fn write_json<T: Serialize>(
         path,
         irqlab_report::json::to_json(kind, made, result)?.as_bytes(),
     )?;
-    crate::cmd::wrote(&[path.to_path_buf()]);
+    crate::ui::wrote(&[path.to_path_buf()]);
     Ok(())
 }
 

@@ -20,6 +20,13 @@ pub fn warning(text: &str) {
     let _ = writeln!(std::io::stderr(), "irqlab: warning: {text}");
 }
 
+/// Say where each file went (stderr: the files are the result, the list is not).
+pub fn wrote(files: &[std::path::PathBuf]) {
+    for f in files {
+        let _ = writeln!(std::io::stderr(), "irqlab: wrote {}", f.display());
+    }
+}
+
 /// A progress bar with the time left for long simulations, on stderr when it is a terminal
 /// (quiet otherwise, and for runs too short to need one).
 pub struct Progress {

@@ -40,7 +40,7 @@
 //!    [`crate::state`]: written whole, then renamed); write the new mask; read it back. A
 //!    crash here leaves a record listing every IRQ written (and perhaps one recorded but not
 //!    yet written, which then still has its old mask), and the next start's
-//!    [`crate::state::clean_up_after_dead`] writes them all back: a partial apply is rolled
+//!    [`crate::recovery::clean_up_after_dead`] writes them all back: a partial apply is rolled
 //!    back. An error, or a stop signal between two writes, rolls the written IRQs back in this
 //!    process, last first.
 //! 3. Commit: write the applied record (temporary file, then rename(2)): its owner (PID and start

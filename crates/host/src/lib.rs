@@ -6,8 +6,8 @@
 //!   read from the binary per-CPU ring buffers; [`irqs`]: per-IRQ handler time and softirq
 //!   delay from them (`irqlab measure irqs`).
 //! - [`timer`]: timer wake-up latency the way cyclictest measures it (`irqlab measure timer`).
-//! - [`state`]: what irqlab sets up on the host, recorded before it is set up, so that the next
-//!   start undoes what a crashed irqlab left (`irqlab host --cleanup`).
+//! - [`state`]: what irqlab sets up on the host, recorded before it is set up; [`recovery`]: the
+//!   next start undoes from that record what a crashed irqlab left (`irqlab host --cleanup`).
 //! - [`affinity`]: the CPUs, caches and NICs `irqlab plan affinity --host` plans for, and the
 //!   IRQ masks it applies (recorded first, kept after exit, put back by `--restore`).
 //!
@@ -24,6 +24,7 @@ pub mod irqs;
 pub mod load;
 pub mod pci;
 pub mod readers;
+pub mod recovery;
 pub mod ringbuf;
 pub mod signals;
 pub mod state;

@@ -15,7 +15,8 @@ use fake_host::{FakeHost, MANAGED_IRQ};
 use irqlab_host::affinity::{
     self, ApplyEnd, ApplyStep, MaskWrite, MaskWriter, ProcFiles, QueueRole, Refusal, Restored,
 };
-use irqlab_host::state::{clean_up_after_dead_in, StateDir};
+use irqlab_host::recovery::clean_up_after_dead_in;
+use irqlab_host::state::StateDir;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 

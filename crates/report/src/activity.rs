@@ -1,7 +1,6 @@
 //! `irqlab measure irqs`: hard IRQs, softirqs and tasklets as tables.
 
-use crate::table::Table;
-use crate::text::{group, opt};
+use crate::table::{group, opt, Table};
 use irqlab_stats::activity::IrqActivityReport;
 
 fn pct(v: f64) -> String {

@@ -1,7 +1,6 @@
 //! `irqlab host`: the inventory as a table and its findings.
 
-use crate::table::Table;
-use crate::text::group;
+use crate::table::{group, Table};
 use irqlab_stats::inventory::{Delivery, Inventory, IrqEntry, Severity, Trigger};
 
 /// Compact CPU list: `0-3,6`.

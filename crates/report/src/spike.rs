@@ -3,8 +3,7 @@
 //! the latency went (as `rtla timerlat --auto` analyses it) with its largest cause, and what ran
 //! on that CPU between the timer's expiry and the measuring thread running.
 
-use crate::table::Table;
-use crate::text::group;
+use crate::table::{group, Table};
 use irqlab_stats::results::{LatencyCause, Spike, SpikeKind, WakeupAnalysis};
 
 /// Signed microseconds with one decimal: `-12.3`, `+0.8`.

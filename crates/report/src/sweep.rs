@@ -1,8 +1,7 @@
 //! `irqlab sweep merge` of a what-if grid: one table, a row per cell and metric, the cell's
 //! values in the first columns so that what changed reads across.
 
-use crate::table::Table;
-use crate::text::group;
+use crate::table::{group, Table};
 use irqlab_stats::results::GridReport;
 
 /// The grid's cells: per cell and metric the count and the latency summary (ns) of the cell's

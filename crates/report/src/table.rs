@@ -1,5 +1,16 @@
 //! The one table layout every text renderer uses: a header row, a rule, and columns padded to
-//! their widest cell; cells that look numeric are right-aligned.
+//! their widest cell; cells that look numeric are right-aligned. The figures in its cells are
+//! formatted here too, so every renderer writes a number the same way.
+
+/// Thousands separators for ns figures.
+pub fn group(n: u64) -> String {
+    irqlab_stats::thousands(n)
+}
+
+/// A figure that may be absent: `-` in its cell.
+pub fn opt(v: Option<u64>) -> String {
+    v.map_or("-".into(), group)
+}
 
 /// A text table.
 #[derive(Clone, Debug, Default)]

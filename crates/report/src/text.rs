@@ -1,20 +1,11 @@
 //! Terminal renderings of runs and validations.
 
-use crate::table::Table;
+use crate::table::{group, opt, Table};
 use irqlab_stats::results::{
     Metric, Quantity, RunReport, SamplesNeeded, UncertaintyReport, ValidationReport, ValidationRow,
     Verdict,
 };
 use irqlab_stats::uncertainty::Class;
-
-/// Thousands separators for ns figures.
-pub fn group(n: u64) -> String {
-    irqlab_stats::thousands(n)
-}
-
-pub fn opt(v: Option<u64>) -> String {
-    v.map_or("-".into(), group)
-}
 
 /// A run: configuration, latency summary (ns), counters, and the analyzer trace if any. The
 /// run's warnings are not part of it: they go to stderr (the CLI prints them).

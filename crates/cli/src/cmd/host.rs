@@ -60,7 +60,7 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
 /// stderr in one line per process (and "nothing to clean up" if `say_nothing` and there was
 /// nothing). Anything that could not be undone is an error that says how to do it by hand.
 fn clean_up(say_nothing: bool) -> Result<()> {
-    let cleanups = irqlab_host::state::clean_up_after_dead()
+    let cleanups = irqlab_host::recovery::clean_up_after_dead()
         .context("looking for what crashed irqlab processes left")?;
     if cleanups.is_empty() && say_nothing {
         eprintln!("irqlab: nothing to clean up");

@@ -117,13 +117,13 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
             measured.thread_histograms.iter().map(|(_, h)| h).collect();
         let text = report::cyclictest::cyclictest_histogram(&hists, histogram_max_us);
         report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
-        super::wrote(std::slice::from_ref(path));
+        crate::ui::wrote(std::slice::from_ref(path));
     }
     if let Some(dir) = &plot {
         // A measurement is never repeated exactly: its figures are named by its start time, so
         // no later run overwrites them.
         let name = format!("timer-{}", inv.stamp());
-        super::wrote(
+        crate::ui::wrote(
             &report::plot::plot_run(&measured.report, dir, &name).with_context(|| "--plot")?,
         );
     }

@@ -12,11 +12,10 @@ pub mod sweep;
 pub mod validate;
 
 use crate::made::write_json;
-use crate::ui::print;
+use crate::ui::{print, wrote};
 use anyhow::{Context, Result};
 use irqlab_report as report;
 use irqlab_report::json::Kind;
-use std::io::Write;
 use std::path::Path;
 
 /// Refuse, before anything runs, a `--json` file or `--plot` directory that cannot be written:
@@ -45,13 +44,6 @@ pub fn flags_tag(flags: &[String]) -> Option<String> {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     Some(format!("{:08x}", (h >> 32) as u32 ^ h as u32))
-}
-
-/// Print where each figure went (stderr: the figures are the result, the list is not).
-pub fn wrote(files: &[std::path::PathBuf]) {
-    for f in files {
-        let _ = writeln!(std::io::stderr(), "irqlab: wrote {}", f.display());
-    }
 }
 
 /// The figures a validation's `--plot` drew, or a note that its rows had none to draw.

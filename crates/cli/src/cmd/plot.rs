@@ -25,6 +25,6 @@ pub fn run(a: PlotArgs) -> Result<()> {
             .map_or("run".into(), |s| s.to_string_lossy().into_owned());
         runs.push((stem, r));
     }
-    super::wrote(&report::plot::plot_runs(&runs, &out).with_context(|| "--out")?);
+    crate::ui::wrote(&report::plot::plot_runs(&runs, &out).with_context(|| "--out")?);
     Ok(())
 }

@@ -156,7 +156,7 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     if let Some((path, h)) = cyclictest {
         let text = irqlab_report::cyclictest::cyclictest_histogram(&[h], a.histogram_max_us);
         irqlab_report::write_atomic(path, text.as_bytes()).with_context(|| "--histogram-out")?;
-        super::wrote(std::slice::from_ref(path));
+        crate::ui::wrote(std::slice::from_ref(path));
     }
     Ok(())
 }

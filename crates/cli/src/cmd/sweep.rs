@@ -367,7 +367,7 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
                         .map(|c| (c.set.join(" "), c.run.clone()))
                         .collect()
                 };
-                super::wrote(&report::plot::plot_runs(&runs, dir).with_context(|| "--plot")?);
+                crate::ui::wrote(&report::plot::plot_runs(&runs, dir).with_context(|| "--plot")?);
             }
             Ok(true)
         }

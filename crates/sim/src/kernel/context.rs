@@ -52,3 +52,22 @@ impl PreemptCount {
         }
     }
 }
+
+/// The kernel's preemption model (Linux `CONFIG_PREEMPT_*`): where a woken task of a higher
+/// class or priority may take the core from the running one. A kernel file names its model
+/// when its kernel runs tasks besides the idle task (seed 003's kernels); until then no
+/// preemption point is reached.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preemption {
+    /// `PREEMPT_NONE`: only on the return to user mode, or when the running task blocks.
+    None,
+    /// `PREEMPT_VOLUNTARY`: also at the kernel's `might_sleep()` points.
+    Voluntary,
+    /// `PREEMPT`: also whenever the preempt count drops to zero (after a spinlock, on the exit
+    /// of an interrupt that did not interrupt a critical section).
+    Preempt,
+    /// `PREEMPT_RT`: as `Preempt`, with hard interrupt handlers and softirqs in threads and
+    /// spinlocks that sleep, so almost all kernel code is preemptible.
+    Rt,
+}

@@ -104,7 +104,7 @@ fn no_latency_limit() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct SchedCosts {
     /// `CONFIG_PREEMPT_*`: where a woken task may take the CPU.
-    pub preemption: super::sched::Preemption,
+    pub preemption: super::context::Preemption,
     /// `schedule()` -> `context_switch` -> `switch_to` and `finish_task_switch`: picking the
     /// next task, the address-space switch, the register switch.
     pub schedule: u32,

@@ -141,7 +141,7 @@ pub fn link(k: &mut Kernel) {
     let rt = k
         .sched
         .as_ref()
-        .is_some_and(|s| s.preemption == super::sched::Preemption::Rt);
+        .is_some_and(|s| s.preemption == super::context::Preemption::Rt);
     let deferred = threads
         .as_ref()
         .is_some_and(|t| t.hrtimer_wakeup == super::costs::HrtimerWakeup::Softirq);

@@ -9,7 +9,7 @@
 //! Each core has a run queue. The scheduler picks by class, as Linux's `pick_next_task` walks its
 //! classes: real-time (SCHED_FIFO/RR, the highest priority first, first come first served within
 //! one), then fair (SCHED_OTHER), then the idle task. When a woken task may take the core from the
-//! running one is the kernel's preemption model ([`Preemption`]).
+//! running one is the kernel's preemption model ([`Preemption`](super::context::Preemption)).
 //!
 //! Seeds 000 and 002 run the idle task alone; seed 003's kernels (threaded handlers, ksoftirqd,
 //! cyclictest) add the others.
@@ -17,25 +17,6 @@
 pub use super::context::TaskId;
 use super::context::{PreemptCount, SchedClass};
 use super::program::{Frame, Op};
-
-/// The kernel's preemption model (Linux `CONFIG_PREEMPT_*`): where a woken task of a higher
-/// class or priority may take the core from the running one. A kernel file names its model
-/// when its kernel runs tasks besides the idle task (seed 003's kernels); until then no
-/// preemption point is reached.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Preemption {
-    /// `PREEMPT_NONE`: only on the return to user mode, or when the running task blocks.
-    None,
-    /// `PREEMPT_VOLUNTARY`: also at the kernel's `might_sleep()` points.
-    Voluntary,
-    /// `PREEMPT`: also whenever the preempt count drops to zero (after a spinlock, on the exit
-    /// of an interrupt that did not interrupt a critical section).
-    Preempt,
-    /// `PREEMPT_RT`: as `Preempt`, with hard interrupt handlers and softirqs in threads and
-    /// spinlocks that sleep, so almost all kernel code is preemptible.
-    Rt,
-}
 
 /// A task's state.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -11,10 +11,11 @@ use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::{self, LocalApic};
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
+use crate::kernel::context::Preemption;
 use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::linux::Entries;
 use crate::kernel::program::{self, Access, Frame, Op, StepCtx};
-use crate::kernel::sched::{Preemption, TaskContext, TaskState};
+use crate::kernel::sched::{TaskContext, TaskState};
 use crate::kernel::softirq::SoftirqState;
 use crate::workload::WorkState;
 
