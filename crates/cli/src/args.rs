@@ -197,10 +197,11 @@ pub struct PlanSwizzleArgs {
     /// there too.
     #[arg(long, value_name = "PORT=FUNCTIONS", required = true)]
     pub card: Vec<irqlab_sim::plan::swizzle::Card>,
-    /// Simulate the difference: forward these flows (NIC:NIC, repeatable) on --simulate's
-    /// scenario with the registers as they are and as planned, each with plan affinity's
+    /// The flows (NIC:NIC, repeatable) that carry the traffic: among the values that spread
+    /// INTx evenly, take one that keeps these NICs on lines of their own. With --simulate,
+    /// forward them with the registers as they are and as planned, each with plan affinity's
     /// placement.
-    #[arg(long, value_name = "NIC:NIC", requires = "simulate")]
+    #[arg(long, value_name = "NIC:NIC")]
     pub flow: Vec<irqlab_sim::plan::affinity::Flow>,
     /// A forwarding scenario of this platform whose network devices are named as the
     /// interfaces here (experiments/seed001/forward.toml for the Bensley board); needs --flow.

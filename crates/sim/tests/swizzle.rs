@@ -163,8 +163,8 @@ fn plans_count_from_the_current_values_and_never_lose_a_line() {
         plan.registers
     );
     assert_eq!(plan.busiest_before, 2);
-    // PIRQD unwired: spreading onto it would drop interrupts, so the plan keeps every function
-    // on a wired line.
+    // PIRQD unwired: a function on it loses its interrupts, so the plan moves eth1 (on it now)
+    // to a wired line, and spreads nothing onto it.
     let cut = text.replace(
         "[[wire]]\nfrom = \"pirq-router\"\nfrom_line = 3\nto = \"ioapic\"\nto_line = 19\n",
         "",
@@ -180,6 +180,79 @@ fn plans_count_from_the_current_values_and_never_lose_a_line() {
         .filter(|f| f.irq_before.is_none())
         .count();
     assert_eq!(before, 1, "eth1 is on PIRQD");
-    assert_eq!(plan.functions.iter().filter(|f| unwired(f)).count(), 1);
+    assert_eq!(plan.functions.iter().filter(|f| unwired(f)).count(), 0);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Flows over some of the NICs: of the values that spread all eight functions evenly, the planner
+/// takes one that keeps the flows' NICs on lines of their own (eth0<->eth4 and eth1<->eth5 on
+/// four IRQs, port 4 changed), where the flow-blind choice (port 6, the later port) puts eth4
+/// and eth5 on eth0's and eth1's lines and leaves the two flows two CPUs. Names that are no
+/// function, or a NIC in two flows, are refused.
+#[test]
+fn flows_keep_their_nics_apart_among_the_even_spreads() {
+    use irqlab_sim::plan::affinity::Flow;
+    let p = Population::load(
+        &bensley(),
+        &cards(&["esb-e3=2", "port4=2", "port6=2", "esb-d28=2"]),
+    )
+    .unwrap();
+    let flows: Vec<Flow> = ["eth0:eth4", "eth1:eth5"]
+        .iter()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let blind = p.plan().unwrap();
+    let aware = p.plan_for(&flows).unwrap();
+    let values = |plan: &irqlab_sim::plan::swizzle::SwizzlePlan| -> Vec<(String, u8)> {
+        plan.registers
+            .iter()
+            .map(|r| (r.port.clone(), r.after))
+            .collect()
+    };
+    let v = |a: u8, b: u8, c: u8| {
+        vec![
+            ("port2".to_string(), a),
+            ("port4".to_string(), b),
+            ("port6".to_string(), c),
+        ]
+    };
+    assert_eq!(values(&blind), v(0, 0, 2));
+    assert_eq!(values(&aware), v(0, 2, 0));
+    // Both spread all eight functions two to an IRQ.
+    assert_eq!((blind.busiest_after, aware.busiest_after), (2, 2));
+    let irq = |plan: &irqlab_sim::plan::swizzle::SwizzlePlan, n: &str| {
+        plan.functions
+            .iter()
+            .find(|f| f.name == n)
+            .unwrap()
+            .irq_after
+            .unwrap()
+    };
+    let flow_irqs = |plan| {
+        let mut v: Vec<u8> = ["eth0", "eth4", "eth1", "eth5"]
+            .iter()
+            .map(|n| irq(plan, n))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len()
+    };
+    assert_eq!(flow_irqs(&blind), 2);
+    assert_eq!(flow_irqs(&aware), 4);
+    // Flows over every NIC: the same values as without flows (Table 3's swizzled row).
+    let all: Vec<Flow> = ["eth0:eth1", "eth2:eth3", "eth4:eth5", "eth6:eth7"]
+        .iter()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(values(&p.plan_for(&all).unwrap()), values(&blind));
+    let e = p
+        .plan_for(&["eth0:eth9".parse().unwrap()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--flow") && e.contains("'eth9'") && e.contains("eth7"), "{e}");
+    let e = p
+        .plan_for(&["eth0:eth1".parse().unwrap(), "eth1:eth2".parse().unwrap()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'eth1' is in two flows"), "{e}");
 }

@@ -66,7 +66,7 @@ fn population(
 pub fn swizzle(a: PlanSwizzleArgs) -> Result<()> {
     let (path, population) = population(&a.platform, &a.card)?;
     let plan = population
-        .plan()
+        .plan_for(&a.flow)
         .with_context(|| format!("planning INTXSWZCTRL for {}", path.display()))?;
     let mut out = render(&plan, &path);
     if let Some(scenario) = &a.simulate {
@@ -252,6 +252,50 @@ pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
         t.row(row);
     }
     out.push_str(&t.render());
+    let lost = |planned: bool| -> Vec<&str> {
+        plan.functions
+            .iter()
+            .filter(|f| if planned { f.irq_after } else { f.irq_before }.is_none())
+            .map(|f| f.name.as_str())
+            .collect()
+    };
+    let (lost_now, lost_planned) = (lost(false), if planning { lost(true) } else { Vec::new() });
+    let warn = if planning && !lost_planned.is_empty() {
+        Some((
+            lost_planned,
+            "No INTXSWZCTRL values of these ports reach a wired line for",
+        ))
+    } else if !planning && !lost_now.is_empty() {
+        Some((lost_now.clone(), "No port above them has INTXSWZCTRL to move"))
+    } else {
+        None
+    };
+    if let Some((names, why)) = warn {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "Warning: the interrupts of {} are lost: their router line is not wired to the \
+                 IO-APIC. {why} {}; wire the line (a [[wire]] in the platform file) or move the \
+                 card.",
+                names.join(", "),
+                names.join(", ")
+            ),
+            "",
+            "",
+        ));
+    } else if planning && !lost_now.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "Now the interrupts of {} are lost (their router line is not wired to the \
+                 IO-APIC); the planned values put them on wired lines, which is why the busiest \
+                 IRQ may carry more.",
+                lost_now.join(", ")
+            ),
+            "",
+            "",
+        ));
+    }
     let changed: Vec<String> = plan
         .registers
         .iter()
@@ -297,7 +341,7 @@ pub fn affinity(a: PlanAffinityArgs) -> Result<()> {
     let platform = a.platform.as_deref().context("PLATFORM")?;
     let (path, population) = population(platform, &a.card)?;
     let swizzle = population
-        .plan()
+        .plan_for(&a.flow)
         .with_context(|| format!("reading the IRQ table of {}", path.display()))?;
     let cpus = population.cpus();
     if a.swizzle && swizzle.registers.is_empty() {
@@ -451,9 +495,8 @@ pub fn render_affinity(
                 "No even spread is possible: NICs of these flows share IRQs, and a shared line \
                  interrupts one CPU. {}",
                 if swizzled {
-                    "These INTXSWZCTRL values spread every INTx function, not only the flows' \
-                     NICs: other values may suit these flows (try the platform file with other \
-                     intx_swizzle values)."
+                    "No INTXSWZCTRL values of the populated ports give these flows' NICs more \
+                     lines: move a card to another port, or plan fewer flows."
                 } else {
                     "Spread the INTx first (plan swizzle, or --swizzle here)."
                 }

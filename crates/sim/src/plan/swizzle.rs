@@ -11,21 +11,32 @@
 //!
 //! The choice, over every combination of values of the ports that have INTXSWZCTRL and a card
 //! below them (at most 4^7 on an Intel 5000), in this order:
-//! 1. no more functions on unwired router lines than now (a line without a wire to the IO-APIC
-//!    loses its interrupts);
-//! 2. the fewest functions on the busiest system interrupt (seed 001 4.1: "ensure that the
+//! 1. the fewest functions on unwired router lines (a line without a wire to the IO-APIC loses
+//!    its interrupts);
+//! 2. given flows (the NICs that carry traffic, [`Population::plan_for`]): the fewest of the
+//!    flows' NICs on the busiest system interrupt, then the smallest sum of squares of the flows'
+//!    NICs per interrupt. A level-triggered line's ISRs all run on the one CPU the line's
+//!    affinity names, so the flows can use at most as many CPUs as their NICs have lines; a NIC
+//!    that carries nothing costs the CPU its line goes to only an ICR read per interrupt of
+//!    the line (seed 001 4.1; `kernels/linux-2.4.21-i386-smp.toml`'s shared-line path);
+//! 3. the fewest functions on the busiest system interrupt (seed 001 4.1: "ensure that the
 //!    interrupts load is balanced across the available system interrupts");
-//! 3. the most even spread (the smallest sum of squared loads);
-//! 4. the fewest registers changed from their current values (the platform file's; 0 at reset):
+//! 4. the most even spread (the smallest sum of squared loads);
+//! 5. the fewest registers changed from their current values (the platform file's; 0 at reset):
 //!    every register a BIOS writes is one more it must get right (seed 001 3, "must comprehend
 //!    the PCIe configuration");
-//! 5. a tie-break: the combinations in lexicographic order of the ports' values in port order,
+//! 6. a tie-break: the combinations in lexicographic order of the ports' values in port order,
 //!    the first taken, so a tie keeps the earlier ports' values low and changes a later port.
 //!
-//! The planner spreads every INTx function, whether it carries traffic or not: which ports carry
-//! flows is `plan affinity`'s input, not this one's.
+//! Without flows (the seed's case: the BIOS knows no traffic) criterion 2 is void and every INTx
+//! function counts alike. With flows over some of the NICs, an even spread of all functions can
+//! still put two of the flows' NICs on one line (seed 001's board with eth0<->eth4 and
+//! eth1<->eth5: spreading all eight, the later port's change moves eth4 and eth5 onto eth0's and
+//! eth1's lines, and the two flows get two CPUs, not four); criterion 2 picks, among the even
+//! spreads, one that keeps them apart.
 
 use crate::hw::pcie::{Bdf, IntxPin};
+use crate::plan::affinity::{AffinityError, Flow};
 use crate::scenario::{parse_file, Origin, PlatformFile, ScenarioError};
 use crate::topology::firmware::IntxRoute;
 use crate::topology::{
@@ -112,7 +123,7 @@ pub struct SwizzlePlan {
 }
 
 /// A candidate's score, compared lexicographically (the module doc's criteria in order).
-type Score = (usize, usize, usize, usize);
+type Score = (usize, usize, usize, usize, usize, usize);
 
 /// A platform with cards: its topology and where the cards went.
 pub struct Population {
@@ -142,6 +153,42 @@ impl Population {
 
     fn file_error(&self, key: &str, message: String) -> ScenarioError {
         file_error(&self.platform_path, &self.text, key, message)
+    }
+
+    /// The parts of the functions `flows` name, each once; a flow naming no function, or a
+    /// function in two flows, is refused as `plan affinity` refuses it.
+    fn flow_parts(
+        &self,
+        flows: &[Flow],
+        routes: &[IntxRoute],
+        names: &BTreeMap<u16, String>,
+    ) -> Result<Vec<u16>, ScenarioError> {
+        let refuse = |e: AffinityError| ScenarioError::Invalid {
+            origin: Origin::Arg("plan".into()),
+            key: "--flow".into(),
+            message: e.to_string(),
+        };
+        let mut parts = Vec::new();
+        for f in flows {
+            for nic in [&f.a, &f.b] {
+                let Some(r) = routes.iter().find(|r| names[&r.part] == *nic) else {
+                    return Err(refuse(AffinityError::UnknownNic {
+                        flow: format!("{}:{}", f.a, f.b),
+                        nic: nic.clone(),
+                        known: routes
+                            .iter()
+                            .map(|r| names[&r.part].as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    }));
+                };
+                if parts.contains(&r.part) {
+                    return Err(refuse(AffinityError::NicTwice(nic.clone())));
+                }
+                parts.push(r.part);
+            }
+        }
+        Ok(parts)
     }
 
     /// The platform's CPUs in Linux's order (by APIC ID, the boot CPU first), each with its
@@ -196,8 +243,14 @@ impl Population {
         ports
     }
 
-    /// Choose the values (module doc) and report.
+    /// Choose the values for every INTx function alike (module doc) and report.
     pub fn plan(&self) -> Result<SwizzlePlan, ScenarioError> {
+        self.plan_for(&[])
+    }
+
+    /// Choose the values with `flows` carrying the traffic (module doc, criterion 2) and report.
+    /// A flow naming no function of the population is refused with the functions' names.
+    pub fn plan_for(&self, flows: &[Flow]) -> Result<SwizzlePlan, ScenarioError> {
         let route_error = |e: TopologyError| self.file_error("part", e.to_string());
         let before = self.topology.intx_routes().map_err(route_error)?;
         if before.is_empty() {
@@ -224,7 +277,13 @@ impl Population {
             .map(|&b| swizzle_of(&self.topology, b))
             .collect();
         let unwired = |routes: &[IntxRoute]| routes.iter().filter(|r| r.irq.is_none()).count();
-        let unwired_now = unwired(&before);
+        // eth0, eth1, ... in bus order: the routes' order, which no swizzle value changes.
+        let names: BTreeMap<u16, String> = before
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.part, format!("eth{i}")))
+            .collect();
+        let flow_parts = self.flow_parts(flows, &before, &names)?;
         let mut best: Option<(Score, Vec<u8>)> = None;
         let combos = 4usize.pow(ports.len() as u32);
         let mut t = self.topology.clone();
@@ -237,12 +296,15 @@ impl Population {
                 set_swizzle(&mut t, b, v);
             }
             let routes = t.intx_routes().map_err(route_error)?;
-            let lost = unwired(&routes).saturating_sub(unwired_now);
+            let lost = unwired(&routes);
+            let flow_loads = loads(routes.iter().filter(|r| flow_parts.contains(&r.part)));
+            let flow_busiest = flow_loads.values().copied().max().unwrap_or(0);
+            let flow_squares = flow_loads.values().map(|&l| l * l).sum();
             let loads = loads(&routes);
             let busiest = loads.values().copied().max().unwrap_or(0);
             let squares = loads.values().map(|&l| l * l).sum();
             let changed = values.iter().zip(&current).filter(|(v, c)| v != c).count();
-            let key = (lost, busiest, squares, changed);
+            let key: Score = (lost, flow_busiest, flow_squares, busiest, squares, changed);
             if best.as_ref().is_none_or(|(k, _)| key < *k) {
                 best = Some((key, values));
             }
@@ -252,11 +314,6 @@ impl Population {
             set_swizzle(&mut t, b, v);
         }
         let after = t.intx_routes().map_err(route_error)?;
-        let names: BTreeMap<u16, String> = before
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.part, format!("eth{i}")))
-            .collect();
         let functions: Vec<Function> = before
             .iter()
             .map(|b| {
@@ -324,7 +381,7 @@ fn line_letter(line: u8) -> char {
 }
 
 /// IRQ -> how many functions signal on it.
-fn loads(routes: &[IntxRoute]) -> BTreeMap<u8, usize> {
+fn loads<'a>(routes: impl IntoIterator<Item = &'a IntxRoute>) -> BTreeMap<u8, usize> {
     let mut m = BTreeMap::new();
     for r in routes {
         if let Some(irq) = r.irq {
