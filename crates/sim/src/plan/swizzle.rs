@@ -449,6 +449,22 @@ fn build(
         other => file_error(path, text, "part", other.to_string()),
     };
     let platform_only = Topology::from_file(&f).map_err(topology_error)?;
+    // The plan names IRQs by IO-APIC pin, as Linux's IO-APIC routing does: a wire past the last
+    // pin is refused as irqlab sim refuses it (scenario/check.rs).
+    for (i, w) in p.wire.iter().enumerate() {
+        if w.to_line >= crate::hw::ioapic::PINS {
+            return Err(file_error(
+                path,
+                text,
+                &format!("wire.{i}.to_line"),
+                format!(
+                    "wire {i}: line {} of '{}' is wired to IO-APIC pin {}, but an IO-APIC has \
+                     pins 0-23 (82093AA: 24 redirection entries); use 0-23",
+                    w.from_line, w.from, w.to_line
+                ),
+            ));
+        }
+    }
     let buses = platform_only.bus_numbers();
     // The empty slots: ports with nothing below them in the platform file.
     let bridges: Vec<&str> = platform_only

@@ -107,7 +107,7 @@ fn e1000e_probe(
         xmit: crate::kernel::program::NO_ENTRY,
         tx_owner: None,
         xmit_cpu: None,
-        free_cpu: None,
+        refcnt_owner: None,
     });
     let xmit = if old {
         drivers::e1000::xmit(kernel, nc, &d.name, d.reg_bar, dev)
@@ -557,14 +557,11 @@ impl Scenario {
                     co.cross_package_ns
                 }
             };
+            kernel.net.free = crate::kernel::net::line_table(cpus, |a, b| {
+                ns(line(a, b) * f64::from(nc.tx_packet_lines) / nc.tx_packet_lines_in_flight)
+            });
             // A line a locked RMW takes moves alone: the locked operation overlaps no other
             // miss. Its own cycles are its path's (`[net.serializing]`), moved line or not.
-            kernel.net.free = crate::kernel::net::line_table(cpus, |a, b| {
-                ns(
-                    line(a, b) * f64::from(nc.tx_packet_lines) / nc.tx_packet_lines_in_flight
-                        + line(a, b) * f64::from(nc.tx_packet_locked_lines),
-                )
-            });
             kernel.net.hold = crate::kernel::net::line_table(cpus, |a, b| {
                 ns(line(a, b) * f64::from(nc.tx_packet_locked_lines))
             });
