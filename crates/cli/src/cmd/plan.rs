@@ -259,34 +259,26 @@ pub fn render(plan: &SwizzlePlan, path: &Path) -> String {
             .map(|f| f.name.as_str())
             .collect()
     };
-    let (lost_now, lost_planned) = (lost(false), if planning { lost(true) } else { Vec::new() });
-    let warn = if planning && !lost_planned.is_empty() {
-        Some((
-            lost_planned,
-            "No INTXSWZCTRL values of these ports reach a wired line for",
-        ))
-    } else if !planning && !lost_now.is_empty() {
-        Some((
-            lost_now.clone(),
-            "No port above them has INTXSWZCTRL to move",
-        ))
-    } else {
-        None
-    };
-    if let Some((names, why)) = warn {
+    // Without registers to plan, `after` is `before`: what is lost stays lost.
+    let (lost_now, lost_after) = (lost(false), lost(true));
+    if !lost_after.is_empty() {
+        let names = lost_after.join(", ");
+        let why = if planning {
+            format!("No INTXSWZCTRL values of these ports reach a wired line for {names}")
+        } else {
+            format!("No port above {names} has INTXSWZCTRL to move")
+        };
         out.push('\n');
         out.push_str(&wrap(
             &format!(
-                "Warning: the interrupts of {} are lost: their router line is not wired to the \
-                 IO-APIC. {why} {}; wire the line (a [[wire]] in the platform file) or move the \
-                 card.",
-                names.join(", "),
-                names.join(", ")
+                "Warning: the interrupts of {names} are lost: their router line is not wired to \
+                 the IO-APIC. {why}; wire the line (a [[wire]] in the platform file) or move the \
+                 card."
             ),
             "",
             "",
         ));
-    } else if planning && !lost_now.is_empty() {
+    } else if !lost_now.is_empty() {
         out.push('\n');
         out.push_str(&wrap(
             &format!(
