@@ -1,8 +1,12 @@
-//! A sweep on a real Slurm cluster: `.ci/slurm/up` starts a private one-node cluster (Debian's
-//! slurm-wlm and munge), the README's job script runs as an `sbatch --array=0-3` job, and the
-//! merge of its four shards equals the unsharded run byte for byte. Skipped, with the reason
-//! printed, off Linux and where `up` cannot start a cluster (exit 77: not root and none running,
-//! no apt-get, ...). The test never stops the cluster: tests share it (`.ci/slurm/README.md`).
+//! A sweep on a real Slurm cluster: the README's job script runs as an `sbatch --array=0-3` job
+//! on the private one-node cluster of `.ci/slurm/up` (Debian's slurm-wlm and munge), and the
+//! merge of its four shards equals the unsharded run byte for byte.
+//!
+//! The test changes nothing on the machine: it installs no package and starts no daemon. It
+//! asks `.ci/slurm/up --check` whether that cluster runs, and skips, with the reason printed,
+//! where none does (off Linux, or on a machine where nobody started it). `.ci/run` installs,
+//! starts and stops the cluster around `cargo test`; by hand: `sudo .ci/slurm/up`, then `cargo
+//! test --test slurm`, then `sudo .ci/slurm/down`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -28,13 +32,14 @@ fn job_script() -> String {
         + "\n"
 }
 
-/// Start (or find) the cluster: its `SLURM_CONF`, or `None` with the reason printed.
+/// The running cluster's `SLURM_CONF`, or `None` with the reason printed.
 fn cluster() -> Option<String> {
     if !cfg!(target_os = "linux") {
         eprintln!("slurm test skipped: the private Slurm cluster runs on Linux only");
         return None;
     }
     let out = Command::new(repo_root().join(".ci/slurm/up"))
+        .arg("--check")
         .output()
         .expect(".ci/slurm/up runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -48,10 +53,7 @@ fn cluster() -> Option<String> {
             Some(conf.to_string())
         }
         Some(77) => {
-            eprintln!(
-                "slurm test skipped: .ci/slurm/up cannot start a cluster here: {}",
-                stderr.trim()
-            );
+            eprintln!("slurm test skipped: {}", stderr.trim());
             None
         }
         _ => panic!(".ci/slurm/up failed ({}):\n{stderr}", out.status),

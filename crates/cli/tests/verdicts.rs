@@ -2,27 +2,42 @@
 //! `validate --uncertainty`, committed, so that a commit that changes a range, an estimate or a
 //! mechanism and flips a class shows the flip in its diff (say why in the commit message).
 //!
-//! Classes, not figures: a band that moves inside its class is not a flip. The draws are those
-//! of `irqlab validate --uncertainty 200` with the default seed, so the snapshot is exactly what
-//! a user sees. Rows whose files declare no ranges yet (seed 002) are undecided: a class drawn
-//! over no range would be a nominal verdict in disguise. Seed 004's draws each run its whole
-//! 4,400-second timeline, so this test takes minutes, not seconds.
+//! Classes, not figures: a band that moves inside its class is not a flip. Rows whose files
+//! declare no ranges yet (seed 002) are undecided: a class drawn over no range would be a
+//! nominal verdict in disguise.
+//!
+//! Two snapshots:
+//! - `verdicts_short`, in `cargo test`: [`SHORT_DRAWS`] draws with the default seed. It runs every
+//!   row (every row kind) through the whole machinery, planning, drawing, refitting seed 001's
+//!   free parameter, judging, classing, and it holds every class the full run holds (pass,
+//!   uninformative, tension, inconsistent, undecided); a class that moves is a diff here too.
+//!   Its classes are of so few draws that they are not the project's verdicts.
+//! - `verdicts`, the project's verdicts: `validate --uncertainty 200` with the default seed,
+//!   exactly what a user sees, run by the release binary (`IRQLAB_BIN`) because seed 004's draws
+//!   each run its 4,400-second timeline: `.ci/verdicts` builds it and runs this file's ignored
+//!   test, and `.ci/run` runs `.ci/verdicts`.
 
 use assert_cmd::Command;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// Draws of the short snapshot: the fewest whose classes include every class of the full run
+/// (checked by [`every_class_is_exercised`]), so that `cargo test` stays short.
+const SHORT_DRAWS: u32 = 10;
+
+/// Draws of the project's verdicts (README, docs/validation.md).
+const FULL_DRAWS: u32 = 200;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-#[test]
-fn verdict_classes_are_the_committed_ones() {
+/// Each row's class under `validate --uncertainty draws`, one `id class` line per row.
+fn classes(bin: &Path, draws: u32) -> Vec<(String, String)> {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("verdicts.json");
-    let out = Command::cargo_bin("irqlab")
-        .expect("the irqlab binary is built")
+    let out = Command::new(bin)
         .current_dir(repo_root())
-        .args(["validate", "--uncertainty", "200", "--json"])
+        .args(["validate", "--uncertainty", &draws.to_string(), "--json"])
         .arg(&json)
         .output()
         .expect("irqlab runs");
@@ -34,18 +49,64 @@ fn verdict_classes_are_the_committed_ones() {
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let rows = v["result"]["uncertainty"]["rows"]
+    v["result"]["uncertainty"]["rows"]
         .as_array()
-        .expect("an uncertainty section");
-    let table: Vec<String> = rows
+        .expect("an uncertainty section")
         .iter()
         .map(|r| {
-            format!(
-                "{:<16} {}",
-                r["id"].as_str().unwrap(),
-                r["class"].as_str().unwrap()
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["class"].as_str().unwrap().to_string(),
             )
         })
-        .collect();
-    insta::assert_snapshot!("verdicts", table.join("\n"));
+        .collect()
+}
+
+fn table(rows: &[(String, String)]) -> String {
+    rows.iter()
+        .map(|(id, class)| format!("{id:<16} {class}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// This build's binary, as `cargo test` built it.
+fn test_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_irqlab"))
+}
+
+#[test]
+fn verdict_classes_of_a_short_draw() {
+    let rows = classes(&test_binary(), SHORT_DRAWS);
+    every_class_is_exercised(&rows);
+    insta::assert_snapshot!("verdicts_short", table(&rows));
+}
+
+/// The short draw is only worth its minutes if it takes every class the classing can give: a
+/// short snapshot that held only passes would let a broken classing through.
+fn every_class_is_exercised(rows: &[(String, String)]) {
+    for class in [
+        "pass",
+        "consistent_but_uninformative",
+        "tension",
+        "inconsistent",
+        "undecided",
+    ] {
+        assert!(
+            rows.iter().any(|(_, c)| c == class),
+            "no row of the {SHORT_DRAWS}-draw snapshot is classed {class}: raise SHORT_DRAWS \
+             until every class shows (and say so in the commit)\n{}",
+            table(rows)
+        );
+    }
+}
+
+#[test]
+#[ignore = "the project's verdicts, 200 draws: minutes with the release binary; run .ci/verdicts"]
+fn verdict_classes_are_the_committed_ones() {
+    let bin = std::env::var_os("IRQLAB_BIN").map_or_else(test_binary, PathBuf::from);
+    eprintln!(
+        "verdicts: validate --uncertainty {FULL_DRAWS} with {}",
+        bin.display()
+    );
+    insta::assert_snapshot!("verdicts", table(&classes(&bin, FULL_DRAWS)));
 }

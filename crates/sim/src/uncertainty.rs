@@ -662,6 +662,15 @@ impl Draws {
         draws: u32,
         seed: u64,
     ) -> Result<Draws, ScenarioError> {
+        Draws::prepare_path(dir.as_ref(), only, draws, seed)
+    }
+
+    fn prepare_path(
+        dir: &Path,
+        only: Option<&str>,
+        draws: u32,
+        seed: u64,
+    ) -> Result<Draws, ScenarioError> {
         let experiments = Experiment::load_dir(dir)?;
         let plan = plan(&experiments, only, draws, seed)?;
         Ok(Draws { experiments, plan })

@@ -266,7 +266,13 @@ impl PpsScenario {
         path: impl AsRef<Path>,
         overrides: &[String],
     ) -> Result<PpsScenario, ScenarioError> {
-        let s = PpsScenario::read_all(path.as_ref(), overrides)?;
+        // A thin generic shell over a non-generic body: the body (file parsing, deserialization)
+        // is compiled once, in this crate, rather than again in every crate that calls it.
+        PpsScenario::load_path(path.as_ref(), overrides)
+    }
+
+    fn load_path(path: &Path, overrides: &[String]) -> Result<PpsScenario, ScenarioError> {
+        let s = PpsScenario::read_all(path, overrides)?;
         s.check()?;
         Ok(s)
     }

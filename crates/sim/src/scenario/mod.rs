@@ -333,7 +333,13 @@ impl Scenario {
 
     /// Load `path` and apply `overrides` (`key=value` strings).
     pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let s = Scenario::read_all(path.as_ref(), overrides)?;
+        // A thin generic shell over a non-generic body: the body (file parsing, deserialization)
+        // is compiled once, in this crate, rather than again in every crate that calls it.
+        Scenario::load_path(path.as_ref(), overrides)
+    }
+
+    fn load_path(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let s = Scenario::read_all(path, overrides)?;
         s.check()?;
         Ok(s)
     }
