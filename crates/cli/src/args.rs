@@ -22,6 +22,8 @@ const EXIT_MEASURE: &str = "Exit status: 0 done, also when stopped early by Ctrl
 (the results so far are shown); 2 bad input or a measurement that cannot run here; 3 a host \
 setting could not be put back (the message says how to by hand).";
 const EXIT_LIST: &str = "Exit status: 0.";
+const EXIT_SHOW: &str = "Exit status: 0 done; 2 bad input (no such shipped file, a --set that \
+does not apply).";
 const EXIT_PLAN: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be read, a card \
 that cannot be placed).";
 const EXIT_PLAN_GROUP: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be \
@@ -76,6 +78,11 @@ pub enum Command {
     /// scenarios `irqlab sim` runs by name.
     #[command(after_help = EXIT_LIST)]
     List,
+    /// Print a shipped scenario, platform or kernel file, ready to copy and edit (`irqlab show
+    /// seed002/fpga > my.toml`, then `irqlab sim my.toml`); with --keys, every key `irqlab sim
+    /// --set` takes for a scenario, with its value and its declared range.
+    #[command(after_help = EXIT_SHOW)]
+    Show(ShowArgs),
     /// Sweeps beyond one machine: plan uncertainty draws or a what-if grid as a manifest of
     /// points, run shard I of N of them anywhere (a Slurm job array task, say), merge the
     /// shards' results into the report one machine would print.
@@ -248,7 +255,8 @@ pub struct SweepPlanArgs {
     /// Directory of experiment files (default: the experiments shipped in irqlab).
     #[arg(long, value_name = "DIR", requires = "draws")]
     pub experiments: Option<PathBuf>,
-    /// Only rows whose id matches (substring, or a pattern with `*`).
+    /// Only the rows of an experiment (`seed002`) or the rows whose id matches (a substring,
+    /// or a pattern with `*`), as validate's --only.
     #[arg(long, value_name = "PATTERN", requires = "draws")]
     pub only: Option<String>,
     /// Run the published sample counts where they are long (as validate --full).
@@ -360,11 +368,27 @@ pub struct SimArgs {
 }
 
 #[derive(Args)]
+pub struct ShowArgs {
+    /// What to show: a scenario by its name (`seed002/fpga`) or a file, or a platform or
+    /// kernel by the name `irqlab list` shows (`desktop-2017-i7-8700k-z370`).
+    pub name: PathBuf,
+    /// Instead of the file, list every `--set` key of the scenario with its value (after any
+    /// --set given here) and the range its file declares for it (`[range.*]`), if any.
+    #[arg(long)]
+    pub keys: bool,
+    /// With --keys: the values as these overrides leave them (as `irqlab sim --set`).
+    #[arg(long = "set", value_name = "KEY=VALUE", requires = "keys")]
+    pub set: Vec<String>,
+}
+
+#[derive(Args)]
 pub struct ValidateArgs {
     /// Directory of experiment files (default: the experiments shipped in irqlab).
     #[arg(long, value_name = "DIR")]
     pub experiments: Option<PathBuf>,
-    /// Only rows whose id matches (substring, or a pattern with `*`).
+    /// Only the rows of an experiment (an id `irqlab list` shows, such as `seed002`), or the
+    /// rows whose id matches (a substring, such as `ws`, or a pattern with `*`, such as
+    /// `msi-ws-*`).
     #[arg(long, value_name = "PATTERN")]
     pub only: Option<String>,
     /// Override the sample count of every run (`20000`, `20k`, `4M`).

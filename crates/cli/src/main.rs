@@ -67,6 +67,7 @@ fn run(cli: Cli, inv: &made::Invocation) -> anyhow::Result<ExitCode> {
         Command::Measure(Measure::Timer(a)) => cmd::measure::timer(a, inv)?,
         Command::Measure(Measure::Irqs(a)) => cmd::measure::irqs(a, inv)?,
         Command::List => cmd::list::run()?,
+        Command::Show(a) => cmd::show::run(a)?,
         Command::Plan(Plan::Swizzle(a)) => cmd::plan::swizzle(a)?,
         Command::Plan(Plan::Affinity(a)) => cmd::plan::affinity(a)?,
         Command::Sweep(a) => {

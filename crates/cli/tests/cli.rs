@@ -625,7 +625,7 @@ fn shipped_data_works_from_any_directory() {
             "../../kernels/",
             &format!("{}/kernels/", repo_root().display()),
         )
-        .replace("title = \"Seed 000, workstation", "title = \"My copy");
+        .replace("title = \"Source 000, workstation", "title = \"My copy");
     std::fs::write(dir.join("ws"), text).unwrap();
     let (code, out) = run(&["sim", "seed000/ws", "--samples", "100"]);
     assert_eq!(code, Some(0), "{out}");
@@ -672,6 +672,7 @@ fn every_help_states_the_exit_statuses() {
         &["host"],
         &["plot"],
         &["list"],
+        &["show"],
         &["measure"],
         &["measure", "timer"],
         &["measure", "irqs"],
@@ -989,6 +990,9 @@ fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
         "device.2.nic.gap_us=0.672",
         "--set",
         "device.2.nic.forward_to=eth4",
+        // One way only: the shipped flow's other direction stopped.
+        "--set",
+        "device.4.nic.gap_us=0",
     ];
     let out = stdout_of(&[&["sim"][..], &flows].concat());
     assert!(!out.contains("isr_latency"), "no latency to show: {out}");
@@ -1021,13 +1025,17 @@ fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
             .stderr(predicate::str::contains("  ").not());
         assert!(!target.exists(), "{flag} wrote before refusing");
     }
-    // Nothing offered: said, not a silent row of zeros.
+    // Nothing offered (the shipped flow stopped): said, not a silent row of zeros.
     irqlab()
         .args([
             "sim",
             "experiments/seed001/forward.toml",
             "--set",
             "duration_ms=1",
+            "--set",
+            "device.2.nic.gap_us=0",
+            "--set",
+            "device.4.nic.gap_us=0",
         ])
         .assert()
         .success()
@@ -1035,4 +1043,183 @@ fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
             "no network controller is offered traffic",
         ))
         .stderr(predicate::str::contains("  ").not());
+}
+
+// ---- a newcomer's first runs ---------------------------------------------------------------------
+
+/// The counter `name`'s value in a run's text.
+fn counter_of(out: &str, name: &str) -> u64 {
+    let line = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no {name}: {out}"));
+    line.split_whitespace()
+        .last()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap()
+}
+
+/// `irqlab list` names experiments by id (`seed002`); `--only` takes that id and selects all of
+/// its rows, and only those (a part of the id stays a row pattern).
+#[test]
+fn validate_only_takes_an_experiment_id() {
+    let out = irqlab()
+        .args(["validate", "--only", "seed000", "--samples", "2000"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("seed"))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "msi-ws-ioapic",
+            "msi-ws-xtpic",
+            "msi-soc-ioapic",
+            "msi-soc-xtpic",
+            "msi-tasklet",
+            "msi-trace"
+        ],
+        "{text}"
+    );
+    // `seed` is part of every experiment's id, and of no row's: no row matches.
+    irqlab()
+        .args(["validate", "--only", "seed"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("an experiment id such as seed002"));
+}
+
+/// `irqlab show NAME > my.toml` gives a scenario that runs from any directory, exactly as the
+/// shipped one does.
+#[test]
+fn a_shown_scenario_runs_from_anywhere_as_the_shipped_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = stdout_of(&["show", "seed000/ws"]);
+    assert!(text.contains("platform = \"<shipped>/platforms/ws-2008-core2-ich9.toml\""));
+    std::fs::write(dir.path().join("my.toml"), &text).unwrap();
+    let run = |dir: &std::path::Path, scenario: &str| {
+        let out = Command::cargo_bin("irqlab")
+            .unwrap()
+            .current_dir(dir)
+            .args(["sim", scenario, "--samples", "500"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The whole text: the header names the platform and kernel files, not the scenario's.
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run(dir.path(), "my.toml"), run(dir.path(), "seed000/ws"));
+    // A platform or kernel by the name `irqlab list` shows, as shipped.
+    assert_eq!(
+        stdout_of(&["show", "ws-2008-core2-ich9"]),
+        std::fs::read_to_string(repo_root().join("platforms/ws-2008-core2-ich9.toml")).unwrap()
+    );
+    irqlab()
+        .args(["show", "no-such-thing"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("seed002/fpga"));
+}
+
+/// `irqlab show SCENARIO --keys` lists every key `--set` takes, its value (after the --set
+/// given) and its declared range, without provoking an error.
+#[test]
+fn show_keys_lists_values_and_ranges() {
+    let out = stdout_of(&["show", "seed002/fpga", "--keys"]);
+    let line = |out: &str, key: &str| -> String {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("no {key}:\n{out}"))
+            .to_string()
+    };
+    assert!(line(&out, "delivery").ends_with("\"msi\""), "{out}");
+    let core = line(&out, "device.0.core_rx_ns");
+    assert!(
+        core.contains("60 .. 300 (log-uniform)") && core.ends_with("150.0"),
+        "{core}"
+    );
+    // The platform's keys under platform., the kernel's under kernel.
+    line(&out, "platform.cpu.clock_hz");
+    line(&out, "kernel.tick.hz");
+    let set = stdout_of(&[
+        "show",
+        "seed002/fpga",
+        "--keys",
+        "--set",
+        "device.0.core_rx_ns=200",
+    ]);
+    assert!(
+        line(&set, "device.0.core_rx_ns").ends_with("200.0"),
+        "{set}"
+    );
+    irqlab()
+        .args(["show", "seed002/fpga", "--keys", "--set", "device.0.nope=1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nope"));
+}
+
+/// The header of a run says what the run is of after every --set: the preemption model, the
+/// interrupt threads, the traffic and cyclictest.
+#[test]
+fn the_sim_header_shows_what_a_set_chose() {
+    let out = stdout_of(&[
+        "sim",
+        "seed003/flood",
+        "--samples",
+        "50",
+        "--set",
+        "device.0.nic.gap_us=8",
+        "--set",
+        "kernel.threads.enabled=true",
+        "--set",
+        "kernel.sched.preemption=rt",
+        "--set",
+        "cyclictest.priority=40",
+    ]);
+    for want in [
+        "  preemption: rt (PREEMPT_RT)",
+        "  threaded interrupts: IRQ threads at SCHED_FIFO 50, softirq threads at 50;",
+        "  traffic: eth0 64 B every 8 us (125,000 frames/s)",
+        "  cyclictest: SCHED_FIFO 40, every 500 us",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(want)), "{want}:\n{out}");
+    }
+    // eth1 keeps the scenario's own rate.
+    assert!(
+        out.contains("; eth1 64 B every 10 us (100,000 frames/s)"),
+        "{out}"
+    );
+}
+
+/// seed001/forward as shipped forwards one flow (eth2<->eth4) at line rate on CPU 0, and
+/// nothing else: a newcomer's first `irqlab sim seed001/forward` shows Table 4's first case.
+#[test]
+fn seed001_forward_as_shipped_forwards_one_flow() {
+    let out = stdout_of(&["sim", "seed001/forward", "--set", "duration_ms=5"]);
+    assert!(out.contains("traffic: eth2 64 B every 0.672 us"), "{out}");
+    for nic in ["eth2", "eth4"] {
+        assert!(
+            counter_of(&out, &format!("{nic}_frames_transmitted_in_run")) > 0,
+            "{out}"
+        );
+    }
+    for nic in ["eth0", "eth1", "eth3", "eth5", "eth6", "eth7"] {
+        assert_eq!(
+            counter_of(&out, &format!("{nic}_frames")),
+            0,
+            "{nic}: {out}"
+        );
+    }
+    assert!(counter_of(&out, "frames_transmitted_per_s") > 0);
 }

@@ -241,6 +241,105 @@ fn readme_examples_print_what_the_readme_shows() {
     );
 }
 
+/// The numbers the README's prose quotes from `irqlab validate` are the example's, which the
+/// test above holds to what the tool prints: the row counts ("16 of 33 rows pass, 15 fail, 2
+/// undecided", however the sentence words them) and each discussed row's simulated value
+/// ("- **msi-ws-xtpic (8.02x against 6.8x).**").
+#[test]
+fn the_prose_quotes_what_validate_prints() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let validate = examples(&readme)
+        .into_iter()
+        .find(|e| e.command == "irqlab validate")
+        .expect("the README shows `$ irqlab validate`");
+    let number =
+        |w: &str| -> Option<u64> { w.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok() };
+    // (passed, total, failed, undecided) from the text around one " rows pass", when the words
+    // before it are a count (`N of M`, `N of the M`; "Seed 001's two routing rows pass" is not).
+    let counts = |before: &str, after: &str| -> Option<(u64, u64, Option<u64>, Option<u64>)> {
+        let words: Vec<&str> = before.split_whitespace().rev().take(4).collect();
+        let (total, passed) = match words.as_slice() {
+            [m, "the", "of", n, ..] | [m, "of", n, ..] => (number(m)?, number(n)?),
+            _ => return None,
+        };
+        let after: Vec<&str> = after.split_whitespace().take(8).collect();
+        let before_word = |word: &str| {
+            after
+                .iter()
+                .position(|w| w.trim_matches(|c: char| !c.is_alphabetic()) == word)
+                .and_then(|i| {
+                    let k = if i >= 2 && after[i - 1] == "are" {
+                        i - 2
+                    } else {
+                        i.checked_sub(1)?
+                    };
+                    number(after[k])
+                })
+        };
+        Some((passed, total, before_word("fail"), before_word("undecided")))
+    };
+    let summary = validate
+        .expected
+        .iter()
+        .find_map(|l| l.split_once(" rows pass").and_then(|(b, a)| counts(b, a)))
+        .expect("the validate example ends with its summary line");
+    let mut claims = 0;
+    // Sentences wrap: search the text with its lines joined.
+    let flat = readme.replace('\n', " ");
+    let boundary = |i: usize| {
+        (0..=i.min(flat.len()))
+            .rev()
+            .find(|&k| flat.is_char_boundary(k))
+            .unwrap()
+    };
+    for (at, _) in flat.match_indices(" rows pass") {
+        let before = &flat[boundary(at.saturating_sub(40))..at];
+        let after = &flat[at + " rows pass".len()..boundary(at + 80)];
+        let Some((passed, total, failed, undecided)) = counts(before, after) else {
+            continue;
+        };
+        assert_eq!(
+            (passed, total),
+            (summary.0, summary.1),
+            "README.md: {before} rows pass{after}"
+        );
+        for (got, want) in [(failed, summary.2), (undecided, summary.3)] {
+            if got.is_some() {
+                assert_eq!(got, want, "README.md: {before} rows pass{after}");
+            }
+        }
+        claims += 1;
+    }
+    assert!(
+        claims >= 3,
+        "the first screen, the example and where the model stands"
+    );
+    // The discussed rows: their simulated value, as the example's table prints it.
+    let mut rows = 0;
+    for line in readme.lines() {
+        let Some(rest) = line.strip_prefix("- **") else {
+            continue;
+        };
+        let Some((id, rest)) = rest.split_once(" (") else {
+            continue;
+        };
+        let Some((simulated, _)) = rest.split_once(" against ") else {
+            continue;
+        };
+        let row = validate
+            .expected
+            .iter()
+            .find(|l| l.split_whitespace().nth(1) == Some(id))
+            .unwrap_or_else(|| panic!("README.md discusses {id}, which the example has no row of"));
+        assert!(
+            row.contains(&simulated.replace('\u{b5}', "u")),
+            "README.md says {id} simulates {simulated}; the example's row:\n{row}"
+        );
+        rows += 1;
+    }
+    assert!(rows >= 4, "the failing rows are discussed");
+}
+
 #[test]
 fn the_matcher_matches_what_it_should_and_nothing_else() {
     let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();

@@ -116,6 +116,38 @@ fn text_width(text: &str) -> u32 {
     (text.chars().count() as f64 * px * 0.64).ceil() as u32
 }
 
+/// How many characters of legend text fit across the strip (by [`text_width`]'s estimate).
+fn note_columns() -> usize {
+    let usable = WIDTH - LEGEND_LEFT - MARGIN;
+    (usable / text_width("0").max(1)) as usize
+}
+
+/// `text` in lines of at most `columns` characters, broken between words (a word longer than a
+/// line gets a line of its own).
+fn wrap_words(text: &str, columns: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= columns => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// The note a run's figures carry: its `--set` overrides (`irqlab sim`'s header lists them
+/// under `overrides`), so that two figures of one scenario with other settings can be told
+/// apart when they are looked at, not only by their file names.
+fn run_note(r: &RunReport) -> Option<String> {
+    r.config
+        .iter()
+        .find(|(k, _)| k == "overrides")
+        .map(|(_, v)| format!("settings: {v}"))
+}
+
 impl LegendLayout {
     fn of(entries: &[Entry]) -> Self {
         let usable = WIDTH - LEGEND_LEFT - MARGIN;
@@ -143,21 +175,39 @@ impl LegendLayout {
 }
 
 /// A figure at `path`: a white canvas with the chart's area on top and, in a strip of its own
-/// below the chart's axes, the legend. A legend inside the plotting area covers data wherever
-/// it is put (seed 000's XT-PIC peaks sat under it), so it gets room of its own and the
-/// figure grows by its height.
+/// below the chart's axes, the run's settings (its note) and the legend. A legend inside the
+/// plotting area covers data wherever it is put (seed 000's XT-PIC peaks sat under it), so it
+/// gets room of its own and the figure grows by its height.
 struct Figure<'a> {
     path: &'a Path,
     chart: DrawingArea<SVGBackend<'a>, Shift>,
     legend_area: DrawingArea<SVGBackend<'a>, Shift>,
     legend: Vec<Entry>,
+    /// The note's lines, wrapped to the strip's width, above the legend.
+    note: Vec<String>,
 }
 
 impl<'a> Figure<'a> {
     fn new(path: &'a Path, legend: Vec<Entry>) -> Result<Self, PlotError> {
+        Figure::with_note(path, legend, None)
+    }
+
+    /// A figure whose strip also carries `note` (a simulation's `--set` overrides): which run
+    /// a figure is of must be readable from the figure itself, not only from its file name.
+    fn with_note(
+        path: &'a Path,
+        legend: Vec<Entry>,
+        note: Option<&str>,
+    ) -> Result<Self, PlotError> {
         let layout = LegendLayout::of(&legend);
-        let root =
-            SVGBackend::new(path, (WIDTH, CHART_HEIGHT + layout.height())).into_drawing_area();
+        let note = note.map_or_else(Vec::new, |n| wrap_words(n, note_columns()));
+        let note_height = match (note.len() as u32, layout.height()) {
+            (0, _) => 0,
+            (n, 0) => n * LEGEND_ROW + 2 * LEGEND_PAD,
+            (n, _) => n * LEGEND_ROW,
+        };
+        let root = SVGBackend::new(path, (WIDTH, CHART_HEIGHT + note_height + layout.height()))
+            .into_drawing_area();
         root.fill(&WHITE)
             .map_err(|e| draw_err(path)(e.to_string()))?;
         let (chart, legend_area) = root.split_vertically(CHART_HEIGHT);
@@ -166,6 +216,7 @@ impl<'a> Figure<'a> {
             chart,
             legend_area,
             legend,
+            note,
         })
     }
 
@@ -190,8 +241,18 @@ impl<'a> Figure<'a> {
             .into_font()
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
+        for (row, line) in self.note.iter().enumerate() {
+            let y = (LEGEND_PAD + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+            area.draw(&Text::new(
+                line.clone(),
+                (LEGEND_LEFT as i32, y),
+                font.clone(),
+            ))
+            .map_err(|e| err(e.to_string()))?;
+        }
+        let below_note = self.note.len();
         for (k, e) in self.legend.iter().enumerate() {
-            let (col, row) = (k % layout.columns, k / layout.columns);
+            let (col, row) = (k % layout.columns, below_note + k / layout.columns);
             let x = (LEGEND_LEFT + col as u32 * layout.column_width) as i32;
             let y = (LEGEND_PAD + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
             let s = SWATCH as i32;
@@ -300,11 +361,13 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
         .map(|h| h.0.values.last().map_or(0, |v| v.0))
         .max()
         .unwrap_or(1);
+    let note = run_note(r);
+    let note = note.as_deref();
     let hist_path = dir.join(format!("{name}-histogram.svg"));
     let caption = format!("{}: latency histogram", r.title);
-    histogram(&hist_path, &caption, &hists, (min_ns, max_ns), BINS)?;
+    histogram(&hist_path, &caption, note, &hists, (min_ns, max_ns), BINS)?;
     let cum_path = dir.join(format!("{name}-cumulative.svg"));
-    cumulative(&cum_path, &r.title, &hists, min_ns, max_ns)?;
+    cumulative(&cum_path, &r.title, note, &hists, min_ns, max_ns)?;
     let mut files = vec![hist_path, cum_path];
     // A far tail squeezes the bulk into a few bars: then also draw the bulk (up to the 99th
     // percentile) finely, where a bus clock's quantum shows (seed 004, Fig. 3). Only each run's
@@ -326,7 +389,14 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
     if body_max > body_min && max_ns - min_ns > 3 * (body_max - body_min) {
         let path = dir.join(format!("{name}-histogram-body.svg"));
         let caption = format!("{}: histogram body, to the 99th percentile", r.title);
-        histogram(&path, &caption, &heads, (body_min, body_max), BODY_BINS)?;
+        histogram(
+            &path,
+            &caption,
+            note,
+            &heads,
+            (body_min, body_max),
+            BODY_BINS,
+        )?;
         files.push(path);
     }
     if !r.series.is_empty() {
@@ -349,7 +419,7 @@ pub fn plot_run(r: &RunReport, dir: &Path, name: &str) -> Result<Vec<PathBuf>, P
             })
             .collect();
         let path = dir.join(format!("{name}-series.svg"));
-        sample_series(&path, &r.title, &series, &r.histograms)?;
+        sample_series(&path, &r.title, note, &series, &r.histograms)?;
         files.push(path);
     }
     Ok(files)
@@ -370,6 +440,8 @@ pub fn plot_runs(runs: &[(String, RunReport)], dir: &Path) -> Result<Vec<PathBuf
             let labels: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
             let mut merged = RunReport {
                 title: format!("Comparison of {}", labels.join(", ")),
+                // The runs' settings differ; each is its label's file.
+                config: Vec::new(),
                 histograms: Vec::new(),
                 series: Vec::new(),
                 ..first.clone()
@@ -424,6 +496,7 @@ const BULK: (f64, f64) = (0.1, 0.9);
 fn sample_series(
     path: &Path,
     title: &str,
+    note: Option<&str>,
     series: &[(&NamedSeries, RGBColor)],
     hists: &[HistogramData],
 ) -> Result<(), PlotError> {
@@ -498,7 +571,7 @@ fn sample_series(
             ),
         ));
     }
-    let fig = Figure::new(path, entries)?;
+    let fig = Figure::with_note(path, entries, note)?;
     let (y_lo, y_hi) = (
         min_ns.saturating_sub(pad) as f64 / scale,
         (max_ns + pad) as f64 / scale,
@@ -814,6 +887,7 @@ fn nice_ceil(x: f64) -> f64 {
 fn histogram(
     path: &Path,
     caption: &str,
+    note: Option<&str>,
     hists: &[Colored],
     (min_ns, max_ns): (u64, u64),
     bins: u64,
@@ -868,7 +942,7 @@ fn histogram(
             Entry::new(Swatch::Line(color), label)
         })
         .collect();
-    let fig = Figure::new(path, entries)?;
+    let fig = Figure::with_note(path, entries, note)?;
     let x_hi = lo + width * n as f64;
     let xt = Ticks::linear(lo / scale, x_hi / scale, MAX_TICKS, 1.0 / scale);
     let mut chart = fig
@@ -1088,6 +1162,7 @@ const LOG_AXIS_SPAN: u64 = 5;
 fn cumulative(
     path: &Path,
     title: &str,
+    note: Option<&str>,
     hists: &[Colored],
     min_ns: u64,
     max_ns: u64,
@@ -1115,7 +1190,7 @@ fn cumulative(
         .iter()
         .map(|&(h, color)| Entry::new(Swatch::Line(color), h.label()))
         .collect();
-    let fig = Figure::new(path, entries)?;
+    let fig = Figure::with_note(path, entries, note)?;
     if min_ns > 0 && max_ns > LOG_AXIS_SPAN * min_ns {
         // A far tail (seed 004's clock collisions, seed 002's rare 10 us samples): a log axis
         // keeps the body, where most samples lie, as wide as the tail.
@@ -1427,6 +1502,50 @@ mod tests {
     }
 
     #[test]
+    fn a_runs_figures_carry_its_overrides_above_the_legend() {
+        let set = "--set device.0.nic.gap_us=6 --set device.1.nic.gap_us=6 --set \
+                   kernel.threads.enabled=true --set kernel.sched.preemption=rt --set \
+                   cyclictest.priority=40 --set kernel.threads.hrtimer_wakeup=softirq";
+        let mut r = run_with(
+            vec![HistogramData::of(
+                "round_trip",
+                &histogram_of((0..1000u64).map(|i| 1000 + i % 50)),
+            )],
+            vec![],
+        );
+        r.config = vec![
+            ("seed".into(), "1".into()),
+            ("overrides".into(), set.into()),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let note = wrap_words(&format!("settings: {set}"), note_columns());
+        assert!(note.len() >= 2, "a long note wraps: {note:?}");
+        for f in plot_run(&r, dir.path(), "noted").unwrap() {
+            let svg = std::fs::read_to_string(&f).unwrap();
+            // Every line of the note, outside the chart, each on a line of its own.
+            assert_eq!(assert_legend_outside(&svg, "latency (", &note), note.len());
+            let texts = svg_texts(&svg);
+            let last = texts
+                .iter()
+                .find(|t| t.text == note[note.len() - 1])
+                .unwrap();
+            let legend = texts
+                .iter()
+                .find(|t| t.text.starts_with("round_trip") && !t.text.contains(": "))
+                .unwrap();
+            assert!(last.y < legend.y, "the legend under the note");
+        }
+        // Several runs compared have several settings: no one run's note.
+        let files = plot_runs(
+            &[("a".into(), r.clone()), ("b".into(), r.clone())],
+            dir.path(),
+        )
+        .unwrap();
+        let svg = std::fs::read_to_string(&files[0]).unwrap();
+        assert!(!svg.contains("settings:"), "{}", files[0].display());
+    }
+
+    #[test]
     fn bins_put_every_sample_somewhere() {
         let h = HistogramData {
             values: vec![(100, 5), (150, 7), (10_000, 1)],
@@ -1609,7 +1728,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.svg");
         let colour = palette(0);
-        sample_series(&path, "t", &[(&r.series[0], colour)], &[]).unwrap();
+        sample_series(&path, "t", None, &[(&r.series[0], colour)], &[]).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         let hex = format!("#{:02X}{:02X}{:02X}", colour.0, colour.1, colour.2);
         let (dark, pale) = bars(&svg, &hex);
@@ -1651,7 +1770,7 @@ mod tests {
             run: None,
             series: short,
         };
-        sample_series(&path, "t", &[(&s, colour)], &[]).unwrap();
+        sample_series(&path, "t", None, &[(&s, colour)], &[]).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert_eq!(svg.matches("<circle").count(), 101); // and the legend's
         assert!(!svg.contains("middle 80%"));

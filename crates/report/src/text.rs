@@ -190,7 +190,7 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
                 r.tolerance
             ),
             r.detail.clone(),
-            format!("source: {}", r.source),
+            format!("published in: {}", r.source),
         ] {
             out.push_str(&wrap(&line, "  ", "    "));
         }

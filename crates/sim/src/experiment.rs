@@ -566,6 +566,17 @@ impl Check {
     }
 }
 
+/// Does `pattern` name the experiment `id` as a whole: the id itself, or a pattern with `*`
+/// that matches all of it (a substring such as `seed` does not: it would select every
+/// experiment where a row pattern was meant)?
+fn names_experiment(id: &str, pattern: &str) -> bool {
+    if pattern.contains('*') {
+        matches_pattern(id, pattern)
+    } else {
+        id == pattern
+    }
+}
+
 /// Does `id` match `pattern` (`*` matches any run of characters; no `*` means substring)?
 pub fn matches_pattern(id: &str, pattern: &str) -> bool {
     if !pattern.contains('*') {
@@ -616,7 +627,13 @@ const TRACE_PACKETS: usize = 64;
 
 impl Experiment {
     pub fn load(path: impl AsRef<Path>) -> Result<Experiment, ScenarioError> {
-        let path = path.as_ref().to_owned();
+        // A thin generic shell over a non-generic body: the body (file parsing, deserialization)
+        // is compiled once, in this crate, rather than again in every crate that calls it.
+        Experiment::load_path(path.as_ref())
+    }
+
+    fn load_path(path: &Path) -> Result<Experiment, ScenarioError> {
+        let path = path.to_owned();
         let text = crate::shipped::read(&path).map_err(|cause| ScenarioError::Io {
             path: path.clone(),
             named_by: None,
@@ -692,7 +709,10 @@ impl Experiment {
 
     /// All `*.toml` directly in `dir`, sorted by name.
     pub fn load_dir(dir: impl AsRef<Path>) -> Result<Vec<Experiment>, ScenarioError> {
-        let dir = dir.as_ref();
+        Experiment::load_dir_path(dir.as_ref())
+    }
+
+    fn load_dir_path(dir: &Path) -> Result<Vec<Experiment>, ScenarioError> {
         let io = |cause| ScenarioError::Io {
             path: dir.to_owned(),
             named_by: Some("--experiments".into()),
@@ -707,13 +727,16 @@ impl Experiment {
         paths.into_iter().map(Experiment::load).collect()
     }
 
-    /// The rows `only` selects, and the runs they need (in the file's order, each once).
+    /// The rows `only` selects, and the runs they need (in the file's order, each once). A
+    /// pattern that names this experiment (`seed002`, or `seed00*` as a whole id, as `irqlab
+    /// list` names them) selects all of its rows; otherwise it is matched against each row's id.
     pub(crate) fn selected(&self, only: Option<&str>) -> (Vec<&Check>, Vec<&RunSpec>) {
+        let whole = only.is_some_and(|p| names_experiment(&self.file.id, p));
         let checks: Vec<&Check> = self
             .file
             .check
             .iter()
-            .filter(|c| only.is_none_or(|p| matches_pattern(c.id(), p)))
+            .filter(|c| whole || only.is_none_or(|p| matches_pattern(c.id(), p)))
             .collect();
         let needed = self
             .file
@@ -1849,6 +1872,17 @@ mod tests {
         assert!(matches_pattern("msi-ws-ioapic", "*ioapic"));
         assert!(!matches_pattern("msi-soc-ioapic", "msi-ws-*"));
         assert!(matches_pattern("msi-soc-xtpic", "msi-*-xtpic"));
+    }
+
+    #[test]
+    fn an_experiment_is_named_by_its_whole_id() {
+        assert!(names_experiment("seed002", "seed002"));
+        assert!(names_experiment("seed002", "seed00*"));
+        assert!(names_experiment("seed002", "*002"));
+        // A part of the id is a row pattern, as before: `seed` must not select every row.
+        assert!(!names_experiment("seed002", "seed"));
+        assert!(!names_experiment("seed002", "002"));
+        assert!(!names_experiment("seed002", "fpga"));
     }
 
     #[test]

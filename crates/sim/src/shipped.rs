@@ -162,6 +162,56 @@ pub fn scenarios() -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// A shipped file by the name `irqlab list` shows it under: a scenario (`seed002/fpga`), or a
+/// platform or kernel by its file's stem (`desktop-2017-i7-8700k-z370`, with or without
+/// `.toml`, or as `platforms/NAME.toml`).
+pub fn named(name: &str) -> Option<PathBuf> {
+    if let Some(p) = scenario(name) {
+        return Some(p);
+    }
+    let name = name.trim_start_matches("./");
+    let name = name.strip_suffix(".toml").unwrap_or(name);
+    ["platforms", "kernels"].iter().find_map(|dir| {
+        let stem = name
+            .strip_prefix(dir)
+            .and_then(|n| n.strip_prefix('/'))
+            .unwrap_or(name);
+        let key = format!("{dir}/{stem}.toml");
+        FILES
+            .iter()
+            .any(|(p, _)| *p == key)
+            .then(|| Path::new(ROOT).join(key))
+    })
+}
+
+/// A shipped file as a copy to edit (`irqlab show NAME > my.toml`): a scenario's `platform` and
+/// `kernel`, which name their files relative to the shipped tree, become `<shipped>/...` paths,
+/// so the copy runs from any directory; anything else is the file as shipped.
+pub fn copy_text(path: &Path) -> Option<String> {
+    let text = get(path)?;
+    let dir = path.parent().unwrap_or(Path::new(ROOT));
+    let mut out = String::with_capacity(text.len());
+    let mut top_level = true;
+    for line in text.split_inclusive('\n') {
+        top_level &= !line.trim_start().starts_with('[');
+        let rewritten = top_level
+            .then(|| {
+                let (key, rest) = line.split_once('=')?;
+                let key = key.trim();
+                if key != "platform" && key != "kernel" {
+                    return None;
+                }
+                let value = rest.trim().strip_prefix('"')?.split('"').next()?;
+                let shipped = resolve(dir, value);
+                let eol = if line.ends_with('\n') { "\n" } else { "" };
+                Some(format!("{key} = \"{}\"{eol}", shipped.display()))
+            })
+            .flatten();
+        out.push_str(rewritten.as_deref().unwrap_or(line));
+    }
+    Some(out)
+}
+
 /// A shipped scenario as `irqlab list` shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioEntry {

@@ -21,7 +21,12 @@ pub enum Simulation {
 impl Simulation {
     /// Load `path` and apply `overrides` (`key=value` strings).
     pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Simulation, ScenarioError> {
-        let path = path.as_ref();
+        // A thin generic shell over a non-generic body: the body (file parsing, deserialization)
+        // is compiled once, in this crate, rather than again in every crate that calls it.
+        Simulation::load_path(path.as_ref(), overrides)
+    }
+
+    fn load_path(path: &Path, overrides: &[String]) -> Result<Simulation, ScenarioError> {
         let text = crate::scenario::read(path, None)?;
         Ok(if crate::pps::is_pps_scenario(&text) {
             Simulation::Pps(Box::new(crate::pps::PpsScenario::load(path, overrides)?))
@@ -42,6 +47,14 @@ impl Simulation {
         match self {
             Simulation::Pcie(s) => &s.file.title,
             Simulation::Pps(s) => &s.file.title,
+        }
+    }
+
+    /// Every key `--set` takes, with its value in this run (`Configured::settings`).
+    pub fn settings(&self) -> Result<Vec<(String, toml::Value)>, ScenarioError> {
+        match self {
+            Simulation::Pcie(s) => s.settings(),
+            Simulation::Pps(s) => s.settings(),
         }
     }
 
@@ -113,8 +126,9 @@ impl Simulation {
             ),
             ("kernel".to_string(), kernel.clone()),
         ];
-        if let Simulation::Pcie(_) = self {
+        if let Simulation::Pcie(s) = self {
             d.push(("delivery".to_string(), self.variant()));
+            d.extend(kernel_and_load(s));
         }
         d
     }
@@ -146,4 +160,75 @@ impl Simulation {
                 .into_result(),
         })
     }
+}
+
+/// The settings of a PCIe-era scenario that decide what its run is of, besides the platform
+/// and the delivery, as they stand after every `--set`: the kernel's preemption model and
+/// interrupt threads (where it runs tasks), the traffic its network controllers are offered,
+/// and cyclictest's priority and interval. Absent what a scenario does not have.
+fn kernel_and_load(s: &Scenario) -> Vec<(String, String)> {
+    use crate::kernel::costs::HrtimerWakeup;
+    let mut d = Vec::new();
+    if let Some(sched) = &s.kernel.sched {
+        d.push(("preemption".into(), sched.preemption.describe().into()));
+    }
+    if let Some(t) = &s.kernel.threads {
+        let threads = if t.enabled {
+            format!(
+                "IRQ threads at SCHED_FIFO {}, softirq threads at {}; hrtimer wake-ups in {}",
+                t.irq_priority,
+                t.softirq_priority,
+                match t.hrtimer_wakeup {
+                    HrtimerWakeup::Hardirq => "the hard interrupt",
+                    HrtimerWakeup::Softirq => "the sirq-hrtimer thread",
+                }
+            )
+        } else {
+            "no (handlers in hard IRQ, softirqs on irq_exit)".into()
+        };
+        d.push(("threaded interrupts".into(), threads));
+    }
+    let nics: Vec<_> = s
+        .file
+        .device
+        .iter()
+        .filter_map(|dev| dev.nic.as_ref().map(|n| (&dev.name, n)))
+        .collect();
+    if !nics.is_empty() {
+        let offered: Vec<String> = nics
+            .iter()
+            .filter(|(_, n)| n.gap_us > 0.0)
+            .map(|(name, n)| {
+                let rate = (1e6 / n.gap_us).round() as u64;
+                let route = n
+                    .forward_to
+                    .as_ref()
+                    .map_or(String::new(), |to| format!(", forwarded to {to}"));
+                format!(
+                    "{name} {} B every {} us ({} frames/s{route})",
+                    n.frame_bytes,
+                    n.gap_us,
+                    irqlab_stats::thousands(rate)
+                )
+            })
+            .collect();
+        let traffic = if offered.is_empty() {
+            "none".to_string()
+        } else {
+            offered.join("; ")
+        };
+        d.push(("traffic".into(), traffic));
+    }
+    if let Some(c) = &s.file.cyclictest {
+        let policy = if c.priority == 0 {
+            "SCHED_OTHER".to_string()
+        } else {
+            format!("SCHED_FIFO {}", c.priority)
+        };
+        d.push((
+            "cyclictest".into(),
+            format!("{policy}, every {} us", c.interval_us),
+        ));
+    }
+    d
 }

@@ -268,8 +268,8 @@ pub enum SweepError {
     Cell { cell: String, message: String },
     /// `--only` selects no row.
     #[error(
-        "no validation row matches --only {0}; row ids look like msi-ws-ioapic (irqlab list shows \
-         them all)"
+        "no validation row matches --only {0}; give an experiment id such as seed002 or a row id \
+         such as msi-ws-ioapic (irqlab list shows them all)"
     )]
     NoRows(String),
     /// A manifest that contradicts itself (edited by hand?).

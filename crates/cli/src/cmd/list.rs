@@ -8,8 +8,9 @@ use irqlab_sim::experiment::Experiment;
 use irqlab_sim::shipped;
 
 pub fn run() -> Result<()> {
-    let mut out =
-        String::from("Experiments (irqlab validate runs them all; --only PATTERN picks rows):\n");
+    let mut out = String::from(
+        "Experiments (irqlab validate runs them all; --only ID or PATTERN picks rows):\n",
+    );
     for e in Experiment::load_dir(shipped::experiments_dir())? {
         let rows: Vec<&str> = e.file.check.iter().map(|c| c.id()).collect();
         out.push_str(&format!("  {}  {}\n", e.file.id, e.file.title));
@@ -32,7 +33,9 @@ pub fn run() -> Result<()> {
     }
     out.push_str(&t.render());
     out.push_str(
-        "\nA path on disk is read from disk: irqlab sim my.toml, irqlab validate --experiments DIR.\n",
+        "\nA path on disk is read from disk: irqlab sim my.toml, irqlab validate --experiments DIR.\n\
+         To edit a shipped scenario, platform or kernel: irqlab show seed002/fpga > my.toml. Its\n\
+         --set keys, values and ranges: irqlab show seed002/fpga --keys.\n",
     );
     print(&out)
 }

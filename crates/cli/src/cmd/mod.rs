@@ -7,6 +7,7 @@ pub mod measure;
 pub mod plan;
 pub mod plan_host;
 pub mod plot;
+pub mod show;
 pub mod sim;
 pub mod sweep;
 pub mod validate;

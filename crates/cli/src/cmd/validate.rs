@@ -75,8 +75,8 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
     }
     if v.rows.is_empty() {
         anyhow::bail!(
-            "no validation row matches --only {}; row ids look like msi-ws-ioapic (irqlab list \
-             shows them all)",
+            "no validation row matches --only {}; give an experiment id such as seed002 or a row \
+             id such as msi-ws-ioapic (irqlab list shows them all)",
             opts.only.as_deref().unwrap_or("")
         );
     }

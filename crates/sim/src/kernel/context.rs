@@ -71,3 +71,16 @@ pub enum Preemption {
     /// spinlocks that sleep, so almost all kernel code is preemptible.
     Rt,
 }
+
+impl Preemption {
+    /// The value a kernel file (or `--set kernel.sched.preemption=`) gives, and the kernel
+    /// option it stands for.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Preemption::None => "none (CONFIG_PREEMPT_NONE)",
+            Preemption::Voluntary => "voluntary (CONFIG_PREEMPT_VOLUNTARY)",
+            Preemption::Preempt => "preempt (CONFIG_PREEMPT)",
+            Preemption::Rt => "rt (PREEMPT_RT)",
+        }
+    }
+}

@@ -22,7 +22,8 @@ pub struct Throughput {
 
 /// The `--set`s that put `flows` on `scenario`'s devices with `irq_cpu` (IRQ -> CPU; every
 /// other line on CPU 0, Linux's default) and, when given, the swizzle `registers`' planned
-/// values.
+/// values. A port outside the flows that the scenario offers traffic (seed 001's shipped flow)
+/// is given none: the run is of the flows alone.
 pub fn sets(
     scenario: &Scenario,
     irq_of: &BTreeMap<String, u32>,
@@ -71,6 +72,12 @@ pub fn sets(
             let gap_us = f64::from(nic.frame_bytes + 20) * 8.0 / 1e3;
             out.push(format!("device.{i}.nic.gap_us={gap_us}"));
             out.push(format!("device.{i}.nic.forward_to={to}"));
+        }
+    }
+    for (i, d) in devices.iter().enumerate() {
+        let in_flows = flows.iter().any(|f| f.a == d.name || f.b == d.name);
+        if !in_flows && d.nic.as_ref().is_some_and(|n| n.gap_us > 0.0) {
+            out.push(format!("device.{i}.nic.gap_us=0"));
         }
     }
     for (i, d) in devices.iter().enumerate() {

@@ -145,6 +145,31 @@ where
         Ok(s)
     }
 
+    /// Every key `--set` takes, with its value as this run has it (the files', then the
+    /// scenario's presets and the command line's overrides): the scenario's keys, then the
+    /// platform's under `platform.` and the kernel's under `kernel.`, each document's in key
+    /// order (`irqlab show --keys`). A list of tables is addressed element by element
+    /// (`device.0.port`); any other list is one value.
+    pub fn settings(&self) -> Result<Vec<(String, toml::Value)>, ScenarioError> {
+        let ser = |e: toml::ser::Error| ScenarioError::Override {
+            flag: String::new(),
+            message: e.to_string(),
+        };
+        let mut scenario = toml::Value::try_from(&self.file).map_err(ser)?;
+        if let Some(t) = scenario.as_table_mut() {
+            // File names here; their documents' keys follow under these prefixes.
+            t.remove("platform");
+            t.remove("kernel");
+        }
+        let mut out = Vec::new();
+        flatten(&scenario, &mut Vec::new(), &mut out);
+        let platform = toml::Value::try_from(&self.platform).map_err(ser)?;
+        flatten(&platform, &mut vec!["platform".into()], &mut out);
+        let kernel = toml::Value::try_from(&self.kernel).map_err(ser)?;
+        flatten(&kernel, &mut vec!["kernel".into()], &mut out);
+        Ok(out)
+    }
+
     /// The three documents as read: each file's path, its text and the prefix `--set` puts
     /// before its keys (`platform.`, `kernel.`, or none for the scenario).
     pub(crate) fn documents(&self) -> [(&Path, &str, &'static str); 3] {
@@ -312,6 +337,28 @@ pub(crate) fn origin_in(
         path: paths[i].to_owned(),
         line,
         column,
+    }
+}
+
+/// The leaves of `v` under `path`, as `--set` keys them: tables and non-empty lists of tables
+/// are walked, anything else is one value.
+fn flatten(v: &toml::Value, path: &mut Vec<String>, out: &mut Vec<(String, toml::Value)>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                path.push(k.clone());
+                flatten(v, path, out);
+                path.pop();
+            }
+        }
+        toml::Value::Array(a) if !a.is_empty() && a.iter().all(toml::Value::is_table) => {
+            for (i, v) in a.iter().enumerate() {
+                path.push(i.to_string());
+                flatten(v, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push((path.join("."), v.clone())),
     }
 }
 
