@@ -41,7 +41,7 @@ if has validate; then
 fi
 if has test; then
     t0=$(now)
-    CARGO_TARGET_DIR=$scratch/test cargo test --workspace --locked --no-run --quiet 2>/dev/null
+    CARGO_TARGET_DIR=$scratch/test cargo test --workspace --locked --no-run --quiet
     t1=$(now)
     CARGO_TARGET_DIR=$scratch/test cargo test --workspace --locked --quiet >"$scratch/test.log" 2>&1 ||
         { tail -n 30 "$scratch/test.log"; exit 1; }

@@ -566,15 +566,11 @@ impl Check {
     }
 }
 
-/// Does `pattern` name the experiment `id` as a whole: the id itself, or a pattern with `*`
-/// that matches all of it (a substring such as `seed` does not: it would select every
-/// experiment where a row pattern was meant)?
+/// Does `pattern` name the experiment `id`? Only the id itself does: a part of it (`seed`) or a
+/// pattern with `*` stays a row pattern, as it was before experiments could be named (`s*` is
+/// the swizzle rows, not every experiment whose id starts with an s).
 fn names_experiment(id: &str, pattern: &str) -> bool {
-    if pattern.contains('*') {
-        matches_pattern(id, pattern)
-    } else {
-        id == pattern
-    }
+    id == pattern
 }
 
 /// Does `id` match `pattern` (`*` matches any run of characters; no `*` means substring)?
@@ -727,9 +723,9 @@ impl Experiment {
         paths.into_iter().map(Experiment::load).collect()
     }
 
-    /// The rows `only` selects, and the runs they need (in the file's order, each once). A
-    /// pattern that names this experiment (`seed002`, or `seed00*` as a whole id, as `irqlab
-    /// list` names them) selects all of its rows; otherwise it is matched against each row's id.
+    /// The rows `only` selects, and the runs they need (in the file's order, each once). The
+    /// experiment's id (`seed002`, as `irqlab list` names it) selects all of its rows; anything
+    /// else is matched against each row's id.
     pub(crate) fn selected(&self, only: Option<&str>) -> (Vec<&Check>, Vec<&RunSpec>) {
         let whole = only.is_some_and(|p| names_experiment(&self.file.id, p));
         let checks: Vec<&Check> = self
@@ -1836,6 +1832,11 @@ pub fn validate_dir(
     dir: impl AsRef<Path>,
     opts: &ValidateOptions,
 ) -> Result<ValidationReport, ScenarioError> {
+    // A generic shell over a body compiled once, here (as `Experiment::load`).
+    validate_path(dir.as_ref(), opts)
+}
+
+fn validate_path(dir: &Path, opts: &ValidateOptions) -> Result<ValidationReport, ScenarioError> {
     let mut rows = Vec::new();
     let mut experiments = Vec::new();
     let mut notes = Vec::new();
@@ -1877,9 +1878,10 @@ mod tests {
     #[test]
     fn an_experiment_is_named_by_its_whole_id() {
         assert!(names_experiment("seed002", "seed002"));
-        assert!(names_experiment("seed002", "seed00*"));
-        assert!(names_experiment("seed002", "*002"));
-        // A part of the id is a row pattern, as before: `seed` must not select every row.
+        // A part of the id, or a pattern, is a row pattern, as before: `seed` must not select
+        // every row, nor `s*` every experiment rather than the swizzle rows.
+        assert!(!names_experiment("seed002", "seed00*"));
+        assert!(!names_experiment("seed001", "s*"));
         assert!(!names_experiment("seed002", "seed"));
         assert!(!names_experiment("seed002", "002"));
         assert!(!names_experiment("seed002", "fpga"));

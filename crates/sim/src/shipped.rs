@@ -164,10 +164,15 @@ pub fn scenarios() -> Vec<(String, PathBuf)> {
 
 /// A shipped file by the name `irqlab list` shows it under: a scenario (`seed002/fpga`), or a
 /// platform or kernel by its file's stem (`desktop-2017-i7-8700k-z370`, with or without
-/// `.toml`, or as `platforms/NAME.toml`).
+/// `.toml`, or as `platforms/NAME.toml`); or any shipped file by its `<shipped>/...` path.
 pub fn named(name: &str) -> Option<PathBuf> {
     if let Some(p) = scenario(name) {
         return Some(p);
+    }
+    // As a header prints it: `<shipped>/platforms/x.toml`.
+    let path = Path::new(name);
+    if is_shipped(path) && get(path).is_some() {
+        return Some(normalize(path));
     }
     let name = name.trim_start_matches("./");
     let name = name.strip_suffix(".toml").unwrap_or(name);
@@ -184,30 +189,30 @@ pub fn named(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// A shipped file as a copy to edit (`irqlab show NAME > my.toml`): a scenario's `platform` and
-/// `kernel`, which name their files relative to the shipped tree, become `<shipped>/...` paths,
-/// so the copy runs from any directory; anything else is the file as shipped.
+/// A shipped file as a copy to edit (`irqlab show NAME > my.toml`): a scenario's top-level
+/// `platform` and `kernel`, which name their files relative to the shipped tree, become
+/// `<shipped>/...` paths, so the copy runs from any directory; every other byte, comments
+/// included, is the file as shipped.
 pub fn copy_text(path: &Path) -> Option<String> {
     let text = get(path)?;
     let dir = path.parent().unwrap_or(Path::new(ROOT));
-    let mut out = String::with_capacity(text.len());
-    let mut top_level = true;
-    for line in text.split_inclusive('\n') {
-        top_level &= !line.trim_start().starts_with('[');
-        let rewritten = top_level
-            .then(|| {
-                let (key, rest) = line.split_once('=')?;
-                let key = key.trim();
-                if key != "platform" && key != "kernel" {
-                    return None;
-                }
-                let value = rest.trim().strip_prefix('"')?.split('"').next()?;
-                let shipped = resolve(dir, value);
-                let eol = if line.ends_with('\n') { "\n" } else { "" };
-                Some(format!("{key} = \"{}\"{eol}", shipped.display()))
-            })
-            .flatten();
-        out.push_str(rewritten.as_deref().unwrap_or(line));
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    // The two values' byte ranges, rewritten from the last so the first's stay valid.
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = ["platform", "kernel"]
+        .iter()
+        .filter_map(|key| {
+            let value = doc.get(key)?.as_value()?;
+            let shipped = resolve(dir, value.as_str()?);
+            Some((
+                value.span()?,
+                format!("{:?}", shipped.display().to_string()),
+            ))
+        })
+        .collect();
+    edits.sort_by_key(|(span, _)| std::cmp::Reverse(span.start));
+    let mut out = text.to_string();
+    for (span, with) in edits {
+        out.replace_range(span, &with);
     }
     Some(out)
 }
@@ -357,6 +362,45 @@ mod tests {
             dir.path().join("p.toml"),
             "other names stay relative to the file"
         );
+    }
+
+    #[test]
+    fn a_copy_of_every_shipped_scenario_runs_from_anywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, path) in scenarios() {
+            let copy = copy_text(&path).unwrap();
+            let original = get(&path).unwrap();
+            // Only the two values change: comments, order and every other line stay.
+            let changed: Vec<(&str, &str)> = original
+                .lines()
+                .zip(copy.lines())
+                .filter(|(a, b)| a != b)
+                .collect();
+            assert_eq!(original.lines().count(), copy.lines().count(), "{name}");
+            assert_eq!(changed.len(), 2, "{name}: {changed:?}");
+            let doc: toml::Table = toml::from_str(&copy).unwrap();
+            for key in ["platform", "kernel"] {
+                let v = doc[key].as_str().unwrap();
+                assert!(
+                    v.starts_with("<shipped>/") && get(Path::new(v)).is_some(),
+                    "{name}: {v}"
+                );
+            }
+            let mine = dir.path().join("my.toml");
+            std::fs::write(&mine, &copy).unwrap();
+            crate::simulation::Simulation::load(&mine, &[])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+        // Any shipped file by its path, and platforms by their stem.
+        assert_eq!(
+            named("<shipped>/platforms/ws-2008-core2-ich9.toml"),
+            Some(PathBuf::from("<shipped>/platforms/ws-2008-core2-ich9.toml"))
+        );
+        assert_eq!(
+            named("ws-2008-core2-ich9"),
+            named("platforms/ws-2008-core2-ich9.toml")
+        );
+        assert_eq!(named("no-such"), None);
     }
 
     #[test]

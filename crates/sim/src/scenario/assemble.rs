@@ -1131,7 +1131,10 @@ impl Scenario {
 
     /// Device `i`'s part in IPv4 forwarding (the names were checked: each `forward_to` is
     /// another device with a network controller). Network devices are numbered in the file's
-    /// order, as their drivers probe them.
+    /// order, as their drivers probe them. A port offered no traffic (`gap_us = 0`) receives
+    /// nothing to forward: its route is no route, and sends nothing to the port it names (a
+    /// scenario's own flow stopped by a run's `gap_us=0` leaves every program as it would be
+    /// without that flow).
     fn forwarding(&self, i: usize) -> Forwarding {
         let devices = &self.file.device;
         let netdev = |name: &str| {
@@ -1141,7 +1144,12 @@ impl Scenario {
                 .position(|d| d.name == name)
                 .map(|p| p as u16)
         };
-        let forward_to = |d: &DeviceSection| d.nic.as_ref().and_then(|n| n.forward_to.clone());
+        let forward_to = |d: &DeviceSection| {
+            d.nic
+                .as_ref()
+                .filter(|n| n.gap_us > 0.0)
+                .and_then(|n| n.forward_to.clone())
+        };
         Forwarding {
             to: forward_to(&devices[i]).and_then(|t| netdev(&t)),
             transmits: devices

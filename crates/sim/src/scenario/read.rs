@@ -160,6 +160,8 @@ where
             // File names here; their documents' keys follow under these prefixes.
             t.remove("platform");
             t.remove("kernel");
+            // The file's own presets, already applied: the keys they set are listed instead.
+            t.remove("set");
         }
         let mut out = Vec::new();
         flatten(&scenario, &mut Vec::new(), &mut out);
