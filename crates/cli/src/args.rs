@@ -54,7 +54,8 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Simulate a scenario and print its ISR and tasklet latencies.
+    /// Simulate a scenario and print what it measures (latencies, or a forwarding run's frames)
+    /// and its counters.
     #[command(after_help = EXIT_SIM)]
     Sim(SimArgs),
     /// Run every published experiment (the shipped ones, or those in --experiments DIR) and
@@ -257,7 +258,7 @@ pub struct SweepPlanArgs {
     pub experiments: Option<PathBuf>,
     /// Only the rows of an experiment (`seed002`) or the rows whose id matches (a substring,
     /// or a pattern with `*`), as validate's --only.
-    #[arg(long, value_name = "PATTERN", requires = "draws")]
+    #[arg(long, value_name = "PATTERN", requires = "draws", value_parser = parse_only)]
     pub only: Option<String>,
     /// Run the published sample counts where they are long (as validate --full).
     #[arg(long, requires = "draws", conflicts_with = "samples")]
@@ -389,7 +390,7 @@ pub struct ValidateArgs {
     /// Only the rows of an experiment (an id `irqlab list` shows, such as `seed002`), or the
     /// rows whose id matches (a substring, such as `ws`, or a pattern with `*`, such as
     /// `msi-ws-*`).
-    #[arg(long, value_name = "PATTERN")]
+    #[arg(long, value_name = "PATTERN", value_parser = parse_only)]
     pub only: Option<String>,
     /// Override the sample count of every run (`20000`, `20k`, `4M`).
     #[arg(long, value_name = "N", value_parser = parse_count, conflicts_with = "full")]
@@ -406,7 +407,7 @@ pub struct ValidateArgs {
     /// squeezes the bulk).
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// Every column in the table (the metric and the seed's own words), however wide; by
+    /// Every column in the table (the metric and the source's own words), however wide; by
     /// default the table fits 100 columns and the rest follows under it for rows that do not
     /// pass.
     #[arg(long)]
@@ -581,6 +582,19 @@ pub struct IrqsArgs {
 
 /// A count above zero: digits with optional `_` separators, and an optional k, M or G (10^3,
 /// 10^6, 10^9) as the published sample counts are written (seed 002's "256M").
+/// `--only`: an experiment id or a row pattern; an empty one would select every row, which a
+/// script's empty variable must not start.
+fn parse_only(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        return Err(
+            "give an experiment id (seed002) or a row pattern (msi-ws-*); leave \
+                    --only out to run every row"
+                .into(),
+        );
+    }
+    Ok(s.to_string())
+}
+
 fn parse_count(s: &str) -> Result<u64, String> {
     let t = s.trim().replace('_', "");
     let (digits, scale) = match t.char_indices().last() {

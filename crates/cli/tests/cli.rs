@@ -1092,7 +1092,15 @@ fn validate_only_takes_an_experiment_id() {
         .args(["validate", "--only", "seed"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("an experiment id such as seed002"));
+        .stderr(predicate::str::contains(
+            "an experiment's id exactly (seed002)",
+        ));
+    // An empty pattern would run every row: refused by the parser.
+    irqlab()
+        .args(["validate", "--only", ""])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("leave --only out"));
 }
 
 /// `irqlab show NAME > my.toml` gives a scenario that runs from any directory, exactly as the
@@ -1115,10 +1123,19 @@ fn a_shown_scenario_runs_from_anywhere_as_the_shipped_one() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // The whole text: the header names the platform and kernel files, not the scenario's.
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(run(dir.path(), "my.toml"), run(dir.path(), "seed000/ws"));
+    // The same run; only the header's `scenario` line tells the copy from the shipped file.
+    let (copy, shipped) = (run(dir.path(), "my.toml"), run(dir.path(), "seed000/ws"));
+    assert!(copy.contains("\n  scenario: my.toml\n"), "{copy}");
+    assert!(shipped.contains("\n  scenario: <shipped>/experiments/seed000/ws.toml\n"));
+    let without = |s: &str| -> String {
+        s.lines()
+            .filter(|l| !l.starts_with("  scenario: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(without(&copy), without(&shipped));
     // A platform or kernel by the name `irqlab list` shows, as shipped.
     assert_eq!(
         stdout_of(&["show", "ws-2008-core2-ich9"]),
@@ -1158,8 +1175,13 @@ fn show_keys_lists_values_and_ranges() {
         "--set",
         "device.0.core_rx_ns=200",
     ]);
+    // A value the --set chose says so, and only that one.
     assert!(
-        line(&set, "device.0.core_rx_ns").ends_with("200.0"),
+        line(&set, "device.0.core_rx_ns").ends_with("200.0  (--set)"),
+        "{set}"
+    );
+    assert!(
+        line(&set, "device.0.core_tx_ns").ends_with("150.0"),
         "{set}"
     );
     irqlab()

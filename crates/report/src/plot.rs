@@ -123,10 +123,22 @@ fn note_columns() -> usize {
 }
 
 /// `text` in lines of at most `columns` characters, broken between words (a word longer than a
-/// line gets a line of its own).
+/// line gets a line of its own). A flag stays with its value (`--set delivery=msi`).
 fn wrap_words(text: &str, columns: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
+    let mut units: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
+        match units.last_mut() {
+            Some(flag)
+                if flag.starts_with("--") && !flag.contains(' ') && !word.starts_with("--") =>
+            {
+                flag.push(' ');
+                flag.push_str(word);
+            }
+            _ => units.push(word.to_string()),
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    for word in &units {
         match lines.last_mut() {
             Some(l) if l.chars().count() + 1 + word.chars().count() <= columns => {
                 l.push(' ');
@@ -1514,12 +1526,18 @@ mod tests {
             vec![],
         );
         r.config = vec![
-            ("seed".into(), "1".into()),
+            ("random seed".into(), "1".into()),
             ("overrides".into(), set.into()),
         ];
         let dir = tempfile::tempdir().unwrap();
         let note = wrap_words(&format!("settings: {set}"), note_columns());
         assert!(note.len() >= 2, "a long note wraps: {note:?}");
+        // Between flags, never between a flag and its value.
+        assert!(
+            note[1..].iter().all(|l| l.starts_with("--set ")),
+            "{note:?}"
+        );
+        assert!(note.iter().all(|l| !l.ends_with("--set")), "{note:?}");
         for f in plot_run(&r, dir.path(), "noted").unwrap() {
             let svg = std::fs::read_to_string(&f).unwrap();
             // Every line of the note, outside the chart, each on a line of its own.

@@ -41,10 +41,16 @@ pub fn trace_rows(records: &[TraceRecord]) -> Vec<TraceRow> {
 /// 400 ns, from a 25 MHz to a 2.5 MHz bus clock (ISA's 8.33 MHz SYSCLK among them).
 const STEPS_SEARCH_NS: (f64, f64) = (40.0, 400.0);
 
-/// The report of one run of `sim` with `seed`.
+/// The header's name for the run's random seed: "seed" alone would read as a source's number
+/// under a title such as "Source 002, ..." (`seed: 2`).
+pub const SEED_KEY: &str = "random seed";
+
+/// The report of one run of `sim` with `seed`: its header names the scenario's file first, so a
+/// copy edited by hand (`irqlab show NAME > my.toml`) is told from the shipped scenario.
 pub fn run_report(sim: &Simulation, seed: u64, result: &RunResult) -> RunReport {
-    let mut config = sim.describe();
-    config.push(("seed".into(), seed.to_string()));
+    let mut config = vec![("scenario".to_string(), sim.path().display().to_string())];
+    config.extend(sim.describe());
+    config.push((SEED_KEY.into(), seed.to_string()));
     if let Some(c) = &result.counts {
         let (lo, hi) = STEPS_SEARCH_NS;
         let quantum = irqlab_stats::boxwidth::box_width(&c.values, c.count_ns, lo, hi);

@@ -268,8 +268,9 @@ pub enum SweepError {
     Cell { cell: String, message: String },
     /// `--only` selects no row.
     #[error(
-        "no validation row matches --only {0}; give an experiment id such as seed002 or a row id \
-         such as msi-ws-ioapic (irqlab list shows them all)"
+        "no validation row matches --only {0}; give an experiment's id exactly (seed002) or a \
+         pattern of row ids (a substring such as ws, or with *, such as msi-ws-*; irqlab list \
+         shows them all)"
     )]
     NoRows(String),
     /// A manifest that contradicts itself (edited by hand?).
@@ -1084,11 +1085,11 @@ fn merge_grid(g: &GridPlan, found: &[(&str, &PointResult)]) -> Result<GridReport
         let seeds: Vec<u64> = points.iter().map(|p| p.seed).collect();
         let mut run = crate::report::run_report(&sim, seeds[0], &merged);
         // The header says what `irqlab sim` would: every seed, then the overrides.
-        let at = run.config.iter().position(|(k, _)| k == "seed");
+        let at = (run.config.iter()).position(|(k, _)| k == crate::report::SEED_KEY);
         if let Some(at) = at {
             if seeds.len() > 1 {
                 let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
-                run.config[at] = ("seeds".into(), list.join(", "));
+                run.config[at] = (format!("{}s", crate::report::SEED_KEY), list.join(", "));
             }
             run.config.insert(
                 at + 1,

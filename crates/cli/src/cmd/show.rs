@@ -32,6 +32,13 @@ enum Found {
 /// The file `name` names: on disk if there is one (as `irqlab sim` reads it), else the shipped
 /// scenario, platform or kernel of that name.
 fn file(name: &Path) -> Result<Found> {
+    if name.is_dir() {
+        anyhow::bail!(
+            "{}: a directory; give a scenario, platform or kernel file, or a shipped one's name \
+             (irqlab list)",
+            name.display()
+        );
+    }
     if name.is_file() {
         return Ok(Found::Disk(name.to_path_buf()));
     }
@@ -49,6 +56,17 @@ fn file(name: &Path) -> Result<Found> {
 
 /// Every `--set` key of a scenario, its value and its declared range.
 fn keys(name: &Path, set: &[String]) -> Result<()> {
+    let shipped_part = !name.exists()
+        && shipped::scenario(&name.to_string_lossy()).is_none()
+        && name.to_str().and_then(shipped::named).is_some();
+    if shipped_part {
+        anyhow::bail!(
+            "{}: --keys lists a scenario's keys, and this is a platform or kernel; give a scenario \
+             that runs it (irqlab list shows which), whose keys include it under platform. or \
+             kernel.",
+            name.display()
+        );
+    }
     let path = super::sim::resolve(name)?;
     let sim = Simulation::load(&path, set)?;
     let ranges = sim.ranges()?;
@@ -60,7 +78,20 @@ fn keys(name: &Path, set: &[String]) -> Result<()> {
             .iter()
             .find(|r| &r.key == key)
             .map_or(String::new(), |r| describe(&r.spread));
-        t.row(vec![key.clone(), range, value.to_string()]);
+        // A value a --set given here chose (the flag names this key, or a table or list above
+        // it) says so.
+        let overridden = set.iter().any(|f| {
+            f.split_once('=').is_some_and(|(k, _)| {
+                let k = k.trim();
+                key == k || key.strip_prefix(k).is_some_and(|r| r.starts_with('.'))
+            })
+        });
+        let value = if overridden {
+            format!("{value}  (--set)")
+        } else {
+            value.to_string()
+        };
+        t.row(vec![key.clone(), range, value]);
     }
     let drawn = ranges
         .iter()
@@ -86,9 +117,9 @@ fn keys(name: &Path, set: &[String]) -> Result<()> {
     out.push('\n');
     out.push_str(&wrap(
         &format!(
-            "{} keys; {drawn} with a range that `validate --uncertainty` draws, {} fixed. Each \
-             range's basis is beside it in its file's [range.*] table (irqlab show NAME prints \
-             the file).",
+            "{} keys; {drawn} with a range that `validate --uncertainty` draws, {} declared fixed \
+             (not drawn; --set still changes them). Each range's basis is beside it in its \
+             file's [range.*] table (irqlab show NAME prints the file).",
             settings.len(),
             ranges.len() - drawn
         ),
@@ -106,7 +137,8 @@ fn describe(spread: &Spread) -> String {
             format!("{} .. {} ({})", r.low, r.high, r.dist.name()),
             &r.inferred_from,
         ),
-        Spread::Fixed { inferred_from, .. } => ("fixed".to_string(), inferred_from),
+        // Not drawn by the uncertainty run; --set still changes it.
+        Spread::Fixed { inferred_from, .. } => ("not drawn".to_string(), inferred_from),
     };
     if inferred.is_empty() {
         text

@@ -172,7 +172,7 @@ fn list_overrides(rep: &mut RunReport, set: &[String]) {
     let at = rep
         .config
         .iter()
-        .position(|(k, _)| k == "seed")
+        .position(|(k, _)| k == irqlab_sim::report::SEED_KEY)
         .map_or(rep.config.len(), |i| i + 1);
     rep.config.insert(
         at,

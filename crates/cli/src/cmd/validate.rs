@@ -75,8 +75,9 @@ pub fn run(a: ValidateArgs, inv: &Invocation) -> Result<bool> {
     }
     if v.rows.is_empty() {
         anyhow::bail!(
-            "no validation row matches --only {}; give an experiment id such as seed002 or a row \
-             id such as msi-ws-ioapic (irqlab list shows them all)",
+            "no validation row matches --only {}; give an experiment's id exactly (seed002) or a \
+             pattern of row ids (a substring such as ws, or with *, such as msi-ws-*; irqlab list \
+             shows them all)",
             opts.only.as_deref().unwrap_or("")
         );
     }
