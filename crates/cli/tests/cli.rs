@@ -996,14 +996,7 @@ fn a_forwarding_run_prints_its_rate_and_refuses_what_it_cannot_draw() {
     ];
     let out = stdout_of(&[&["sim"][..], &flows].concat());
     assert!(!out.contains("isr_latency"), "no latency to show: {out}");
-    let counter = |name: &str| -> u64 {
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("no {name}: {out}"));
-        let v = line.split_whitespace().last().unwrap();
-        v.replace(',', "").parse().unwrap()
-    };
+    let counter = |name: &str| counter_of(&out, name);
     // The rate is the frames on the wire in the run over its length.
     let (frames, length_us) = (
         counter("eth4_frames_transmitted_in_run"),

@@ -78,15 +78,8 @@ fn keys(name: &Path, set: &[String]) -> Result<()> {
             .iter()
             .find(|r| &r.key == key)
             .map_or(String::new(), |r| describe(&r.spread));
-        // A value a --set given here chose (the flag names this key, or a table or list above
-        // it) says so.
-        let overridden = set.iter().any(|f| {
-            f.split_once('=').is_some_and(|(k, _)| {
-                let k = k.trim();
-                key == k || key.strip_prefix(k).is_some_and(|r| r.starts_with('.'))
-            })
-        });
-        let value = if overridden {
+        // A value a --set given here chose says so.
+        let value = if set.iter().any(|f| irqlab_sim::scenario::read::sets(f, key)) {
             format!("{value}  (--set)")
         } else {
             value.to_string()

@@ -307,6 +307,18 @@ where
     Ok(())
 }
 
+/// Does the `--set` flag `KEY=VALUE` set `key`: name it, or a table or list above it
+/// (`device.0.round_trip={...}` sets `device.0.round_trip.interval_ns`)?
+pub fn sets(flag: &str, key: &str) -> bool {
+    flag.split_once('=').is_some_and(|(k, _)| {
+        let k = k.trim();
+        key == k
+            || key
+                .strip_prefix(k)
+                .is_some_and(|rest| rest.starts_with('.'))
+    })
+}
+
 /// Where a key's value came from: the last `--set` naming it (or a table or list above it,
 /// `device.0.round_trip={...}`), or its line in the scenario (`paths[0]`), platform
 /// (`platform.`, `paths[1]`) or kernel (`kernel.`, `paths[2]`) file.
@@ -316,15 +328,7 @@ pub(crate) fn origin_in(
     paths: [&Path; 3],
     texts: &[String; 3],
 ) -> Origin {
-    if let Some(flag) = overrides.iter().rev().find(|f| {
-        f.split_once('=').is_some_and(|(k, _)| {
-            let k = k.trim();
-            key == k
-                || key
-                    .strip_prefix(k)
-                    .is_some_and(|rest| rest.starts_with('.'))
-        })
-    }) {
+    if let Some(flag) = overrides.iter().rev().find(|f| sets(f, key)) {
         return Origin::Flag(flag.clone());
     }
     let (i, sub) = if let Some(rest) = key.strip_prefix("platform.") {
