@@ -443,11 +443,12 @@ pub struct HostArgs {
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
     /// Only undo what irqlab processes that ended without cleaning up (killed with SIGKILL, for
-    /// instance) left on this host: tracing instances, private tracefs mounts, load processes.
-    /// Every measurement does this first; this flag does only that, and exits. irqlab records
-    /// what it sets up in /run/irqlab (root; else $XDG_RUNTIME_DIR/irqlab or the temporary
-    /// directory), or in $IRQLAB_STATE_DIR if set.
-    #[arg(long, conflicts_with_all = ["interval", "json", "root"])]
+    /// instance) left on this host: tracing instances, private tracefs mounts, load processes,
+    /// IRQ masks of an apply, a restore left halfway. Every measurement does this first; this
+    /// flag does only that, and exits. irqlab records what it sets up in /run/irqlab (root; else
+    /// $XDG_RUNTIME_DIR/irqlab or the temporary directory), or in $IRQLAB_STATE_DIR if set; with
+    /// --root TREE, what `plan affinity --host --root TREE` left, recorded in TREE/run/irqlab.
+    #[arg(long, conflicts_with_all = ["interval", "json"])]
     pub cleanup: bool,
 }
 

@@ -21,8 +21,10 @@ use std::process::ExitCode;
 const EXIT_VALIDATION_FAILED: u8 = 1;
 /// Exit status for bad input (files, flags) and measurements that cannot run.
 const EXIT_BAD_INPUT: u8 = 2;
-/// Exit status when a host setting could not be put back (the message says how to by hand).
-const EXIT_NOT_RESTORED: u8 = 3;
+/// Exit status when a host setting is not as irqlab meant to leave it: one that could not be
+/// put back (the message says how to by hand), or an applied plan whose masks read back
+/// otherwise.
+const EXIT_HOST_STATE: u8 = 3;
 
 fn main() -> ExitCode {
     let invocation = made::Invocation::now();
@@ -39,14 +41,17 @@ fn main() -> ExitCode {
             }
             // stderr may be a closed pipe too; never panic on it.
             let _ = writeln!(std::io::stderr(), "irqlab: error: {e:#}");
-            let not_restored = e.chain().any(|c| {
+            let host_state = e.chain().any(|c| {
                 matches!(
                     c.downcast_ref::<irqlab_host::HostError>(),
-                    Some(irqlab_host::HostError::Restore(_))
+                    Some(
+                        irqlab_host::HostError::Restore(_)
+                            | irqlab_host::HostError::NotAsPlanned(_)
+                    )
                 )
             });
-            ExitCode::from(if not_restored {
-                EXIT_NOT_RESTORED
+            ExitCode::from(if host_state {
+                EXIT_HOST_STATE
             } else {
                 EXIT_BAD_INPUT
             })

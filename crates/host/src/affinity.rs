@@ -26,7 +26,15 @@
 //! # Applying, and the order of its steps
 //!
 //! [`apply`] sets a list of masks so that a crash at any instant leaves the host either as it
-//! was, or with the plan applied and its old masks saved for [`restore`]:
+//! was, or with the plan applied and its old masks saved for [`restore`]. `plan affinity --host
+//! --apply` takes the state directory's lock ([`LockedDir`]) before anything else and holds it
+//! to the end: it cleans up after dead irqlab processes first (a crashed apply's masks put
+//! back), then reads the masks and plans, then calls [`apply_locked`], then reads every planned
+//! mask back ([`masks_differing`]). Planning from masks read before the cleanup would take a
+//! crashed apply's mask for "already as planned", and the cleanup would then put the old one
+//! back under the new plan. The record names the tree canonically; a tree's records are kept in
+//! the tree ([`StateDir::for_root`]), and each mask is written without following a symbolic link
+//! anywhere in its path ([`ProcFiles`]).
 //!
 //! 1. Under an exclusive flock(2) of the state directory (no other irqlab applies, restores or
 //!    recovers meanwhile), refuse if the applied record (`DIR/affinity-applied.json`) of this
@@ -52,7 +60,9 @@
 //! After step 4 the plan outlives irqlab, which is the point of applying it. [`restore`] writes
 //! the old masks back under the same lock, last first, reads each back, and removes the record
 //! only once every mask is back: a crash mid-restore leaves the record, and restoring again is
-//! harmless. `/run/irqlab` (root's state directory) is a tmpfs emptied at boot, as IRQ
+//! harmless. While it writes, its own state file records [`Change::AffinityRestore`], so that
+//! the next start (`host --cleanup`, a measurement, an apply) finishes a restore that was killed
+//! halfway rather than finding nothing to clean up. `/run/irqlab` (root's state directory) is a tmpfs emptied at boot, as IRQ
 //! affinities are reset at boot; a record in a directory that outlived a reboot is recognised by
 //! its boot ID and discarded, never "restored".
 //!
@@ -70,7 +80,7 @@
 
 use crate::interrupts::Table;
 use crate::pci::read_trimmed;
-use crate::state::{self, Change, ProcessId, StateDir};
+use crate::state::{self, Change, LockedDir, ProcessId, StateDir};
 use crate::timer::parse_cpu_list;
 use crate::HostError;
 use serde::{Deserialize, Serialize};
@@ -649,12 +659,61 @@ impl MaskWriter for ProcFiles {
         use std::io::Write;
         // Not created if missing: a missing file is an IRQ that is gone. One write(2), which
         // the kernel parses whole (`write_irq_affinity`).
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(file)?;
+        let mut f = open_no_symlinks(file)?;
         f.write_all(format!("{mask}\n").as_bytes())
     }
+}
+
+/// Open `file` (absolute) to write, refusing a symbolic link anywhere in its path: a record or
+/// a plan for `--root TREE` names files inside a tree that whoever wrote it could have made
+/// links to the host's `/proc/irq` or to any file, and irqlab, as root, would write through
+/// them. `/proc/irq/N/smp_affinity` itself has none. openat2(2) with `RESOLVE_NO_SYMLINKS`
+/// (Linux 5.6+) checks every component in the kernel; before 5.6, each component is looked
+/// at with lstat(2) and the last is opened with `O_NOFOLLOW`.
+fn open_no_symlinks(file: &Path) -> std::io::Result<std::fs::File> {
+    use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag};
+    let how = OpenHow::new()
+        .flags(OFlag::O_WRONLY | OFlag::O_TRUNC | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    let refused = |what: &Path| {
+        std::io::Error::other(format!(
+            "{} is a symbolic link: irqlab does not write through links",
+            what.display()
+        ))
+    };
+    match openat2(libc::AT_FDCWD, file, how) {
+        Ok(fd) => Ok(owned_file(fd)),
+        Err(nix::errno::Errno::ELOOP) => {
+            let link = file
+                .ancestors()
+                .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink()));
+            Err(refused(link.unwrap_or(file)))
+        }
+        // No openat2 (before 5.6, or a seccomp filter that does not know it).
+        Err(nix::errno::Errno::ENOSYS) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            if let Some(link) = file
+                .ancestors()
+                .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_symlink()))
+            {
+                return Err(refused(link));
+            }
+            std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(file)
+        }
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
+/// A descriptor openat2(2) returned, owned.
+#[allow(unsafe_code)]
+fn owned_file(fd: std::os::fd::RawFd) -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` is a new descriptor that openat2 just returned and nothing else owns.
+    unsafe { std::fs::File::from_raw_fd(fd) }
 }
 
 /// Write `mask` unless the file says the kernel would refuse it, and read it back: the mask as
@@ -839,34 +898,22 @@ pub fn apply(
     stop: &AtomicBool,
     w: &mut dyn MaskWriter,
 ) -> Result<Applied, HostError> {
-    // The directory may be removed (empty) by another irqlab between its creation and the lock.
-    let mut lock = None;
-    for _ in 0..100 {
-        dir.create()?;
-        lock = state::lock_dir(dir)?;
-        if lock.is_some() {
-            break;
-        }
-    }
-    let Some(lock) = lock else {
-        return Err(dir.error("it is removed as soon as it is created: cannot lock it"));
-    };
-    let applied = apply_locked(root, dir, writes, stop, w);
-    drop(lock);
-    // Not while locked (`StateDir::remove_if_empty`): a rollback or a plan that set nothing
-    // may have left it empty.
-    dir.remove_if_empty();
-    applied
+    apply_locked(root, &LockedDir::acquire(dir)?, writes, stop, w)
 }
 
-/// [`apply`] under the state directory's lock.
-fn apply_locked(
+/// [`apply`] under a lock the caller holds for longer: `plan affinity --host --apply` locks the
+/// directory, cleans up after dead irqlab processes, reads the masks and plans, all before this,
+/// so that what it plans from is what it writes over.
+pub fn apply_locked(
     root: &Path,
-    dir: &StateDir,
+    locked: &LockedDir,
     writes: &[MaskWrite],
     stop: &AtomicBool,
     w: &mut dyn MaskWriter,
 ) -> Result<Applied, HostError> {
+    let dir = locked.dir();
+    // The record names the tree as it is, whatever directory a later --restore runs in.
+    let root = &root.canonicalize().map_err(|e| HostError::io(root, e))?;
     // Known before the first write: an error after it would leave masks set and not committed.
     let owner = ProcessId::current()?;
     // The handlers now: an IRQ freed since it was planned and taken by another device is not
@@ -1123,11 +1170,19 @@ pub enum Restored {
 /// remove the record (module docs). IRQs that cannot be put back stay in the record and are an
 /// error ([`HostError::Restore`]) that says how to by hand.
 pub fn restore(dir: &StateDir, w: &mut dyn MaskWriter) -> Result<Restored, HostError> {
-    let Some(_lock) = state::lock_dir(dir)? else {
-        return Ok(Restored::Nothing);
-    };
-    let path = dir.path().join(APPLIED_FILE);
-    let Some(mut record) = read_applied_at(dir.path()).map_err(|e| dir.error(e))? else {
+    match LockedDir::if_exists(dir)? {
+        Some(locked) => restore_locked(&locked, w),
+        None => Ok(Restored::Nothing),
+    }
+}
+
+/// [`restore`] under a lock the caller holds. While it writes, this process's state file
+/// records [`Change::AffinityRestore`]: killed halfway, it leaves some masks put back and the
+/// record whole, and the next start ([`crate::recovery`]) finishes the restore instead of
+/// finding "nothing to clean up".
+pub fn restore_locked(locked: &LockedDir, w: &mut dyn MaskWriter) -> Result<Restored, HostError> {
+    let dir = locked.dir();
+    let Some(record) = read_applied_at(dir.path()).map_err(|e| dir.error(e))? else {
         return Ok(Restored::Nothing);
     };
     if !record.is_this_boot() {
@@ -1136,6 +1191,24 @@ pub fn restore(dir: &StateDir, w: &mut dyn MaskWriter) -> Result<Restored, HostE
             note: stale_note(&record, dir),
         });
     }
+    let under_way = state::record_in(
+        dir,
+        Change::AffinityRestore {
+            root: record.root.clone(),
+        },
+    )?;
+    let restored = put_back_record(dir, record, w);
+    under_way.undone();
+    restored
+}
+
+/// Put back every IRQ of `record`, the applied record of `dir` (this boot's), under its lock.
+fn put_back_record(
+    dir: &StateDir,
+    mut record: AppliedRecord,
+    w: &mut dyn MaskWriter,
+) -> Result<Restored, HostError> {
+    let path = dir.path().join(APPLIED_FILE);
     let table = Table::read(&record.root.join("proc/interrupts")).ok();
     let mut irqs = Vec::new();
     let mut failed = Vec::new();
@@ -1192,8 +1265,6 @@ pub fn restore(dir: &StateDir, w: &mut dyn MaskWriter) -> Result<Restored, HostE
     }
     if failed.is_empty() {
         std::fs::remove_file(&path).map_err(|e| dir.error(e))?;
-        drop(_lock);
-        dir.remove_if_empty();
         return Ok(Restored::Done {
             record: path,
             root: record.root,
@@ -1256,6 +1327,69 @@ pub(crate) fn undo_leftover(
         Ok(Some(_)) => Ok(format!("{what} put back to {old_mask}")),
         Ok(None) => Ok(format!("{what} (the IRQ is gone)")),
         Err(reason) => Err(by_hand(irq, old_mask, &file, &reason)),
+    }
+}
+
+/// An IRQ whose mask, read back, is not the one planned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MaskDiff {
+    pub irq: u32,
+    pub planned: String,
+    /// As read now; none if the IRQ is gone.
+    pub found: Option<String>,
+}
+
+/// The IRQs of `planned` (IRQ, mask) whose `smp_affinity` under `root` names other CPUs now:
+/// after an apply, what it reports as in force must be what the kernel has (a crashed apply's
+/// masks put back under the plan, irqbalance moving one, a write the kernel changed).
+pub fn masks_differing<'a>(
+    root: &Path,
+    planned: impl IntoIterator<Item = (u32, &'a str)>,
+) -> Vec<MaskDiff> {
+    planned
+        .into_iter()
+        .filter_map(|(irq, mask)| {
+            let found = read_trimmed(&smp_affinity_file(root, irq));
+            (!found.as_deref().is_some_and(|f| same_cpus(f, mask))).then(|| MaskDiff {
+                irq,
+                planned: mask.to_string(),
+                found,
+            })
+        })
+        .collect()
+}
+
+/// Finish the restore a dead irqlab (`owner`) began ([`Change::AffinityRestore`]): put back
+/// what the applied record still lists, under the recovery's lock.
+pub(crate) fn finish_restore(locked: &LockedDir, owner: ProcessId) -> Result<String, String> {
+    let dir = locked.dir();
+    let began = format!("the --restore irqlab {} began", owner.pid);
+    match read_applied_at(dir.path())? {
+        None => Ok(format!("{began} (it had finished)")),
+        Some(record) if !record.is_this_boot() => Ok(format!("{began} (gone with the reboot)")),
+        Some(record) => match put_back_record(dir, record, &mut ProcFiles) {
+            Ok(Restored::Done { irqs, .. }) => {
+                let list = |pick: fn(&IrqRestored) -> bool| {
+                    irqs.iter()
+                        .filter(|i| pick(i))
+                        .map(|i| i.irq.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let put_back = list(|i| i.restored_mask.is_some());
+                let left = list(|i| i.restored_mask.is_none());
+                Ok(format!(
+                    "{began}, finished: IRQs {put_back} put back{}",
+                    if left.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (IRQs {left} gone or another device's: left)")
+                    }
+                ))
+            }
+            Ok(_) => Ok(format!("{began} (nothing left to put back)")),
+            Err(e) => Err(format!("finishing {began}: {e}")),
+        },
     }
 }
 

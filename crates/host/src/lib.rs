@@ -69,6 +69,10 @@ pub enum HostError {
     /// A host setting could not be put back; the message says how to do it by hand.
     #[error("restoring the host: {0}")]
     Restore(String),
+    /// Masks read back after an apply are not the plan's: what irqlab would report as in force
+    /// is not.
+    #[error("the plan is not in force: {0}")]
+    NotAsPlanned(String),
 }
 
 impl HostError {

@@ -26,10 +26,12 @@
 //!
 //! A crash may still leave the group running if the watcher itself is killed; irqlab's state file
 //! records the group's leader, and the next start kills the group if it still is the load's: its
-//! leader runs with the recorded start time, or its members carry `IRQLAB_LOAD_OF=PID:START` (this
-//! irqlab's PID and start time) in their environment, which every process of the load inherits.
-//! (A program may overwrite its environment in memory, as stress-ng's workers do to set their
-//! process titles; the leader's is enough to find the group, and the group holds the workers.)
+//! members carry `IRQLAB_LOAD_OF=PID:START` (this irqlab's PID and start time) in their
+//! environment, which every process of the load inherits. The recorded leader's PID and start
+//! time alone are not trusted: they name a process, not a load (a record naming PID 1 would kill
+//! every process). (A program may overwrite its environment in memory, as stress-ng's workers do
+//! to set their process titles; the leader's shell or the watcher's is enough to find the group,
+//! and the group holds the workers.) No group below 2 and never irqlab's own is signalled.
 
 use crate::state::{self, Change, ProcessId, Recorded};
 use crate::HostError;
@@ -198,26 +200,41 @@ impl Load {
     }
 }
 
-/// The process groups of the load of the dead irqlab `owner` that still run: the group of
-/// `leader` if the leader still runs with its recorded start time, and the group of any process
-/// carrying `owner`'s marker in its environment.
+/// The process groups of the load of the dead irqlab `owner` that still run: the groups of the
+/// processes that carry `owner`'s marker in their environment, which irqlab set when it started
+/// the load and every process of the load inherits (the leader's shell, the watcher in its
+/// group, the command). The recorded `leader` is not enough by itself: a PID and a start time
+/// name a process, not a load, and a record is only a file (one naming PID 1 would have
+/// `killpg(1)`, which is `kill(-1)`: every process there is). A leader that no longer carries
+/// the marker (a command exec'd in its place that rewrote its environment) is found through the
+/// watcher, which does. Never a group below 2, nor irqlab's own.
 fn leftover_groups(owner: ProcessId, leader: Option<ProcessId>) -> Vec<i32> {
     let marker = format!("{LOAD_MARKER_ENV}={}", marker(owner));
+    let own_group = nix::unistd::getpgrp().as_raw();
+    let own_pid = std::process::id() as i32;
     let mut groups = Vec::new();
-    if let Some(l) = leader.filter(ProcessId::is_running) {
-        groups.push(l.pid);
-    }
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return groups;
     };
-    for pid in procs
+    let mut pids: Vec<i32> = procs
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-    {
+        .collect();
+    // The recorded leader first, so that its group is found even if the scan is long.
+    if let Some(l) = leader {
+        pids.retain(|p| *p != l.pid);
+        pids.insert(0, l.pid);
+    }
+    for pid in pids {
         let Some(stat) = state::proc_stat(pid) else {
             continue;
         };
-        if stat.has_ended() || groups.contains(&stat.pgid) {
+        if stat.has_ended()
+            || stat.pgid < 2
+            || stat.pgid == own_group
+            || pid == own_pid
+            || groups.contains(&stat.pgid)
+        {
             continue;
         }
         let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
@@ -242,7 +259,11 @@ pub(crate) fn kill_leftover(owner: ProcessId, leader: Option<ProcessId>) -> Resu
         }
         found = true;
         for g in groups {
-            let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+            // leftover_groups never gives one below 2 (killpg(1) would be kill(-1)); checked
+            // again where the signal goes.
+            if g >= 2 {
+                let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -376,6 +397,33 @@ mod tests {
         (child, pgid)
     }
 
+    /// A process with the dead irqlab's marker in irqlab's own process group (an irqlab started
+    /// from within a load, say) must not have irqlab kill its own group; nor may a record
+    /// naming init (PID 1, whose group `killpg` would turn into every process) be signalled.
+    #[test]
+    fn neither_irqlabs_own_group_nor_a_group_below_2_is_a_leftover() {
+        let dead = ProcessId {
+            pid: 999_997,
+            start_time_ticks: 1,
+        };
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .env(LOAD_MARKER_ENV, marker(dead))
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let init = ProcessId::of(1);
+        let groups = leftover_groups(dead, init);
+        let own = nix::unistd::getpgrp().as_raw();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            !groups.contains(&own),
+            "irqlab's own group {own}: {groups:?}"
+        );
+        assert!(groups.iter().all(|g| *g >= 2), "{groups:?}");
+    }
+
     #[test]
     fn a_leftover_load_is_killed_only_if_it_is_the_dead_irqlabs() {
         let dead = ProcessId {
@@ -404,9 +452,16 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(kill_leftover(dead, Some(reused)), Ok(false));
         assert!(alive(pgid));
-        // With the right start time it is the load's.
+        // With the right start time it is still not the dead irqlab's load: a PID and a start
+        // time name a process, and the record is only a file. Its own irqlab's marker makes
+        // it the load.
         let leader = ProcessId::of(pgid).unwrap();
-        assert_eq!(kill_leftover(dead, Some(leader)), Ok(true));
+        assert_eq!(kill_leftover(dead, Some(leader)), Ok(false));
+        assert!(
+            alive(pgid),
+            "a group without the dead irqlab's marker was killed"
+        );
+        assert_eq!(kill_leftover(other, Some(leader)), Ok(true));
         let _ = child.wait();
         assert!(group_members(pgid).is_empty());
     }

@@ -36,7 +36,7 @@
 //! is left alone by the recovery.
 
 use crate::state::{
-    boot_id, lock_dir, owner_from_name, read_own_file, write_atomic, Change, Entry, ProcessId,
+    boot_id, owner_from_name, read_own_file, write_atomic, Change, Entry, LockedDir, ProcessId,
     Record, StateDir, FORMAT,
 };
 use crate::HostError;
@@ -45,7 +45,9 @@ use std::path::{Path, PathBuf};
 /// What an irqlab process that ended without cleaning up had left, and what became of it.
 #[derive(Debug)]
 pub struct Cleanup {
-    pub owner: ProcessId,
+    /// The dead process; none for a file no process's record names (a crashed apply's
+    /// uncommitted applied record).
+    pub owner: Option<ProcessId>,
     /// Its command line, as recorded.
     pub command: String,
     /// What was undone, or found gone already, in the order undone.
@@ -59,12 +61,13 @@ impl Cleanup {
     /// What was undone, in one line: `cleaned up after irqlab PID (ended without cleaning up):
     /// ...`; none if nothing was (what was not is in [`Cleanup::failed`]).
     pub fn summary(&self) -> Option<String> {
-        (!self.undone.is_empty()).then(|| {
-            format!(
+        (!self.undone.is_empty()).then(|| match self.owner {
+            Some(owner) => format!(
                 "cleaned up after irqlab {} (ended without cleaning up): {}",
-                self.owner.pid,
+                owner.pid,
                 self.undone.join(", ")
-            )
+            ),
+            None => format!("cleaned up: {}", self.undone.join(", ")),
         })
     }
 }
@@ -76,9 +79,16 @@ pub fn clean_up_after_dead() -> Result<Vec<Cleanup>, HostError> {
 
 /// Undo what dead irqlab processes left, as recorded in `dir` (see the module docs).
 pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError> {
-    let Some(lock) = lock_dir(dir)? else {
-        return Ok(Vec::new());
-    };
+    match LockedDir::if_exists(dir)? {
+        Some(locked) => clean_up_locked(&locked),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// [`clean_up_after_dead_in`] under a lock the caller holds (and goes on holding: `plan
+/// affinity --host --apply` cleans up, then reads and plans, then writes, under one lock).
+pub fn clean_up_locked(locked: &LockedDir) -> Result<Vec<Cleanup>, HostError> {
+    let dir = locked.dir();
     let boot = boot_id();
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .map_err(|e| dir.error(e))?
@@ -90,7 +100,31 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
     // What running irqlab processes hold is theirs, even where a name repeats a dead one's.
     let mut held_by_running: Vec<Change> = Vec::new();
     let mut dead: Vec<(PathBuf, ProcessId, Result<Record, String>)> = Vec::new();
+    let mut cleanups = Vec::new();
     for name in names {
+        if name == APPLIED_TMP {
+            // Only an apply or a restore writes it, under the lock we hold: its writer died
+            // between writing it and renaming it (the commit); the apply was rolled back with
+            // the writer's own record.
+            let path = dir.path().join(&name);
+            let removed = std::fs::remove_file(&path);
+            cleanups.push(Cleanup {
+                owner: None,
+                command: "?".into(),
+                undone: match &removed {
+                    Ok(()) => vec![format!(
+                        "removed {}, the uncommitted record of a crashed apply",
+                        path.display()
+                    )],
+                    Err(_) => Vec::new(),
+                },
+                failed: match removed {
+                    Ok(()) => Vec::new(),
+                    Err(e) => vec![format!("could not remove {}: {e}", path.display())],
+                },
+            });
+            continue;
+        }
         let Some(owner) = owner_from_name(&name) else {
             continue;
         };
@@ -126,12 +160,11 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
             (false, record) => dead.push((path, owner, record)),
         }
     }
-    let mut cleanups = Vec::new();
     for (path, owner, record) in dead {
         cleanups.push(match record {
-            Ok(r) => undo_record(&path, r, &held_by_running, &boot),
+            Ok(r) => undo_record(locked, &path, r, &held_by_running, &boot),
             Err(cause) => Cleanup {
-                owner,
+                owner: Some(owner),
                 command: "?".into(),
                 undone: Vec::new(),
                 failed: vec![format!(
@@ -142,15 +175,22 @@ pub fn clean_up_after_dead_in(dir: &StateDir) -> Result<Vec<Cleanup>, HostError>
             },
         });
     }
-    drop(lock);
-    dir.remove_if_empty();
     Ok(cleanups)
 }
 
+/// The temporary file of the applied record (`state::write_atomic`'s name for it).
+const APPLIED_TMP: &str = ".affinity-applied.json.tmp";
+
 /// Undo a dead process's changes, last first, and rewrite its file with what remains.
-fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change], boot: &str) -> Cleanup {
+fn undo_record(
+    locked: &LockedDir,
+    path: &Path,
+    mut record: Record,
+    held_by_running: &[Change],
+    boot: &str,
+) -> Cleanup {
     let mut cleanup = Cleanup {
-        owner: record.owner,
+        owner: Some(record.owner),
         command: record.command.clone(),
         undone: Vec::new(),
         failed: Vec::new(),
@@ -182,11 +222,12 @@ fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change], boot
                 .push(change.describe_noted("gone with the reboot since"));
             continue;
         }
-        match undo(
-            &change,
-            record.owner,
-            path.parent().unwrap_or(Path::new(".")),
-        ) {
+        if let Some(outside) = outside_tree(locked.dir(), &change) {
+            cleanup.failed.push(outside);
+            remaining.push(value);
+            continue;
+        }
+        match undo(&change, record.owner, locked) {
             Ok(done) => cleanup.undone.push(done),
             Err(e) => {
                 cleanup.failed.push(e);
@@ -215,7 +256,7 @@ fn undo_record(path: &Path, mut record: Record, held_by_running: &[Change], boot
 
 /// Undo one change of the dead process `owner`, recorded in the state directory `dir`: what was
 /// done, or what was not and how to do it by hand.
-fn undo(change: &Change, owner: ProcessId, dir: &Path) -> Result<String, String> {
+fn undo(change: &Change, owner: ProcessId, locked: &LockedDir) -> Result<String, String> {
     match change {
         Change::TraceInstance { mount, name } => {
             match crate::tracefs::remove_leftover_instance(mount, name)? {
@@ -241,8 +282,28 @@ fn undo(change: &Change, owner: ProcessId, dir: &Path) -> Result<String, String>
             irq,
             old_mask,
             root,
-        } => crate::affinity::undo_leftover(dir, owner, *irq, old_mask, root),
+        } => crate::affinity::undo_leftover(locked.dir().path(), owner, *irq, old_mask, root),
+        Change::AffinityRestore { .. } => crate::affinity::finish_restore(locked, owner),
     }
+}
+
+/// Why a record in a tree's own directory ([`StateDir::for_root`]) is not acted on: it names
+/// something outside the tree. Whoever wrote the tree could have written the record too; the
+/// only changes irqlab makes for a tree are its IRQ masks.
+fn outside_tree(dir: &StateDir, change: &Change) -> Option<String> {
+    let tree = dir.tree()?;
+    let inside = match change {
+        Change::IrqAffinity { root, .. } | Change::AffinityRestore { root } => root == tree,
+        _ => false,
+    };
+    (!inside).then(|| {
+        format!(
+            "{} is recorded in the tree {}'s directory {} but is not the tree's: left as is",
+            change.describe(),
+            tree.display(),
+            dir.path().display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -271,17 +332,19 @@ mod tests {
         std::fs::write(dir.path().join(".1-1.json.tmp"), "{").unwrap();
 
         let mut cleanups = clean_up_after_dead_in(&dir).unwrap();
-        cleanups.sort_by_key(|c| c.owner.start_time_ticks);
+        cleanups.sort_by_key(|c| c.owner.unwrap().start_time_ticks);
         assert_eq!(cleanups.len(), 2, "{cleanups:?}");
-        let owners: Vec<ProcessId> = cleanups.iter().map(|c| c.owner).collect();
+        let owners: Vec<ProcessId> = cleanups.iter().filter_map(|c| c.owner).collect();
         assert!(owners.contains(&dead) && owners.contains(&reused));
         for c in &cleanups {
             assert!(c.failed.is_empty(), "{c:?}");
             assert_eq!(c.undone.len(), 1);
             let line = c.summary().unwrap();
             assert!(
-                line.starts_with(&format!("cleaned up after irqlab {} (", c.owner.pid))
-                    && line.contains("PM QoS request of 0 us on /dev/cpu_dma_latency (released"),
+                line.starts_with(&format!(
+                    "cleaned up after irqlab {} (",
+                    c.owner.unwrap().pid
+                )) && line.contains("PM QoS request of 0 us on /dev/cpu_dma_latency (released"),
                 "{line}"
             );
         }

@@ -16,7 +16,13 @@
 //! half a record, even when the writer dies mid-write. The next start's recovery (the
 //! `recovery` module) reads these files and undoes what a dead process held.
 //!
-//! DIR is `$IRQLAB_STATE_DIR` if set; else `/run/irqlab` for root (`/run` is a tmpfs emptied at
+//! A process is taken for ended when it is a zombie or has begun to exit (`PF_EXITING`): its
+//! locks are released before it is a zombie, and an irqlab granted the lock it waited for must
+//! not leave the dead one's record for later, where it would undo what this one then does.
+//!
+//! DIR for what irqlab does under a tree of files (`--root TREE`) is `TREE/run/irqlab`
+//! ([`StateDir::for_root`]): a tree's records never mix with the host's. For the host, DIR is
+//! `$IRQLAB_STATE_DIR` if set; else `/run/irqlab` for root (`/run` is a tmpfs emptied at
 //! boot, where system tools keep runtime state); else `$XDG_RUNTIME_DIR/irqlab`; else
 //! `irqlab-UID` in the temporary directory. It is created with mode 0700 and refused if it is a
 //! symbolic link, belongs to another user, or others may write to it (a shared `/tmp`). A
@@ -59,6 +65,13 @@ pub enum Change {
         #[serde(default = "slash", skip_serializing_if = "is_slash")]
         root: PathBuf,
     },
+    /// `plan affinity --host --restore` under way: putting back the masks of the applied
+    /// record of the tree `root`. Left by a restore that was killed, it has the next start
+    /// finish the restore.
+    AffinityRestore {
+        #[serde(default = "slash", skip_serializing_if = "is_slash")]
+        root: PathBuf,
+    },
 }
 
 fn slash() -> PathBuf {
@@ -90,6 +103,13 @@ impl Change {
             Change::IrqAffinity { irq, old_mask, .. } => {
                 format!("IRQ {irq}'s smp_affinity (was {old_mask})")
             }
+            Change::AffinityRestore { root } if is_slash(root) => {
+                "a --restore of the applied affinity plan".into()
+            }
+            Change::AffinityRestore { root } => format!(
+                "a --restore of the applied affinity plan of the tree {}",
+                root.display()
+            ),
         }
     }
 
@@ -160,6 +180,15 @@ impl ProcessId {
     }
 }
 
+/// `PF_EXITING` in `/proc/PID/stat`'s flags (field 9; `include/linux/sched.h`): set by
+/// `exit_signals()` at the start of `do_exit()` (`kernel/exit.c`), before `exit_files()` and
+/// `exit_task_work()` close the process's files and so release its flock(2)s, and long before
+/// `exit_notify()` makes it a zombie. Between the two a killed irqlab still reads as running
+/// (state R or D) although its locks are gone: the next irqlab, granted the lock it waited for,
+/// must see it as ended, or it leaves the dead process's record to be undone later, over what
+/// it does itself.
+const PF_EXITING: u32 = 0x0000_0004;
+
 /// The fields of `/proc/PID/stat` irqlab uses (proc(5)).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ProcStat {
@@ -167,13 +196,17 @@ pub(crate) struct ProcStat {
     pub state: char,
     /// Field 5: the process group ID.
     pub pgid: i32,
+    /// Field 9: the kernel's `PF_*` flags of the process (its main thread).
+    pub flags: u32,
     /// Field 22: start time, clock ticks after boot.
     pub start_time_ticks: u64,
 }
 
 impl ProcStat {
+    /// A zombie, or a process on its way to be one ([`PF_EXITING`]): its files are closed or
+    /// being closed, and it does nothing more.
     pub fn has_ended(&self) -> bool {
-        matches!(self.state, 'Z' | 'X')
+        matches!(self.state, 'Z' | 'X') || self.flags & PF_EXITING != 0
     }
 }
 
@@ -190,6 +223,7 @@ fn parse_stat(text: &str) -> Option<ProcStat> {
     Some(ProcStat {
         state: f.first()?.chars().next()?,
         pgid: f.get(2)?.parse().ok()?,
+        flags: f.get(6)?.parse().ok()?,
         start_time_ticks: f.get(19)?.parse().ok()?,
     })
 }
@@ -207,6 +241,9 @@ pub struct StateDir {
     path: PathBuf,
     /// A default location is removed again when empty; a directory the user named is not.
     remove_when_empty: bool,
+    /// The tree of files (`--root TREE`) this directory keeps the records of, if it is a
+    /// tree's own ([`StateDir::for_root`]): its records may only name IRQ masks of that tree.
+    tree: Option<PathBuf>,
 }
 
 impl StateDir {
@@ -215,6 +252,36 @@ impl StateDir {
         if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
             return StateDir::at(PathBuf::from(dir));
         }
+        StateDir::host_default()
+    }
+
+    /// The directory for what irqlab changes under `root`: the live system's
+    /// ([`StateDir::locate`]) for `/`; for a tree of files standing in for it (`--root TREE`,
+    /// tests and dry runs), `TREE/run/irqlab`, so that a tree's records and applied plan are
+    /// never kept among the host's (where `host --cleanup` and the next `--apply` on the live
+    /// system would act on them) and go with the tree. `$IRQLAB_STATE_DIR`, set, is used for
+    /// both. `root` must be canonical ([`std::fs::canonicalize`]): records name it, and a later
+    /// run from another directory must find the same tree.
+    pub fn for_root(root: &Path) -> StateDir {
+        if root == Path::new("/") {
+            return StateDir::locate();
+        }
+        if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+            return StateDir::at(PathBuf::from(dir));
+        }
+        StateDir {
+            path: root.join("run/irqlab"),
+            remove_when_empty: true,
+            tree: Some(root.to_path_buf()),
+        }
+    }
+
+    /// The tree this directory belongs to ([`StateDir::for_root`]); none for the host's.
+    pub fn tree(&self) -> Option<&Path> {
+        self.tree.as_deref()
+    }
+
+    fn host_default() -> StateDir {
         let euid = nix::unistd::geteuid();
         let path = if euid.is_root() && Path::new("/run").is_dir() {
             PathBuf::from("/run/irqlab")
@@ -233,6 +300,7 @@ impl StateDir {
         StateDir {
             path,
             remove_when_empty: true,
+            tree: None,
         }
     }
 
@@ -241,6 +309,7 @@ impl StateDir {
         StateDir {
             path: path.into(),
             remove_when_empty: false,
+            tree: None,
         }
     }
 
@@ -251,6 +320,7 @@ impl StateDir {
         StateDir {
             path: path.into(),
             remove_when_empty: true,
+            tree: None,
         }
     }
 
@@ -277,7 +347,21 @@ impl StateDir {
             Err(e) => return Err(self.error(e)),
         }
         let m = std::fs::symlink_metadata(&self.path).map_err(|e| self.error(e))?;
-        self.check_safe(&m)
+        self.check_safe(&m)?;
+        // A tree's directory is reached through the tree's `run`, which whoever wrote the tree
+        // could have made a link to the host's `/run`: its records would then be the host's.
+        if let (Some(tree), Some(run)) = (&self.tree, self.path.parent()) {
+            let real = run.canonicalize().ok();
+            if real.as_deref() != Some(run) || !run.starts_with(tree) {
+                return Err(self.error(format!(
+                    "{} is not a directory of the tree {} (a symbolic link?): a tree's records \
+                     are kept in the tree",
+                    run.display(),
+                    tree.display()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// That the directory (its metadata `m`, not followed through a link) is this user's alone:
@@ -576,6 +660,54 @@ pub(crate) fn lock_dir(dir: &StateDir) -> Result<Option<DirLock>, HostError> {
     Err(dir.error("cannot lock it: it was removed and created again 100 times while irqlab waited"))
 }
 
+/// A state directory created if missing and locked ([`lock_dir`]) for a whole sequence of
+/// steps, such as `plan affinity --host --apply`'s clean up, read, plan, write and commit: no
+/// other irqlab cleans up, applies or restores in between. The directory is removed again when
+/// the lock is dropped, if it is a default one and empty.
+#[derive(Debug)]
+pub struct LockedDir {
+    dir: StateDir,
+    lock: Option<DirLock>,
+}
+
+impl LockedDir {
+    /// Create `dir` if needed and lock it, waiting for another irqlab that holds it.
+    pub fn acquire(dir: &StateDir) -> Result<LockedDir, HostError> {
+        // The directory may be removed (empty) by another irqlab between its creation and the
+        // lock.
+        for _ in 0..100 {
+            dir.create()?;
+            if let Some(lock) = lock_dir(dir)? {
+                return Ok(LockedDir {
+                    dir: dir.clone(),
+                    lock: Some(lock),
+                });
+            }
+        }
+        Err(dir.error("it is removed as soon as it is created: cannot lock it"))
+    }
+
+    /// Lock `dir` if it exists; none if it does not (nothing is recorded there).
+    pub fn if_exists(dir: &StateDir) -> Result<Option<LockedDir>, HostError> {
+        Ok(lock_dir(dir)?.map(|lock| LockedDir {
+            dir: dir.clone(),
+            lock: Some(lock),
+        }))
+    }
+
+    pub fn dir(&self) -> &StateDir {
+        &self.dir
+    }
+}
+
+impl Drop for LockedDir {
+    fn drop(&mut self) {
+        // Not while locked (`StateDir::remove_if_empty`).
+        drop(self.lock.take());
+        self.dir.remove_if_empty();
+    }
+}
+
 fn lock_once(dir: &StateDir) -> Result<Option<Flock<std::fs::File>>, HostError> {
     // Not followed through a symbolic link, and checked on the handle itself: the same checks
     // as before writing to it (a record read is a record acted on).
@@ -644,9 +776,14 @@ pub(crate) mod tests {
             Some(ProcStat {
                 state: 'S',
                 pgid: 4240,
+                flags: 4194560,
                 start_time_ticks: 987654
             })
         );
+        // Killed and exiting, its files closing, not yet a zombie: ended.
+        let exiting = line.replace(" 4194560 ", " 4194564 ");
+        assert!(parse_stat(&exiting).unwrap().has_ended());
+        assert!(!parse_stat(line).unwrap().has_ended());
         assert_eq!(parse_stat("4242 (cut short) S 1"), None);
         let me = ProcessId::current().unwrap();
         assert!(me.is_running());

@@ -25,7 +25,7 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
         cleanup,
     } = a;
     if cleanup {
-        return clean_up(true);
+        return clean_up(&root, true);
     }
     if interval.is_some() && root != std::path::Path::new("/") {
         anyhow::bail!(
@@ -56,15 +56,26 @@ pub fn run(a: HostArgs, inv: &Invocation) -> Result<()> {
     Ok(())
 }
 
-/// Undo what irqlab processes that ended without cleaning up left on the host, saying so on
-/// stderr in one line per process (and "nothing to clean up" if `say_nothing` and there was
-/// nothing). Anything that could not be undone is an error that says how to do it by hand.
-fn clean_up(say_nothing: bool) -> Result<()> {
-    let cleanups = irqlab_host::recovery::clean_up_after_dead()
+/// Undo what irqlab processes that ended without cleaning up left on the host (under `root`:
+/// a tree's records are kept in the tree), saying so on stderr in one line per process (and
+/// "nothing to clean up" if `say_nothing` and there was nothing). Anything that could not be
+/// undone is an error that says how to do it by hand.
+fn clean_up(root: &std::path::Path, say_nothing: bool) -> Result<()> {
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("--root {}", root.display()))?;
+    let dir = irqlab_host::state::StateDir::for_root(&root);
+    let cleanups = irqlab_host::recovery::clean_up_after_dead_in(&dir)
         .context("looking for what crashed irqlab processes left")?;
     if cleanups.is_empty() && say_nothing {
         eprintln!("irqlab: nothing to clean up");
     }
+    say_cleaned_up(&cleanups)
+}
+
+/// One line on stderr per cleanup; what could not be undone is an error that says how to undo
+/// it by hand (`HostError::Restore`, exit status 3).
+fn say_cleaned_up(cleanups: &[irqlab_host::recovery::Cleanup]) -> Result<()> {
     for line in cleanups.iter().filter_map(|c| c.summary()) {
         eprintln!("irqlab: {line}");
     }
@@ -82,7 +93,20 @@ fn clean_up(say_nothing: bool) -> Result<()> {
 /// Before a measurement changes the host: undo what crashed irqlab processes left (it would
 /// distort this measurement), saying what. A failure is a warning: the measurement can still run.
 pub fn clean_up_before_measuring() {
-    if let Err(e) = clean_up(false) {
+    if let Err(e) = clean_up(std::path::Path::new("/"), false) {
         eprintln!("irqlab: warning: {e:#}");
     }
+}
+
+/// What a cleanup under a lock the caller holds did (`plan affinity --host --apply` and
+/// `--restore`), said as [`clean_up_before_measuring`] says it: what could not be undone is a
+/// warning (it stays recorded); only a state directory that cannot be read is an error.
+pub fn report_cleanups(
+    cleanups: Result<Vec<irqlab_host::recovery::Cleanup>, irqlab_host::HostError>,
+) -> Result<()> {
+    let cleanups = cleanups.context("looking for what crashed irqlab processes left")?;
+    if let Err(e) = say_cleaned_up(&cleanups) {
+        eprintln!("irqlab: warning: {e:#}");
+    }
+    Ok(())
 }

@@ -45,7 +45,8 @@ use irqlab_host::affinity::{
     self, Applied, AppliedRecord, ApplyEnd, HostAffinity, HostCpu, MaskWrite, Nic, ProcFiles,
     QueueRole, Restored,
 };
-use irqlab_host::state::StateDir;
+use irqlab_host::recovery;
+use irqlab_host::state::{LockedDir, StateDir};
 use irqlab_host::timer::format_cpu_list;
 use irqlab_host::HostError;
 use irqlab_report::json::Kind;
@@ -947,9 +948,17 @@ struct HostPlanResult<'a> {
 /// `irqlab plan affinity --host ...`.
 pub fn run(a: PlanAffinityArgs) -> Result<()> {
     let inv = Invocation::now();
-    let root = a.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let given = a.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    // Canonical: the applied record names the tree, and a --restore from another directory, or
+    // through another path to it, must find the same one.
+    let root = given
+        .canonicalize()
+        .with_context(|| format!("--root {}", given.display()))?;
+    if !root.is_dir() {
+        bail!("--root {}: not a directory", given.display());
+    }
     // The live system needs root to write; a tree of files (tests) does not.
-    let live = root.canonicalize().is_ok_and(|r| r == Path::new("/"));
+    let live = root == Path::new("/");
     if (a.apply || a.restore) && live && !is_root() {
         return Err(HostError::NotRoot(format!(
             "irqlab plan affinity --host {} writes /proc/irq/N/smp_affinity, which needs root: \
@@ -958,13 +967,24 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
         ))
         .into());
     }
-    let dir = StateDir::locate();
+    let dir = StateDir::for_root(&root);
     if a.restore {
         return restore(&dir, &root);
     }
     // Before anything is read or set: a file that cannot be written must not be found out
     // after the masks are.
     super::check_outputs(a.json.as_deref(), None)?;
+    // An apply holds the state directory's lock from before it reads the masks until it has
+    // committed: what a crashed irqlab left is put back first, under the lock, so that the plan
+    // is made from the masks it then writes over, and no other irqlab cleans up, applies or
+    // restores in between.
+    let locked = if a.apply {
+        let locked = LockedDir::acquire(&dir).context("locking irqlab's state directory")?;
+        super::host::report_cleanups(recovery::clean_up_locked(&locked))?;
+        Some(locked)
+    } else {
+        None
+    };
     let host = affinity::read(&root)
         .with_context(|| format!("reading the host's CPUs and NICs under {}", root.display()))?;
     let (flows, given) = flows_of(&a.flow, &a.nic, &host)?;
@@ -1012,13 +1032,11 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
         };
         write_json(path, Kind::PlanAffinityHost, &made, &result).context("--json")
     };
-    if !a.apply {
+    let Some(locked) = locked else {
         write(None)?;
-    }
+        return print(&render_plan(&host, &plan, a.apply, note.as_deref()));
+    };
     print(&render_plan(&host, &plan, a.apply, note.as_deref()))?;
-    if !a.apply {
-        return Ok(());
-    }
     if let Some(pid) = host.irqbalance_pid {
         warning(&format!(
             "irqbalance is running (pid {pid}) and will move these IRQs again: see above"
@@ -1034,21 +1052,57 @@ pub fn run(a: PlanAffinityArgs) -> Result<()> {
             mask: p.mask.clone(),
         })
         .collect();
-    if writes.is_empty() {
-        return write(None);
+    let applied = if writes.is_empty() {
+        None
+    } else {
+        let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
+        let applied = affinity::apply_locked(&root, &locked, &writes, &stop, &mut ProcFiles)
+            .context("applying the plan")?;
+        if let ApplyEnd::Stopped { rolled_back } = &applied.end {
+            write(Some(&applied))?;
+            print(&render_applied(&applied))?;
+            bail!(
+                "stopped by {} before the plan was complete: {} put back, nothing changed",
+                irqlab_host::signals::received().unwrap_or("a signal"),
+                count(rolled_back.len(), "IRQ set was", "IRQs set were")
+            );
+        }
+        Some(applied)
+    };
+    // Read every planned mask back, the ones that needed no write too: what is reported as in
+    // force must be what the kernel has now.
+    let refused: BTreeSet<u32> = applied
+        .iter()
+        .flat_map(|a| a.not_set.iter().map(|n| n.irq))
+        .collect();
+    let differ = affinity::masks_differing(
+        &root,
+        plan.irqs
+            .iter()
+            .filter(|p| !refused.contains(&p.irq))
+            .map(|p| (p.irq, p.mask.as_str())),
+    );
+    drop(locked);
+    write(applied.as_ref())?;
+    if let Some(applied) = &applied {
+        print(&render_applied(applied))?;
     }
-    super::host::clean_up_before_measuring();
-    let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
-    let applied = affinity::apply(&root, &dir, &writes, &stop, &mut ProcFiles)
-        .context("applying the plan")?;
-    write(Some(&applied))?;
-    print(&render_applied(&applied))?;
-    if let ApplyEnd::Stopped { rolled_back } = &applied.end {
-        bail!(
-            "stopped by {} before the plan was complete: {} put back, nothing changed",
-            irqlab_host::signals::received().unwrap_or("a signal"),
-            count(rolled_back.len(), "IRQ set was", "IRQs set were")
-        );
+    if !differ.is_empty() {
+        return Err(HostError::NotAsPlanned(
+            differ
+                .iter()
+                .map(|d| {
+                    format!(
+                        "IRQ {} has {} where the plan set {}",
+                        d.irq,
+                        d.found.as_deref().unwrap_or("no mask (gone)"),
+                        d.planned
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+        .into());
     }
     Ok(())
 }
@@ -1067,9 +1121,17 @@ fn is_root() -> bool {
 
 /// `--restore`: put back what the last `--apply` saved.
 fn restore(dir: &StateDir, root: &Path) -> Result<()> {
+    let Some(locked) = LockedDir::if_exists(dir).context("locking irqlab's state directory")?
+    else {
+        return print(&format!(
+            "Nothing to restore: no applied plan is saved in {}.\n",
+            dir.path().display()
+        ));
+    };
+    // A restore killed halfway, or an apply, is finished or undone first.
+    super::host::report_cleanups(recovery::clean_up_locked(&locked))?;
     if let Some(r) = affinity::applied(dir).context("reading the applied plan")? {
-        let same = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
-        if r.is_this_boot() && !same(&r.root, root) {
+        if r.is_this_boot() && r.root != root {
             bail!(
                 "the applied plan of {} was made on the tree {}, not {}: give --root {}",
                 r.describe(),
@@ -1079,8 +1141,7 @@ fn restore(dir: &StateDir, root: &Path) -> Result<()> {
             );
         }
     }
-    super::host::clean_up_before_measuring();
-    match affinity::restore(dir, &mut ProcFiles).context("restoring the IRQ masks")? {
+    match affinity::restore_locked(&locked, &mut ProcFiles).context("restoring the IRQ masks")? {
         Restored::Nothing => print(&format!(
             "Nothing to restore: no applied plan is saved in {}.\n",
             dir.path().display()

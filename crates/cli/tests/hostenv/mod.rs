@@ -21,8 +21,12 @@ const INNER_ENV: &str = "IRQLAB_TEST_IN_MOUNT_NS";
 /// (`include/linux/pm_qos.h`, 2000 s in us).
 pub const QOS_DEFAULT_US: i32 = 2_000_000_000;
 
+/// The irqlab under test: this build's, or `$IRQLAB_BIN` (to show that a test fails with an
+/// older binary).
 pub fn irqlab() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_irqlab"))
+    std::env::var_os("IRQLAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_irqlab")))
 }
 
 pub fn is_root() -> bool {
@@ -92,6 +96,67 @@ pub fn run_in_mount_namespace(name: &str) {
     eprintln!("--- {name}, in its own mount namespace:\n{stdout}{stderr}");
     assert!(out.status.success(), "{name} failed: {:?}", out.status);
     assert!(stdout.contains("1 passed"), "{name} did not run");
+}
+
+/// Why the tests in a PID namespace of their own cannot run here, if they cannot.
+pub fn pid_namespace_skip_reason() -> Option<String> {
+    if !is_root() {
+        return Some("not root (a PID namespace of its own needs it)".into());
+    }
+    if !have("unshare") {
+        return Some("no unshare(1) to set up a private PID namespace".into());
+    }
+    None
+}
+
+/// Run the `#[ignore]`d test `name` of this test binary as PID 1 of a PID namespace and a mount
+/// namespace of its own (with its own `/proc`): a test that kills processes, or checks that
+/// irqlab does not kill every process it may signal, can then reach no process outside it.
+/// Skips with the reason where it cannot run.
+pub fn run_in_pid_namespace(name: &str) {
+    if let Some(why) = pid_namespace_skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--",
+        ])
+        .arg(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+            name,
+        ])
+        .env(INNER_ENV, "pid")
+        .output()
+        .expect("unshare runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    eprintln!("--- {name}, in its own PID namespace:\n{stdout}{stderr}");
+    assert!(out.status.success(), "{name} failed: {:?}", out.status);
+    assert!(stdout.contains("1 passed"), "{name} did not run");
+}
+
+/// The start of each inner test of [`run_in_pid_namespace`]: true to go on; false (with the
+/// reason printed) when run by hand outside its namespace.
+pub fn inner_pid_may_run() -> bool {
+    if std::env::var_os(INNER_ENV).is_some_and(|v| v == "pid") && std::process::id() == 1 {
+        true
+    } else {
+        eprintln!("skipped: runs only as PID 1 of its own PID namespace (see hostenv)");
+        false
+    }
 }
 
 /// Whether this process runs in a private mount namespace set up by [`run_in_mount_namespace`]
