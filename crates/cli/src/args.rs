@@ -29,12 +29,13 @@ that cannot be placed).";
 const EXIT_PLAN_GROUP: &str = "Exit status: 0 done; 2 bad input (a platform that cannot be \
 read, a card that cannot be placed, a flow naming no NIC there), or (affinity --host) --apply and \
 --restore refused or stopped by a signal; 3 (affinity --host) a mask could not be put back (the \
-message says how to by hand).";
+message says how to by hand), or a mask read back after --apply is not the plan's (named).";
 const EXIT_PLAN_AFFINITY: &str = "Exit status: 0 done (also --apply with IRQs the kernel \
 would not move, which it names, and --restore with nothing to restore); 2 bad input (a platform \
 that cannot be read, a card that cannot be placed, a flow naming no NIC there), or --apply and \
 --restore refused (not root, an applied plan not restored yet) or stopped by a signal (what was \
-set is put back); 3 a mask could not be put back (the message says how to by hand).";
+set is put back); 3 a mask could not be put back (the message says how to by hand), or a mask \
+read back after --apply is not the plan's (the IRQs named).";
 const EXIT_SWEEP: &str = "Exit status: 0 done (merge of draws: every row passes); 1 (merge of \
 draws) a row fails or is undecided; 2 bad input, a run that cannot complete, or (merge) points \
 without a result (the message names the shards to run again) or a point twice with different \

@@ -2,9 +2,26 @@
 
 use anyhow::Result;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Write to stdout, flushed (a closed pipe is an error the caller ends on quietly).
+/// Set when a result file goes to standard output (`--json -`): the text meant for stdout goes
+/// to stderr then, so that stdout holds the file alone (`irqlab host --json - | jq`).
+static STDOUT_IS_A_RESULT: AtomicBool = AtomicBool::new(false);
+
+/// A result file will be written to standard output: [`print`] writes to stderr from now on.
+pub fn stdout_is_a_result() {
+    STDOUT_IS_A_RESULT.store(true, Ordering::Relaxed);
+}
+
+/// Write to stdout, flushed (a closed pipe is an error the caller ends on quietly); to stderr
+/// when stdout carries a result file ([`stdout_is_a_result`]).
 pub fn print(s: &str) -> Result<()> {
+    if STDOUT_IS_A_RESULT.load(Ordering::Relaxed) {
+        let mut err = std::io::stderr().lock();
+        err.write_all(s.as_bytes())?;
+        err.flush()?;
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())?;
     out.flush()?;
@@ -22,7 +39,7 @@ pub fn warning(text: &str) {
 
 /// Say where each file went (stderr: the files are the result, the list is not).
 pub fn wrote(files: &[std::path::PathBuf]) {
-    for f in files {
+    for f in files.iter().filter(|f| !irqlab_report::is_stdout(f)) {
         let _ = writeln!(std::io::stderr(), "irqlab: wrote {}", f.display());
     }
 }

@@ -64,6 +64,9 @@ pub enum PlotError {
     Draw { path: String, reason: String },
     #[error("the run has no distribution to plot (no histograms in the result)")]
     Empty,
+    /// The figure is drawn, but its file cannot be written (`crate::write_atomic`).
+    #[error(transparent)]
+    Write(#[from] crate::ReportError),
 }
 
 /// How a legend entry shows what it names.
@@ -200,13 +203,14 @@ struct Figure<'a> {
 }
 
 impl<'a> Figure<'a> {
-    fn new(path: &'a Path, legend: Vec<Entry>) -> Result<Self, PlotError> {
-        Figure::with_note(path, legend, None)
+    fn new(svg: &'a mut String, path: &'a Path, legend: Vec<Entry>) -> Result<Self, PlotError> {
+        Figure::with_note(svg, path, legend, None)
     }
 
     /// A figure whose strip also carries `note` (a simulation's `--set` overrides): which run
     /// a figure is of must be readable from the figure itself, not only from its file name.
     fn with_note(
+        svg: &'a mut String,
         path: &'a Path,
         legend: Vec<Entry>,
         note: Option<&str>,
@@ -218,8 +222,12 @@ impl<'a> Figure<'a> {
             (n, 0) => n * LEGEND_ROW + 2 * LEGEND_PAD,
             (n, _) => n * LEGEND_ROW,
         };
-        let root = SVGBackend::new(path, (WIDTH, CHART_HEIGHT + note_height + layout.height()))
-            .into_drawing_area();
+        // Drawn into memory, and written by `save` as every result is: whole or not at all,
+        // through a new temporary file, never through a link planted at the figure's name
+        // (plotters' own SVGBackend::new would File::create the path, following one).
+        let root =
+            SVGBackend::with_string(svg, (WIDTH, CHART_HEIGHT + note_height + layout.height()))
+                .into_drawing_area();
         root.fill(&WHITE)
             .map_err(|e| draw_err(path)(e.to_string()))?;
         let (chart, legend_area) = root.split_vertically(CHART_HEIGHT);
@@ -583,7 +591,8 @@ fn sample_series(
             ),
         ));
     }
-    let fig = Figure::with_note(path, entries, note)?;
+    let mut svg = String::new();
+    let fig = Figure::with_note(&mut svg, path, entries, note)?;
     let (y_lo, y_hi) = (
         min_ns.saturating_sub(pad) as f64 / scale,
         (max_ns + pad) as f64 / scale,
@@ -646,7 +655,8 @@ fn sample_series(
         }
     }
     drop(chart);
-    fig.finish()
+    fig.finish()?;
+    save(path, &svg)
 }
 
 /// A series' legend name: its run (in a comparison) and metric.
@@ -782,7 +792,8 @@ fn forest(u: &UncertaintyReport, path: &Path) -> Result<bool, PlotError> {
             "published value (its interval shaded)",
         ),
     ];
-    let fig = Figure::new(path, entries)?;
+    let mut svg = String::new();
+    let fig = Figure::new(&mut svg, path, entries)?;
     let n = lines.len();
     let caption = format!(
         "validate --uncertainty: {} draws, simulated / published",
@@ -858,7 +869,13 @@ fn forest(u: &UncertaintyReport, path: &Path) -> Result<bool, PlotError> {
         .map_err(|e| err(e.to_string()))?;
     drop(chart);
     fig.finish()?;
+    save(path, &svg)?;
     Ok(true)
+}
+
+/// Write a drawn figure to `path` as [`crate::write_atomic`] writes every result.
+fn save(path: &Path, svg: &str) -> Result<(), PlotError> {
+    Ok(crate::write_atomic(path, svg.as_bytes())?)
 }
 
 fn draw_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {
@@ -954,7 +971,8 @@ fn histogram(
             Entry::new(Swatch::Line(color), label)
         })
         .collect();
-    let fig = Figure::with_note(path, entries, note)?;
+    let mut svg = String::new();
+    let fig = Figure::with_note(&mut svg, path, entries, note)?;
     let x_hi = lo + width * n as f64;
     let xt = Ticks::linear(lo / scale, x_hi / scale, MAX_TICKS, 1.0 / scale);
     let mut chart = fig
@@ -990,7 +1008,8 @@ fn histogram(
         line(&mut chart, pts, h.1).map_err(&err)?;
     }
     drop(chart);
-    fig.finish()
+    fig.finish()?;
+    save(path, &svg)
 }
 
 /// One metric's line.
@@ -1202,7 +1221,8 @@ fn cumulative(
         .iter()
         .map(|&(h, color)| Entry::new(Swatch::Line(color), h.label()))
         .collect();
-    let fig = Figure::with_note(path, entries, note)?;
+    let mut svg = String::new();
+    let fig = Figure::with_note(&mut svg, path, entries, note)?;
     if min_ns > 0 && max_ns > LOG_AXIS_SPAN * min_ns {
         // A far tail (seed 004's clock collisions, seed 002's rare 10 us samples): a log axis
         // keeps the body, where most samples lie, as wide as the tail.
@@ -1237,7 +1257,8 @@ fn cumulative(
         cumulative_curves(chart, format!("latency ({unit})"), &|v| xt.label(v), curves)
             .map_err(&err)?;
     }
-    fig.finish()
+    fig.finish()?;
+    save(path, &svg)
 }
 
 /// The cumulative figures' share axis, 0 to 100% labelled every 10%.

@@ -80,7 +80,7 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     };
     super::check_outputs(json.as_deref(), plot.as_deref())?;
     if let Some(p) = &histogram_out {
-        report::check_writable(p).with_context(|| "--histogram-out")?;
+        super::check_output("--histogram-out", p)?;
     }
     m.timer.validate(&timer::online_cpus()?)?;
     super::host::clean_up_before_measuring();

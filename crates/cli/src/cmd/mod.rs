@@ -23,12 +23,42 @@ use std::path::Path;
 /// a long run or a measurement must not be made only to be lost.
 pub fn check_outputs(json: Option<&Path>, plot: Option<&Path>) -> Result<()> {
     if let Some(p) = json {
-        report::check_writable(p).with_context(|| "--json")?;
+        check_output("--json", p)?;
     }
     if let Some(d) = plot {
+        if report::is_stdout(d) {
+            anyhow::bail!(
+                "--plot -: figures are files in a directory, not standard output; give a \
+                 directory"
+            );
+        }
         report::check_plot_dir(d).with_context(|| "--plot")?;
     }
     Ok(())
+}
+
+/// The flag whose file goes to standard output (`-`), if one does: only one can.
+static STDOUT_FLAG: std::sync::Mutex<Option<&'static str>> = std::sync::Mutex::new(None);
+
+/// Refuse, before anything runs, a result file `flag` names that cannot be written (see
+/// `irqlab_report::write_atomic` for what is written in place and what is refused). `-` is
+/// standard output, for one flag only; the text the command prints then goes to stderr.
+pub fn check_output(flag: &'static str, path: &Path) -> Result<()> {
+    if report::is_stdout(path) {
+        let mut taken = STDOUT_FLAG
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(other) = *taken {
+            if other != flag {
+                anyhow::bail!(
+                    "{flag} -: standard output already takes {other}'s file; give {flag} a file"
+                );
+            }
+        }
+        *taken = Some(flag);
+        crate::ui::stdout_is_a_result();
+    }
+    report::check_writable(path).with_context(|| flag)
 }
 
 /// A short, stable tag of the flags that change a deterministic result (`--set`, `--seed`,

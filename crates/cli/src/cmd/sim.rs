@@ -75,7 +75,7 @@ fn result_flags(a: &SimArgs) -> Vec<String> {
 pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     super::check_outputs(a.json.as_deref(), a.plot.as_deref())?;
     if let Some(p) = &a.histogram_out {
-        irqlab_report::check_writable(p).with_context(|| "--histogram-out")?;
+        super::check_output("--histogram-out", p)?;
     }
     let file = resolve(&a.scenario)?;
     let counter = Arc::new(AtomicU64::new(0));
