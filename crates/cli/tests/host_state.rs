@@ -234,7 +234,12 @@ fn inner_several_mounts_and_a_concurrent_tracer() {
             .stderr(Stdio::piped());
         Running::new(c)
     };
+    // The second starts once the first measures, so each sees the other (issue 37: they ran
+    // without telling each other).
     let irqs = start(&["measure", "irqs"]);
+    assert!(wait_until(20, || state
+        .change_of(irqs.pid(), "trace_instance")
+        .is_some()));
     let timer = start(&["measure", "timer", "--trace", "--cpus", "0"]);
     let pids = [irqs.pid(), timer.pid()];
     assert!(wait_until(20, || pids
@@ -248,15 +253,21 @@ fn inner_several_mounts_and_a_concurrent_tracer() {
         );
     }
     assert_eq!(tracefs_mounts(), mounts);
-    for (run, expect) in [(irqs, "Hard IRQ handlers"), (timer, "thread_latency[cpu0]")] {
+    for ((run, expect), other) in [(irqs, "Hard IRQ handlers"), (timer, "thread_latency[cpu0]")]
+        .into_iter()
+        .zip([pids[1], pids[0]])
+    {
         let out = run.wait_with_output();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
         assert!(stdout.contains(expect), "{stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "warning: another irqlab measured at the same time (pid {other}: "
+            )),
+            "not told of irqlab {other}: {stderr}"
+        );
     }
 
     // The tracer recorded all along, and its settings are its own.

@@ -599,6 +599,57 @@ impl Recorded {
     pub fn keep(self) {}
 }
 
+/// Another irqlab process that holds host changes for a measurement now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Concurrent {
+    pub owner: ProcessId,
+    /// Its command line, as recorded.
+    pub command: String,
+}
+
+/// The irqlab processes other than this one that are measuring now, as their state files in
+/// `dir` say (a tracing instance, a private tracefs mount, a load, a PM QoS request): two
+/// measurements at once each add their timer threads, trace events and load to the other's
+/// latencies, and neither would know it.
+pub fn measuring_now(dir: &StateDir) -> Vec<Concurrent> {
+    let me = std::process::id() as i32;
+    let boot = boot_id();
+    let Ok(entries) = std::fs::read_dir(dir.path()) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Concurrent> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                return None;
+            }
+            let owner = owner_from_name(&name)?;
+            if owner.pid == me || !owner.is_running() {
+                return None;
+            }
+            let record: Record = serde_json::from_str(&read_own_file(&e.path()).ok()?).ok()?;
+            let measuring = record.of_boot(&boot)
+                && record.owner == owner
+                && record.changes.iter().any(|c| {
+                    matches!(
+                        serde_json::from_value::<Entry>(c.clone()).map(|e| e.change),
+                        Ok(Change::TraceInstance { .. }
+                            | Change::TracefsMount { .. }
+                            | Change::LoadGroup { .. }
+                            | Change::PmQos { .. })
+                    )
+                });
+            measuring.then_some(Concurrent {
+                owner,
+                command: record.command,
+            })
+        })
+        .collect();
+    found.sort_by_key(|c| c.owner.pid);
+    found
+}
+
 /// The state directories whose lock this process holds (one entry per [`DirLock`]).
 static LOCKED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 

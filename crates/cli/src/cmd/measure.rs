@@ -84,10 +84,17 @@ pub fn timer(a: TimerArgs, inv: &Invocation) -> Result<()> {
     }
     m.timer.validate(&timer::online_cpus()?)?;
     super::host::clean_up_before_measuring();
+    let mut beside = Concurrent::default();
+    beside.look();
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let mut live = LiveLines::new(!quiet);
-    let measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| live.show(s))?;
+    let mut measured = irqlab_host::timer_report::run(&m, &stop, &mut |s| {
+        live.show(s);
+        beside.look();
+    })?;
     live.finish();
+    beside.look();
+    measured.report.warnings.extend(beside.warning());
     let made = inv.made(
         &TimerSettings {
             cpus: &cpus,
@@ -145,13 +152,19 @@ pub fn irqs(a: IrqsArgs, inv: &Invocation) -> Result<()> {
     } = a;
     super::check_outputs(json.as_deref(), None)?;
     super::host::clean_up_before_measuring();
+    let mut beside = Concurrent::default();
+    beside.look();
     let stop = irqlab_host::signals::stop_flag().context("installing signal handlers")?;
     let opts = irqlab_host::irqs::IrqsOptions {
         duration,
         buffer_kb,
     };
     let r = irqlab_host::irqs::measure_irqs(&opts, &stop)?;
+    beside.look();
     print(&report::irq_activity_text(&r))?;
+    if let Some(w) = beside.warning() {
+        crate::ui::warning(&w);
+    }
     if let Some(path) = &json {
         let made = inv.made(
             &IrqsSettings {
@@ -163,4 +176,35 @@ pub fn irqs(a: IrqsArgs, inv: &Invocation) -> Result<()> {
         write_json(path, Kind::MeasureIrqs, &made, &r).with_context(|| "--json")?;
     }
     Ok(())
+}
+
+/// The other irqlab measurements seen at this one's start and end (`state::measuring_now`):
+/// each adds its threads, trace events and load to the other's latencies, so each is told.
+#[derive(Default)]
+struct Concurrent(Vec<irqlab_host::state::Concurrent>);
+
+impl Concurrent {
+    fn look(&mut self) {
+        for c in irqlab_host::state::measuring_now(&irqlab_host::state::StateDir::locate()) {
+            if !self.0.contains(&c) {
+                self.0.push(c);
+            }
+        }
+    }
+
+    /// The warning, if another measurement ran beside this one.
+    fn warning(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| {
+            format!(
+                "another irqlab measured at the same time ({}): its timer threads, trace events \
+                 and load add to this measurement's latencies, and this one's to its; measure \
+                 one at a time for figures you compare",
+                self.0
+                    .iter()
+                    .map(|c| format!("pid {}: '{}'", c.owner.pid, c.command))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })
+    }
 }
