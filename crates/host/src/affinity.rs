@@ -1208,6 +1208,14 @@ fn put_back_record(
     mut record: AppliedRecord,
     w: &mut dyn MaskWriter,
 ) -> Result<Restored, HostError> {
+    // A tree's directory holds only what irqlab did to that tree (`StateDir::for_root`).
+    if let Some(tree) = dir.tree().filter(|t| *t != record.root) {
+        return Err(dir.error(format!(
+            "its applied record names the tree {}, not {}, whose directory it is in: left as is",
+            record.root.display(),
+            tree.display()
+        )));
+    }
     let path = dir.path().join(APPLIED_FILE);
     let table = Table::read(&record.root.join("proc/interrupts")).ok();
     let mut irqs = Vec::new();

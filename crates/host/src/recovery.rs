@@ -515,6 +515,48 @@ mod tests {
         assert!(live.exists());
     }
 
+    /// A tree's own directory (`--root TREE`) holds only the tree's IRQ masks: a record there
+    /// naming a load, or the host's masks, is not acted on.
+    #[test]
+    fn a_trees_records_act_on_nothing_outside_the_tree() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().canonicalize().unwrap();
+        let dir = StateDir::of_tree(&tree);
+        let dead = dead_process();
+        let mut victim = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let changes = [
+            Change::LoadGroup {
+                command: "sleep 30".into(),
+                leader: ProcessId::of(victim.id() as i32),
+            },
+            Change::IrqAffinity {
+                irq: 4_000_000,
+                old_mask: "1".into(),
+                root: "/".into(),
+            },
+        ];
+        let path = write_record(&dir, dead, &changes);
+        let c = clean_up_after_dead_in(&dir).unwrap();
+        assert_eq!(c.len(), 1);
+        assert!(c[0].undone.is_empty(), "{c:?}");
+        assert_eq!(c[0].failed.len(), 2, "{c:?}");
+        assert!(
+            c[0].failed.iter().all(|f| f.contains("is not the tree's")),
+            "{c:?}"
+        );
+        assert!(path.exists(), "kept for the user to look at");
+        assert!(
+            victim.try_wait().unwrap().is_none(),
+            "a tree's record killed a process"
+        );
+        victim.kill().unwrap();
+        victim.wait().unwrap();
+    }
+
     #[test]
     fn an_unreadable_record_is_named_and_kept() {
         let (_t, dir) = state_dir();

@@ -324,6 +324,17 @@ impl StateDir {
         }
     }
 
+    /// A tree's directory, as [`StateDir::for_root`] gives it without `$IRQLAB_STATE_DIR` (for
+    /// tests, which must not depend on the environment).
+    #[cfg(test)]
+    pub(crate) fn of_tree(tree: &Path) -> StateDir {
+        StateDir {
+            path: tree.join("run/irqlab"),
+            remove_when_empty: true,
+            tree: Some(tree.to_path_buf()),
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
