@@ -682,7 +682,7 @@ fn open_no_symlinks(file: &Path) -> std::io::Result<std::fs::File> {
         ))
     };
     match openat2(libc::AT_FDCWD, file, how) {
-        Ok(fd) => Ok(owned_file(fd)),
+        Ok(fd) => Ok(crate::sys::owned_file(fd)),
         Err(nix::errno::Errno::ELOOP) => {
             let link = file
                 .ancestors()
@@ -706,14 +706,6 @@ fn open_no_symlinks(file: &Path) -> std::io::Result<std::fs::File> {
         }
         Err(e) => Err(std::io::Error::from(e)),
     }
-}
-
-/// A descriptor openat2(2) returned, owned.
-#[allow(unsafe_code)]
-fn owned_file(fd: std::os::fd::RawFd) -> std::fs::File {
-    use std::os::fd::FromRawFd;
-    // SAFETY: `fd` is a new descriptor that openat2 just returned and nothing else owns.
-    unsafe { std::fs::File::from_raw_fd(fd) }
 }
 
 /// Write `mask` unless the file says the kernel would refuse it, and read it back: the mask as

@@ -3,7 +3,9 @@
 //! (584 years from boot before they wrap).
 //!
 //! This is the only module of the crate with `unsafe`: the two calls nix 0.29 does not wrap
-//! (`pthread_setschedparam`, `getrlimit`), each in one block with its SAFETY argument.
+//! (`pthread_setschedparam`, `getrlimit`), and taking ownership of the descriptor nix's
+//! `openat2` returns as a raw number ([`owned_file`]), each in one block with its SAFETY
+//! argument.
 
 #![allow(unsafe_code)]
 
@@ -156,4 +158,12 @@ mod tests {
         assert_eq!(pin_current_thread(1 << 20), Err(Errno::EINVAL));
         memlock_limit_bytes().unwrap();
     }
+}
+
+/// The descriptor `openat2(2)` returned (nix 0.29 gives it as a raw number), as an owned file.
+pub(crate) fn owned_file(fd: std::os::fd::RawFd) -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` is a new descriptor that openat2 just returned to the caller, open, and
+    // owned by nothing else; the File takes it over and closes it once.
+    unsafe { std::fs::File::from_raw_fd(fd) }
 }
