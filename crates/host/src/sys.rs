@@ -114,6 +114,14 @@ fn timespec_ns(t: &TimeSpec) -> u64 {
     (t.tv_sec() as u64) * NS_PER_S + t.tv_nsec() as u64
 }
 
+/// The descriptor `openat2(2)` returned (nix 0.29 gives it as a raw number), as an owned file.
+pub(crate) fn owned_file(fd: std::os::fd::RawFd) -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` is a new descriptor that openat2 just returned to the caller, open, and
+    // owned by nothing else; the File takes it over and closes it once.
+    unsafe { std::fs::File::from_raw_fd(fd) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,12 +166,4 @@ mod tests {
         assert_eq!(pin_current_thread(1 << 20), Err(Errno::EINVAL));
         memlock_limit_bytes().unwrap();
     }
-}
-
-/// The descriptor `openat2(2)` returned (nix 0.29 gives it as a raw number), as an owned file.
-pub(crate) fn owned_file(fd: std::os::fd::RawFd) -> std::fs::File {
-    use std::os::fd::FromRawFd;
-    // SAFETY: `fd` is a new descriptor that openat2 just returned to the caller, open, and
-    // owned by nothing else; the File takes it over and closes it once.
-    unsafe { std::fs::File::from_raw_fd(fd) }
 }
