@@ -456,7 +456,7 @@ impl LatencyHistogram {
         match (buckets.first(), self.overflows) {
             (Some(&(lo, hi, _)), _) if !(lo..=hi).contains(&min) => {
                 return bad(format!(
-                    "min_ns {min} is not in the lowest bucket the counts hold ({lo}..={hi} ns)"
+                    "min_ns {min} is not in the lowest bucket the counts hold ({lo} to {hi} ns)"
                 ))
             }
             (None, _) if min <= HIGHEST_TRACKABLE_NS => {
@@ -470,7 +470,7 @@ impl LatencyHistogram {
         match (buckets.last(), self.overflows) {
             (Some(&(lo, hi, _)), 0) if !(lo..=hi).contains(&max) => {
                 return bad(format!(
-                    "max_ns {max} is not in the highest bucket the counts hold ({lo}..={hi} ns), \
+                    "max_ns {max} is not in the highest bucket the counts hold ({lo} to {hi} ns), \
                      and no sample overflowed"
                 ))
             }
@@ -494,7 +494,7 @@ impl LatencyHistogram {
         high = high.saturating_add(over * u128::from(max));
         if !(low..=high).contains(&self.sum_ns) {
             return bad(format!(
-                "sum_ns {} is not what the counts and extremes allow ({low}..={high} ns for {} \
+                "sum_ns {} is not what the counts and extremes allow ({low} to {high} ns for {} \
                  samples)",
                 self.sum_ns,
                 self.count()
