@@ -182,16 +182,24 @@ pub struct ShardResults {
 /// replaced by another run's) passes; running a shard again beside the others is the check
 /// for that (a point whose results differ is refused).
 pub fn points_sha256(manifest: &Manifest, shard: u32, of: u32, points: &[PointResult]) -> String {
+    sealed(&manifest_sha256(manifest), shard, of, points)
+}
+
+/// SHA-256 of the manifest's compact JSON: once per merge, however many shards.
+fn manifest_sha256(manifest: &Manifest) -> [u8; 32] {
     use sha2::{Digest, Sha256};
-    fn json<T: Serialize + ?Sized>(v: &T) -> Vec<u8> {
-        serde_json::to_vec(v).expect("a manifest and its results always serialize")
-    }
+    Sha256::digest(serde_json::to_vec(manifest).expect("a manifest always serializes")).into()
+}
+
+/// [`points_sha256`] with the manifest's SHA-256.
+fn sealed(manifest_sha256: &[u8; 32], shard: u32, of: u32, points: &[PointResult]) -> String {
+    use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(b"irqlab sweep shard points v1\0");
-    h.update(Sha256::digest(json(manifest)));
+    h.update(manifest_sha256);
     h.update(shard.to_be_bytes());
     h.update(of.to_be_bytes());
-    h.update(json(points));
+    h.update(serde_json::to_vec(points).expect("results always serialize"));
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -985,10 +993,11 @@ impl Sweep {
                 .collect::<Result<_, _>>()?,
             Manifest::Draws(_) => Vec::new(),
         };
+        let manifest = manifest_sha256(&self.manifest);
         let rejected: Vec<Rejected> = shards
             .iter()
             .filter_map(|(file, s)| {
-                let reasons = self.check_shard(s, &cells);
+                let reasons = self.check_shard(s, &manifest, &cells);
                 (!reasons.is_empty()).then(|| Rejected {
                     file: file.clone(),
                     shard: s.shard,
@@ -1079,12 +1088,17 @@ impl Sweep {
         }
     }
 
-    /// Why the merge refuses a shard's results (nothing: it takes them); `cells`: a grid's
-    /// models, cell by cell. The first few reasons: one is enough to run the shard again.
-    fn check_shard(&self, s: &ShardResults, cells: &[Simulation]) -> Vec<String> {
+    /// Why the merge refuses a shard's results (nothing: it takes them); `manifest_sha256`:
+    /// [`manifest_sha256`] of this sweep's; `cells`: a grid's models, cell by cell. The first few reasons: one is enough to run the shard again.
+    fn check_shard(
+        &self,
+        s: &ShardResults,
+        manifest_sha256: &[u8; 32],
+        cells: &[Simulation],
+    ) -> Vec<String> {
         const SHOWN: usize = 3;
         let mut reasons = Vec::new();
-        let digest = points_sha256(&self.manifest, s.shard, s.of, &s.points);
+        let digest = sealed(manifest_sha256, s.shard, s.of, &s.points);
         match &s.points_sha256 {
             None => {
                 return vec![format!(
