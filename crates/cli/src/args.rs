@@ -38,8 +38,9 @@ set is put back); 3 a mask could not be put back (the message says how to by han
 read back after --apply is not the plan's (the IRQs named).";
 const EXIT_SWEEP: &str = "Exit status: 0 done (merge of draws: every row passes); 1 (merge of \
 draws) a row fails or is undecided; 2 bad input, a run that cannot complete, or (merge) points \
-without a result (the message names the shards to run again) or a point twice with different \
-results.";
+without a result (the message names the shards to run again), a point twice with different \
+results, or a shard's results that fail the merge's checks (each file named with why; nothing is \
+written).";
 
 #[derive(Parser)]
 #[command(
@@ -233,9 +234,10 @@ pub enum Sweep {
     /// and write their results to DIR/shard-I-of-N.json.
     #[command(after_help = EXIT_SWEEP)]
     Run(SweepRunArgs),
-    /// Merge the shards' results in DIR: every point exactly once (else the shards to run
-    /// again are named), then the report: for draws the validation with its uncertainty
-    /// section, as validate --uncertainty N prints it; for a grid a table of every cell.
+    /// Merge the shards' results in DIR: each file's digest and histograms checked, every point
+    /// exactly once (else the shards to run again are named), then the report: for draws the
+    /// validation with its uncertainty section, as validate --uncertainty N prints it; for a
+    /// grid a table of every cell.
     #[command(after_help = EXIT_SWEEP)]
     Merge(SweepMergeArgs),
 }

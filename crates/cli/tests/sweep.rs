@@ -43,6 +43,17 @@ fn result_text(path: &Path) -> String {
     text[at..].to_string()
 }
 
+/// Give an edited shard's `result` the digest of its points again, as anyone who can write the
+/// file can (the digest is no signature): only the merge's checks of consistency are left.
+fn reseal(dir: &Path, manifest: &str, result: &mut serde_json::Value) {
+    use irqlab_sim::sweep::{points_sha256, Manifest, ShardResults};
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(manifest)).unwrap()).unwrap();
+    let m: Manifest = serde_json::from_value(m["result"].clone()).unwrap();
+    let s: ShardResults = serde_json::from_value(result.clone()).unwrap();
+    result["points_sha256"] = points_sha256(&m, s.shard, s.of, &s.points).into();
+}
+
 /// Run every shard of `of` of `manifest` into `out`.
 fn run_shards(dir: &Path, manifest: &str, of: u32, out: &str) {
     for shard in 0..of {
@@ -261,12 +272,14 @@ fn a_point_twice_merges_once_unless_its_results_differ() {
     let both = ok(d, &["sweep", "merge", "m.json", "three"], 1);
     assert_eq!(both, ok(d, &["sweep", "merge", "m.json", "one"], 1));
 
-    // Draw 1's first row with another value: not the same point.
+    // Draw 1's first row with another value, sealed again (as another irqlab build or other
+    // files would have made it): not the same point.
     let path = d.join("three/shard-1-of-3.json");
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let value = &mut v["result"]["points"][0]["rows"][0]["value"];
     *value = (value.as_f64().unwrap() * 1.5).into();
+    reseal(d, "m.json", &mut v["result"]);
     std::fs::write(
         d.join("three/shard-1-of-3-edited.json"),
         serde_json::to_string(&v).unwrap(),
@@ -532,5 +545,260 @@ fn a_free_parameter_fitted_in_each_draw_comes_through_shards_as_through_validate
     assert_eq!(
         result_text(&d.join("merged.json")),
         result_text(&d.join("validate.json"))
+    );
+}
+
+/// A grid of 2 cells x 2 points of 500 samples (seed 000's workstation: isr_latency and
+/// tasklet_latency), run as 2 shards into `good`: shard 0 holds points 0 (cell 0) and 2
+/// (cell 1), shard 1 points 1 and 3.
+fn grid_of_two_shards(dir: &Path) {
+    ok(
+        dir,
+        &[
+            "sweep",
+            "plan",
+            "--out",
+            "g.json",
+            "--scenario",
+            "seed000/ws",
+            "--grid",
+            "delivery=msi,xtpic",
+            "--samples",
+            "500",
+            "--repeat",
+            "2",
+        ],
+        0,
+    );
+    run_shards(dir, "g.json", 2, "good");
+}
+
+/// An edit of a shard's `result`.
+type Edit = fn(&mut serde_json::Value);
+
+/// The edits issue 37 made to shard results, each to shard 0's JSON `result` (`metrics[0]` is
+/// isr_latency, `metrics[1]` tasklet_latency; `points[0]` is cell 0's, `points[1]` cell 1's),
+/// with what the merge says of it once the digest is made again to match (`None`: nothing; the
+/// edit keeps every histogram whole, and only the digest, or running the shard again, tells).
+fn tamperings() -> Vec<(&'static str, Edit, Option<&'static str>)> {
+    fn hist(r: &mut serde_json::Value, point: usize, metric: usize) -> &mut serde_json::Value {
+        &mut r["points"][point]["metrics"][metric]["histogram"]
+    }
+    fn times(v: &mut serde_json::Value, by: u64) {
+        *v = (v.as_u64().unwrap() * by).into();
+    }
+    vec![
+        ("sum-x10", |r| {
+            let s = &mut hist(r, 0, 0)["sum_ns"];
+            *s = (s.as_str().unwrap().parse::<u128>().unwrap() * 10)
+                .to_string()
+                .into();
+        }, Some("DIR/shard-0-of-2.json: point 0: isr_latency: sum_ns ")),
+        ("min-below-the-counts", |r| {
+            let m = &mut hist(r, 0, 0)["min_ns"];
+            *m = (m.as_u64().unwrap() / 2).into();
+        }, Some("DIR/shard-0-of-2.json: point 0: isr_latency: min_ns ")),
+        ("max-beyond-the-counts", |r| times(&mut hist(r, 0, 0)["max_ns"], 3), Some("DIR/shard-0-of-2.json: point 0: isr_latency: max_ns ")),
+        ("overflows", |r| hist(r, 0, 0)["overflows"] = 3.into(), Some("DIR/shard-0-of-2.json: point 0: isr_latency: overflows 3, but max_ns ")),
+        ("v2-byte-flipped", |r| {
+            use base64::Engine;
+            let b64 = base64::engine::general_purpose::STANDARD;
+            let h = &mut hist(r, 0, 0)["hdr_v2_base64"];
+            let mut bytes = b64.decode(h.as_str().unwrap()).unwrap();
+            // A count in the payload (the 40-byte header is cookie, length and bounds).
+            let at = 40 + (bytes.len() - 40) / 2;
+            bytes[at] ^= 0x04;
+            *h = b64.encode(bytes).into();
+        }, Some("DIR/shard-0-of-2.json: point 0: isr_latency: ")),
+        ("metrics-swapped", |r| {
+            let m = r["points"][0]["metrics"].as_array_mut().unwrap();
+            let isr = m[0]["histogram"].take();
+            m[0]["histogram"] = m[1]["histogram"].take();
+            m[1]["histogram"] = isr;
+        }, None),
+        ("cells-swapped", |r| {
+            let a = hist(r, 0, 0).take();
+            *hist(r, 0, 0) = hist(r, 1, 0).take();
+            *hist(r, 1, 0) = a;
+        }, None),
+        ("metric-renamed", |r| {
+            r["points"][0]["metrics"][0]["name"] = "irq_latency".into()
+        }, Some("DIR/shard-0-of-2.json: point 0: irq_latency is no metric of this model's (those are round_trip, cyclictest_latency, isr_latency, tasklet_latency)")),
+        ("metric-removed", |r| {
+            // Cell 0's tasklet_latency: 500 samples merged instead of 1,000.
+            r["points"][0]["metrics"].as_array_mut().unwrap().remove(1);
+        }, Some(
+                "DIR/shard-1-of-2.json: point 1 of cell 0 (delivery=msi) has other metrics \
+                 isr_latency, tasklet_latency; point 0 has isr_latency (in DIR/shard-0-of-2.json)",
+            )),
+        ("count-changed", |r| {
+            // Every metric of the point with 250 samples of a value it has, not 500.
+            for m in r["points"][0]["metrics"].as_array_mut().unwrap() {
+                let mut h = irqlab_stats::LatencyHistogram::new();
+                h.record_n(m["histogram"]["min_ns"].as_u64().unwrap(), 250);
+                m["histogram"] = serde_json::to_value(h.to_serialized()).unwrap();
+            }
+        }, Some("DIR/shard-0-of-2.json: point 0: its metrics hold at most 250 samples, but the point ran 500")),
+    ]
+}
+
+/// Copy the shards in `good` to `to`, shard 0's result edited by `edit`, and its digest made
+/// again to match if `reseal`.
+fn tampered_copy(d: &Path, to: &str, edit: Edit, reseal: bool) {
+    std::fs::create_dir(d.join(to)).unwrap();
+    for shard in ["shard-0-of-2.json", "shard-1-of-2.json"] {
+        let text = std::fs::read_to_string(d.join("good").join(shard)).unwrap();
+        let text = if shard == "shard-0-of-2.json" {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            edit(&mut v["result"]);
+            if reseal {
+                self::reseal(d, "g.json", &mut v["result"]);
+            }
+            serde_json::to_string_pretty(&v).unwrap()
+        } else {
+            text
+        };
+        std::fs::write(d.join(to).join(shard), text).unwrap();
+    }
+}
+
+/// Merge the shards in `results` into `{results}.merged.json`: exit status 2 with nothing on
+/// standard output and no file written; the error.
+fn refused(d: &Path, results: &str) -> String {
+    let out = format!("{results}.merged.json");
+    let (stdout, err, code) = irqlab(d, &["sweep", "merge", "g.json", results, "--json", &out]);
+    assert_eq!(code, 2, "{results}: merged\n{stdout}\n{err}");
+    assert!(stdout.is_empty(), "{results}: {stdout}");
+    assert!(!d.join(&out).exists(), "{results}: nothing written");
+    assert!(
+        err.contains(&format!(
+            "delete it and run its shard again:\n  irqlab sweep run g.json --shard 0 --of 2 --out \
+             {results}"
+        )) || err.contains("--shard 1 --of 2"),
+        "{results}: the shard to run again\n{err}"
+    );
+    err
+}
+
+#[test]
+fn an_edited_shard_is_named_with_its_reason_and_nothing_is_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    grid_of_two_shards(d);
+    let good = ok(d, &["sweep", "merge", "g.json", "good"], 0);
+    for (name, edit, sealed_reason) in tamperings() {
+        // As edited: the points' digest is not the one the file carries.
+        tampered_copy(d, name, edit, false);
+        let err = refused(d, name);
+        assert!(
+            err.contains(&format!(
+                "{name}/shard-0-of-2.json: its points are not those irqlab sweep run wrote"
+            )),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("shard-1-of-2.json:"), "{name}: {err}");
+        // With the digest made again: what the checks of consistency find.
+        let sealed = format!("sealed-{name}");
+        tampered_copy(d, &sealed, edit, true);
+        match sealed_reason {
+            Some(reason) => {
+                let err = refused(d, &sealed);
+                let reason = reason.replace("DIR", &sealed);
+                assert!(err.contains(&reason), "{sealed}: {reason}\n{err}");
+                assert!(!err.contains("its points are not those"), "{sealed}: {err}");
+            }
+            // The limit the sweep docs state: whole histograms swapped pass the checks.
+            None => assert_ne!(ok(d, &["sweep", "merge", "g.json", &sealed], 0), good),
+        }
+    }
+
+    // Several at once: each named, and no other.
+    std::fs::create_dir(d.join("several")).unwrap();
+    for (from, file) in [
+        ("sum-x10", "shard-0-of-2.json"),
+        ("sealed-metric-renamed", "shard-0-of-2.json"),
+    ] {
+        std::fs::copy(
+            d.join(from).join(file),
+            d.join("several").join(format!("{from}.json")),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        d.join("good/shard-1-of-2.json"),
+        d.join("several/shard-1-of-2.json"),
+    )
+    .unwrap();
+    let err = refused(d, "several");
+    assert!(
+        err.contains("2 shard results failed the merge's checks"),
+        "{err}"
+    );
+    assert!(
+        err.contains("several/sum-x10.json: its points are not"),
+        "{err}"
+    );
+    assert!(
+        err.contains("several/sealed-metric-renamed.json: point 0: irq_latency is no metric"),
+        "{err}"
+    );
+    assert!(!err.contains("several/shard-1-of-2.json"), "{err}");
+
+    // A shard of an irqlab before the digest: run it again.
+    let path = d.join("good/shard-0-of-2.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["result"].as_object_mut().unwrap().remove("points_sha256");
+    std::fs::create_dir(d.join("old")).unwrap();
+    std::fs::write(d.join("old/shard-0-of-2.json"), v.to_string()).unwrap();
+    std::fs::copy(
+        d.join("good/shard-1-of-2.json"),
+        d.join("old/shard-1-of-2.json"),
+    )
+    .unwrap();
+    let err = refused(d, "old");
+    assert!(
+        err.contains(
+            "old/shard-0-of-2.json: it has no points_sha256, so an irqlab older than this \
+             merge's wrote it"
+        ),
+        "{err}"
+    );
+
+    // Points moved to the file of another shard: the digest binds them to their shard.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["result"]["shard"] = 1.into();
+    std::fs::create_dir(d.join("moved")).unwrap();
+    std::fs::write(d.join("moved/shard-1-of-2.json"), v.to_string()).unwrap();
+    let err = refused(d, "moved");
+    assert!(
+        err.contains("moved/shard-1-of-2.json: its points are not those irqlab sweep run wrote")
+            && err.contains("point 0 is not one of shard 1 of 2's"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_named_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    grid_of_two_shards(d);
+    let good = ok(d, &["sweep", "merge", "g.json", "good"], 0);
+    std::fs::write(d.join("good/notes.json"), b"\xff\xfe{}").unwrap();
+    // A name that is not UTF-8 either.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"odd-\xff.json");
+    std::fs::write(d.join("good").join(odd), b"\xff").unwrap();
+    let (out, err, code) = irqlab(d, &["sweep", "merge", "g.json", "good"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, good);
+    assert!(
+        err.contains("skipped good/notes.json: not UTF-8 text, so not a shard's result"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped good/odd-\\xFF.json: not UTF-8 text"),
+        "{err}"
     );
 }

@@ -90,6 +90,20 @@ impl Simulation {
         }
     }
 
+    /// Every latency metric (`RunResult::metrics`' names) a run of this model can give, so
+    /// that a sweep's merge can refuse a shard whose metric was renamed.
+    pub fn metric_names(&self) -> &'static [&'static str] {
+        match self {
+            Simulation::Pcie(_) => &[
+                "round_trip",
+                "cyclictest_latency",
+                "isr_latency",
+                "tasklet_latency",
+            ],
+            Simulation::Pps(_) => &["pps_latency"],
+        }
+    }
+
     /// Does the run count frames for a fixed length (`duration_ms`) rather than latency
     /// samples?
     pub fn counts_frames(&self) -> bool {

@@ -10,9 +10,11 @@
 //!   cores) and returns each point's index and result: a draw's row values, the nominal
 //!   validation, or a grid run's histograms in HdrHistogram's V2 form with its counters. The
 //!   manifest's fingerprint goes with them, so results of another sweep are never merged.
-//! - [`Sweep::merge`] checks that every point is there once (else it names the shards to run
-//!   again) and builds the same reports one machine would: for draws the validation with its
-//!   uncertainty section that `validate --uncertainty N` prints, for a grid a [`GridReport`].
+//! - [`Sweep::merge`] checks every shard's results (their digest, their points, and for a grid
+//!   every histogram and metric: [`Sweep::merge`] says which), that every point is there once
+//!   (else it names the shards to run again), and builds the same reports one machine would:
+//!   for draws the validation with its uncertainty section that `validate --uncertainty N`
+//!   prints, for a grid a [`GridReport`].
 //!
 //! A point's result depends only on the point, and the merge reads points in index order,
 //! whatever shard or file they came from; f64 values cross the JSON exactly (shortest
@@ -160,8 +162,45 @@ pub struct ShardResults {
     pub manifest_fingerprint: String,
     pub shard: u32,
     pub of: u32,
+    /// [`points_sha256`] of the points, with the manifest and the shard's I and N; `None` only
+    /// in files of an irqlab before the digest (which the merge refuses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_sha256: Option<String>,
     /// In index order.
     pub points: Vec<PointResult>,
+}
+
+/// The digest a shard's results carry: SHA-256 (hex) of a domain tag, the SHA-256 of the whole
+/// manifest (its compact JSON), the shard's I and N, and the points' compact JSON (which reads
+/// back and writes again byte for byte: see the module's notes on exact numbers).
+///
+/// It tells a file edited or damaged after `irqlab sweep run` wrote it, and points moved to a
+/// file of another shard or another manifest, since the merge computes it again from the
+/// manifest it was given. It is not a signature: anyone who can write the file can run this
+/// function too. Against such an edit the merge has only its checks of consistency (see
+/// [`Sweep::merge`]), which an edit that keeps every histogram whole (two swapped, one
+/// replaced by another run's) passes; running a shard again beside the others is the check
+/// for that (a point whose results differ is refused).
+pub fn points_sha256(manifest: &Manifest, shard: u32, of: u32, points: &[PointResult]) -> String {
+    sealed(&manifest_sha256(manifest), shard, of, points)
+}
+
+/// SHA-256 of the manifest's compact JSON: once per merge, however many shards.
+fn manifest_sha256(manifest: &Manifest) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(serde_json::to_vec(manifest).expect("a manifest always serializes")).into()
+}
+
+/// [`points_sha256`] with the manifest's SHA-256.
+fn sealed(manifest_sha256: &[u8; 32], shard: u32, of: u32, points: &[PointResult]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"irqlab sweep shard points v1\0");
+    h.update(manifest_sha256);
+    h.update(shard.to_be_bytes());
+    h.update(of.to_be_bytes());
+    h.update(serde_json::to_vec(points).expect("results always serialize"));
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What one point gave.
@@ -329,6 +368,34 @@ pub enum SweepError {
         index: u64,
         source: SerializedHistogramError,
     },
+    /// Shard results that fail the merge's checks ([`Sweep::merge`]), each with why.
+    #[error("{}", rejected_message(.0))]
+    Rejected(Vec<Rejected>),
+}
+
+/// A shard's results file the merge refuses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub file: String,
+    /// The shard it says it is: I of N.
+    pub shard: u32,
+    pub of: u32,
+    pub reason: String,
+}
+
+fn rejected_message(r: &[Rejected]) -> String {
+    let lines: Vec<String> = r
+        .iter()
+        .map(|r| format!("  {}: {}", r.file, r.reason))
+        .collect();
+    format!(
+        "{} shard result{} failed the merge's checks, so nothing was merged:\n{}\nEach was \
+         edited or damaged after irqlab sweep run wrote it, or written by another irqlab: delete \
+         it and run its shard again",
+        r.len(),
+        if r.len() == 1 { "" } else { "s" },
+        lines.join("\n")
+    )
 }
 
 fn missing_message(missing: &[u64], total: usize, shards: &[u32], of: Option<u32>) -> String {
@@ -816,6 +883,7 @@ impl Sweep {
             manifest_fingerprint: self.manifest.fingerprint(),
             shard,
             of,
+            points_sha256: Some(points_sha256(&self.manifest, shard, of, &points)),
             points,
         })
     }
@@ -885,10 +953,24 @@ impl Sweep {
     /// Merge shards' results (each with the name of the file it came from, for messages):
     /// every point of the manifest exactly once (a point in two files with the same result is
     /// one point), then the sweep's report.
+    ///
+    /// Before anything is merged, every file is checked, and those that fail are all named with
+    /// why ([`SweepError::Rejected`]):
+    ///
+    /// - its digest ([`points_sha256`], computed again with this manifest) is the one it
+    ///   carries: a file without one (an older irqlab's) is refused, to be run again;
+    /// - it is a shard this manifest can have (I below N), holding only that shard's points
+    ///   (index I modulo N), in index order;
+    /// - for a grid, each point's run holds together: every histogram's parts agree with its
+    ///   counts ([`LatencyHistogram::from_serialized`]); every metric is one the cell's model
+    ///   gives ([`Simulation::metric_names`]), once; unless the model counts frames, no metric
+    ///   holds more samples than the point ran and the largest whole-run one holds exactly
+    ///   those (the manifest's `samples`); counters are named once;
+    /// - then, once every point is found, the points of a grid cell (one model, other seeds)
+    ///   have the same metrics (name, phase, description, count period) and counters.
     pub fn merge(&self, shards: &[(String, ShardResults)]) -> Result<Merged, SweepError> {
         let total = self.manifest.len();
         let fingerprint = self.manifest.fingerprint();
-        let mut found: Vec<Option<(&str, &PointResult)>> = vec![None; total];
         for (file, s) in shards {
             if s.manifest_fingerprint != fingerprint {
                 return Err(SweepError::OtherManifest {
@@ -897,6 +979,39 @@ impl Sweep {
                     expected: fingerprint,
                 });
             }
+        }
+        // Each grid cell's model, after the overrides and the cell's values.
+        let cells: Vec<Simulation> = match &self.manifest {
+            Manifest::Grid(g) => g
+                .points
+                .chunks(g.repeat as usize)
+                .map(|points| {
+                    let mut all = g.set.clone();
+                    all.extend(points[0].set.iter().cloned());
+                    Simulation::load(&g.scenario_file, &all)
+                })
+                .collect::<Result<_, _>>()?,
+            Manifest::Draws(_) => Vec::new(),
+        };
+        let manifest = manifest_sha256(&self.manifest);
+        let rejected: Vec<Rejected> = shards
+            .iter()
+            .filter_map(|(file, s)| {
+                let reasons = self.check_shard(s, &manifest, &cells);
+                (!reasons.is_empty()).then(|| Rejected {
+                    file: file.clone(),
+                    shard: s.shard,
+                    of: s.of,
+                    reason: reasons.join("; "),
+                })
+            })
+            .collect();
+        if !rejected.is_empty() {
+            return Err(SweepError::Rejected(rejected));
+        }
+        let mut found: Vec<Option<(&str, &PointResult)>> = vec![None; total];
+        let mut from: Vec<Option<&ShardResults>> = vec![None; total];
+        for (file, s) in shards {
             for p in &s.points {
                 let index = p.index();
                 let point_err = |message: String| SweepError::Point {
@@ -927,7 +1042,10 @@ impl Sweep {
                         })
                     }
                     Some(_) => {}
-                    None => *slot = Some((file, p)),
+                    None => {
+                        *slot = Some((file, p));
+                        from[index as usize] = Some(s);
+                    }
                 }
             }
         }
@@ -954,13 +1072,91 @@ impl Sweep {
             });
         }
         let found: Vec<(&str, &PointResult)> = found.into_iter().flatten().collect();
+        if let Manifest::Grid(g) = &self.manifest {
+            let from: Vec<&ShardResults> = from.into_iter().flatten().collect();
+            let rejected = unlike_points_of_a_cell(g, &found, &from);
+            if !rejected.is_empty() {
+                return Err(SweepError::Rejected(rejected));
+            }
+        }
         match (&self.manifest, &self.draws) {
             (Manifest::Draws(d), Some(s)) => {
                 Ok(Merged::Validation(Box::new(merge_draws(d, s, &found))))
             }
-            (Manifest::Grid(g), _) => merge_grid(g, &found).map(Merged::Grid),
+            (Manifest::Grid(g), _) => merge_grid(g, &cells, &found).map(Merged::Grid),
             (Manifest::Draws(_), None) => unreachable!("prepare sets up draws"),
         }
+    }
+
+    /// Why the merge refuses a shard's results (nothing: it takes them); `manifest_sha256`:
+    /// [`manifest_sha256`] of this sweep's; `cells`: a grid's models, cell by cell. The first few reasons: one is enough to run the shard again.
+    fn check_shard(
+        &self,
+        s: &ShardResults,
+        manifest_sha256: &[u8; 32],
+        cells: &[Simulation],
+    ) -> Vec<String> {
+        const SHOWN: usize = 3;
+        let mut reasons = Vec::new();
+        let digest = sealed(manifest_sha256, s.shard, s.of, &s.points);
+        match &s.points_sha256 {
+            None => {
+                return vec![format!(
+                    "it has no points_sha256, so an irqlab older than this merge's wrote it \
+                     (shards of one sweep are run by one irqlab); run shard {} of {} again",
+                    s.shard, s.of
+                )]
+            }
+            Some(d) if *d != digest => reasons.push(format!(
+                "its points are not those irqlab sweep run wrote (their SHA-256 is {}..., the \
+                 file's points_sha256 {}...)",
+                &digest[..12],
+                d.get(..12).unwrap_or(d)
+            )),
+            Some(_) => {}
+        }
+        if s.of == 0 || s.shard >= s.of {
+            reasons.push(format!(
+                "it says it is shard {} of {}, which no sweep has",
+                s.shard, s.of
+            ));
+            return reasons;
+        }
+        let mut last = None;
+        for p in &s.points {
+            let i = p.index();
+            if i % u64::from(s.of) != u64::from(s.shard) {
+                reasons.push(format!(
+                    "point {i} is not one of shard {} of {}'s (theirs are the indices {} modulo {})",
+                    s.shard, s.of, s.shard, s.of
+                ));
+            } else if last.is_some_and(|l| l >= i) {
+                reasons.push(format!("point {i} is out of index order"));
+            }
+            last = Some(i);
+            if let (
+                PointResult::Run {
+                    metrics, counters, ..
+                },
+                Manifest::Grid(g),
+            ) = (p, &self.manifest)
+            {
+                let cell = usize::try_from(i / u64::from(g.repeat)).ok();
+                if let Some(sim) = cell.and_then(|c| cells.get(c)) {
+                    if let Some(why) = check_run(metrics, counters, sim, g.samples) {
+                        reasons.push(format!("point {i}: {why}"));
+                    }
+                }
+            }
+            if reasons.len() > SHOWN {
+                break;
+            }
+        }
+        if reasons.len() > SHOWN {
+            reasons.truncate(SHOWN);
+            reasons.push("and more".into());
+        }
+        reasons
     }
 
     fn kind_of(&self, i: usize) -> &'static str {
@@ -1026,13 +1222,154 @@ fn merge_draws(d: &DrawsPlan, s: &DrawsSetup, found: &[(&str, &PointResult)]) ->
     v
 }
 
-/// Each cell's points added (histograms merged, counters summed by name) into one run.
-fn merge_grid(g: &GridPlan, found: &[(&str, &PointResult)]) -> Result<GridReport, SweepError> {
+/// Why a grid point's run does not hold together (see [`Sweep::merge`]); `sim`: its cell's
+/// model, `samples`: what the manifest ran it for.
+fn check_run(
+    metrics: &[MetricResult],
+    counters: &[CounterResult],
+    sim: &Simulation,
+    samples: u64,
+) -> Option<String> {
+    let known = sim.metric_names();
+    let planned = sim.interrupts(samples, 1);
+    let mut whole = 0;
+    for (k, m) in metrics.iter().enumerate() {
+        let what = match &m.phase {
+            None => m.name.clone(),
+            Some(p) => format!("{} (phase {p})", m.name),
+        };
+        if !known.contains(&m.name.as_str()) {
+            return Some(format!(
+                "{what} is no metric of this model's (those are {})",
+                known.join(", ")
+            ));
+        }
+        if metrics[..k]
+            .iter()
+            .any(|x| x.name == m.name && x.phase == m.phase)
+        {
+            return Some(format!("{what} is there twice"));
+        }
+        let h = match LatencyHistogram::from_serialized(&m.histogram) {
+            Ok(h) => h,
+            Err(e) => return Some(format!("{what}: {e}")),
+        };
+        if !sim.counts_frames() && h.count() > planned {
+            return Some(format!(
+                "{what} holds {} samples, more than the {planned} the point ran",
+                h.count()
+            ));
+        }
+        if m.phase.is_none() {
+            whole = whole.max(h.count());
+        }
+    }
+    // A run of samples stops when the last of its measures has them all (the tasklet's, say,
+    // when the ISR's may drop some), so the largest whole-run count is the samples run.
+    if !sim.counts_frames() && whole != planned {
+        return Some(format!(
+            "its metrics hold at most {whole} samples, but the point ran {planned}"
+        ));
+    }
+    if let Some(c) = (counters.iter().enumerate())
+        .find(|(k, c)| counters[..*k].iter().any(|x| x.name == c.name))
+        .map(|(_, c)| c)
+    {
+        return Some(format!("the counter {} is there twice", c.name));
+    }
+    None
+}
+
+/// Cells whose points do not have the same metrics and counters: each point of a cell runs
+/// the same model with another seed. `from`: each point's shard.
+fn unlike_points_of_a_cell(
+    g: &GridPlan,
+    found: &[(&str, &PointResult)],
+    from: &[&ShardResults],
+) -> Vec<Rejected> {
+    type Shape<'a> = (
+        Vec<(&'a str, Option<&'a str>, &'a str, Option<u64>)>,
+        Vec<(&'a str, bool)>,
+    );
+    fn shape(p: &PointResult) -> Shape<'_> {
+        let PointResult::Run {
+            metrics, counters, ..
+        } = p
+        else {
+            unreachable!("kinds are checked against the manifest")
+        };
+        (
+            (metrics.iter())
+                .map(|m| {
+                    let q = m.quantum_ns.map(f64::to_bits);
+                    (
+                        m.name.as_str(),
+                        m.phase.as_deref(),
+                        m.description.as_str(),
+                        q,
+                    )
+                })
+                .collect(),
+            (counters.iter())
+                .map(|c| (c.name.as_str(), c.if_nonzero))
+                .collect(),
+        )
+    }
+    let names = |s: &Shape| -> String {
+        let m: Vec<String> = (s.0.iter())
+            .map(|(n, p, _, _)| p.map_or(n.to_string(), |p| format!("{n} (phase {p})")))
+            .collect();
+        m.join(", ")
+    };
+    let mut rejected = Vec::new();
+    for (c, cell) in found.chunks(g.repeat as usize).enumerate() {
+        let first = shape(cell[0].1);
+        for (k, (file, p)) in cell.iter().enumerate().skip(1) {
+            let this = shape(p);
+            if this == first {
+                continue;
+            }
+            let what = if this.0 == first.0 {
+                "counters".to_string()
+            } else {
+                format!(
+                    "metrics {}; point {} has {}",
+                    names(&this),
+                    cell[0].1.index(),
+                    names(&first)
+                )
+            };
+            let at = c * g.repeat as usize + k;
+            rejected.push(Rejected {
+                file: file.to_string(),
+                shard: from[at].shard,
+                of: from[at].of,
+                reason: format!(
+                    "point {} of cell {} ({}) has other {what} (in {}); a cell's points run one \
+                     model, so this file or that one was edited",
+                    p.index(),
+                    c,
+                    g.points[at].set.join(" "),
+                    cell[0].0
+                ),
+            });
+        }
+    }
+    rejected
+}
+
+/// Each cell's points added (histograms merged, counters summed by name) into one run; `cells`:
+/// each cell's model.
+fn merge_grid(
+    g: &GridPlan,
+    cells: &[Simulation],
+    found: &[(&str, &PointResult)],
+) -> Result<GridReport, SweepError> {
     let title = Simulation::load(&g.scenario_file, &g.set)?
         .title()
         .to_string();
-    let mut cells = Vec::new();
-    for points in g.points.chunks(g.repeat as usize) {
+    let mut report = Vec::new();
+    for (points, sim) in g.points.chunks(g.repeat as usize).zip(cells) {
         let first = points[0].index as usize;
         let mut merged = RunResult::default();
         for (file, p) in &found[first..first + points.len()] {
@@ -1081,9 +1418,8 @@ fn merge_grid(g: &GridPlan, found: &[(&str, &PointResult)]) -> Result<GridReport
         let set = points[0].set.clone();
         let mut all = g.set.clone();
         all.extend(set.iter().cloned());
-        let sim = Simulation::load(&g.scenario_file, &all)?;
         let seeds: Vec<u64> = points.iter().map(|p| p.seed).collect();
-        let mut run = crate::report::run_report(&sim, seeds[0], &merged);
+        let mut run = crate::report::run_report(sim, seeds[0], &merged);
         // The header says what `irqlab sim` would: every seed, then the overrides.
         let at = (run.config.iter()).position(|(k, _)| k == crate::report::SEED_KEY);
         if let Some(at) = at {
@@ -1096,7 +1432,7 @@ fn merge_grid(g: &GridPlan, found: &[(&str, &PointResult)]) -> Result<GridReport
                 ("overrides".into(), format!("--set {}", all.join(" --set "))),
             );
         }
-        cells.push(GridCell { set, seeds, run });
+        report.push(GridCell { set, seeds, run });
     }
     Ok(GridReport {
         scenario: g.scenario.clone(),
@@ -1105,7 +1441,7 @@ fn merge_grid(g: &GridPlan, found: &[(&str, &PointResult)]) -> Result<GridReport
         samples: g.samples,
         repeat: g.repeat,
         axes: g.axes.clone(),
-        cells,
+        cells: report,
     })
 }
 
@@ -1291,6 +1627,68 @@ mod tests {
         }
         let e = Sweep::prepare(Manifest::Draws(edited)).err().unwrap();
         assert!(matches!(e, SweepError::Manifest(_)), "{e}");
+    }
+
+    /// What the merge's checks of a grid point take as given: every metric a shipped
+    /// scenario's run gives is one of its model's `metric_names`, and unless it counts frames
+    /// the largest whole-run count is the samples run, so a point whose results pass
+    /// `check_run` as written.
+    #[test]
+    fn every_shipped_scenario_passes_the_merge_checks_of_a_run() {
+        for (name, path) in crate::shipped::scenarios() {
+            let sim = Simulation::load(&path, &[]).unwrap();
+            let r = sim.run(sim.seed(), 40, 0, 1, None).unwrap();
+            let metrics: Vec<MetricResult> = r
+                .metrics
+                .iter()
+                .map(|m| MetricResult {
+                    name: m.name.clone(),
+                    description: m.description.clone(),
+                    phase: m.phase.clone(),
+                    quantum_ns: m.quantum_ns,
+                    histogram: m.histogram.to_serialized(),
+                })
+                .collect();
+            let counters: Vec<CounterResult> = r
+                .counters
+                .iter()
+                .map(|c| CounterResult {
+                    name: c.name.clone(),
+                    value: c.value,
+                    if_nonzero: false,
+                })
+                .collect();
+            assert_eq!(check_run(&metrics, &counters, &sim, 40), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_digest_binds_the_points_to_their_shard_and_manifest() {
+        let g = GridPlan {
+            scenario: "s".into(),
+            scenario_file: "s.toml".into(),
+            set: vec![],
+            samples: 1,
+            seed: 1,
+            repeat: 1,
+            axes: vec![],
+            points: grid(&[("a", &["1", "2"])], 1),
+        };
+        let points = vec![PointResult::Run {
+            index: 0,
+            metrics: vec![],
+            counters: vec![],
+        }];
+        let m = Manifest::Grid(g.clone());
+        let d = points_sha256(&m, 0, 2, &points);
+        assert_eq!(d.len(), 64);
+        assert_eq!(d, points_sha256(&m, 0, 2, &points));
+        assert_ne!(d, points_sha256(&m, 0, 1, &points));
+        assert_ne!(d, points_sha256(&m, 1, 2, &points));
+        assert_ne!(d, points_sha256(&m, 0, 2, &[]));
+        let mut other = g;
+        other.samples = 2;
+        assert_ne!(d, points_sha256(&Manifest::Grid(other), 0, 2, &points));
     }
 
     #[test]

@@ -354,6 +354,10 @@ pub enum SerializedHistogramError {
     /// Extremes that do not fit the counts.
     #[error("min_ns and max_ns are given for an empty histogram, or missing for a non-empty one")]
     Extremes,
+    /// Parts that contradict each other: the exact sum, extremes or overflows are not what the
+    /// V2 counts allow (see [`LatencyHistogram::from_serialized`]).
+    #[error("{0}")]
+    Inconsistent(String),
 }
 
 impl LatencyHistogram {
@@ -375,12 +379,25 @@ impl LatencyHistogram {
     }
 
     /// The histogram a [`SerializedHistogram`] holds (V2, or V2 with deflate as HdrHistogram's
-    /// logs write it).
+    /// logs write it), once its parts are found to agree: every sample lies in its V2 bucket
+    /// (whose values are equivalent to 0.1%) and between the exact extremes, so
+    ///
+    /// - `min_ns` lies in the lowest bucket the counts hold, or above [`HIGHEST_TRACKABLE_NS`]
+    ///   when every sample overflowed; `max_ns` in the highest bucket when none overflowed,
+    ///   else above [`HIGHEST_TRACKABLE_NS`];
+    /// - `sum_ns` lies between the sums of every sample at the low and at the high end of its
+    ///   bucket (each clamped to the extremes), overflows between `HIGHEST_TRACKABLE_NS + 1`
+    ///   and `max_ns`.
+    ///
+    /// What [`to_serialized`](Self::to_serialized) wrote always agrees. An edit of one part
+    /// alone (a sum multiplied, an extreme moved, overflows added, a count changed) is refused
+    /// unless it stays within those bounds.
     pub fn from_serialized(s: &SerializedHistogram) -> Result<Self, SerializedHistogramError> {
         use base64::Engine;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&s.hdr_v2_base64)
             .map_err(|e| SerializedHistogramError::Base64(e.to_string()))?;
+        check_v2_header(&bytes)?;
         let hist: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| SerializedHistogramError::V2(format!("{e:?}")))?;
@@ -405,15 +422,130 @@ impl LatencyHistogram {
             (Some(min), Some(max)) if !empty && min <= max => (min, max),
             _ => return Err(SerializedHistogramError::Extremes),
         };
-        Ok(LatencyHistogram {
+        let h = LatencyHistogram {
             hist,
             run: (0, 0),
             overflows: s.overflows,
             sum_ns,
             min_ns,
             max_ns,
-        })
+        };
+        if !empty {
+            h.check_consistent()?;
+        }
+        Ok(h)
     }
+
+    /// Whether a non-empty histogram read back holds together (see
+    /// [`from_serialized`](Self::from_serialized)).
+    fn check_consistent(&self) -> Result<(), SerializedHistogramError> {
+        let bad = |m: String| Err(SerializedHistogramError::Inconsistent(m));
+        let (min, max) = (self.min_ns, self.max_ns);
+        let buckets: Vec<(u64, u64, u64)> = self
+            .hist
+            .iter_recorded()
+            .map(|b| {
+                let v = b.value_iterated_to();
+                (
+                    self.hist.lowest_equivalent(v),
+                    self.hist.highest_equivalent(v),
+                    b.count_at_value(),
+                )
+            })
+            .collect();
+        match (buckets.first(), self.overflows) {
+            (Some(&(lo, hi, _)), _) if !(lo..=hi).contains(&min) => {
+                return bad(format!(
+                    "min_ns {min} is not in the lowest bucket the counts hold ({lo} to {hi} ns)"
+                ))
+            }
+            (None, _) if min <= HIGHEST_TRACKABLE_NS => {
+                return bad(format!(
+                    "min_ns {min} is within the tracked range, but the counts hold only \
+                     overflows (samples above {HIGHEST_TRACKABLE_NS} ns)"
+                ))
+            }
+            _ => {}
+        }
+        match (buckets.last(), self.overflows) {
+            (Some(&(lo, hi, _)), 0) if !(lo..=hi).contains(&max) => {
+                return bad(format!(
+                    "max_ns {max} is not in the highest bucket the counts hold ({lo} to {hi} ns), \
+                     and no sample overflowed"
+                ))
+            }
+            (_, n) if n > 0 && max <= HIGHEST_TRACKABLE_NS => {
+                return bad(format!(
+                    "overflows {n}, but max_ns {max} is within the tracked range (an overflow \
+                     is above {HIGHEST_TRACKABLE_NS} ns)"
+                ))
+            }
+            _ => {}
+        }
+        // Each sample at the low and at the high end of what its bucket and the extremes allow.
+        let (mut low, mut high) = (0u128, 0u128);
+        for &(lo, hi, n) in &buckets {
+            let n = u128::from(n);
+            low = low.saturating_add(n * u128::from(lo.clamp(min, max)));
+            high = high.saturating_add(n * u128::from(hi.clamp(min, max)));
+        }
+        let over = u128::from(self.overflows);
+        low = low.saturating_add(over * u128::from((HIGHEST_TRACKABLE_NS + 1).max(min)));
+        high = high.saturating_add(over * u128::from(max));
+        if !(low..=high).contains(&self.sum_ns) {
+            return bad(format!(
+                "sum_ns {} is not what the counts and extremes allow ({low} to {high} ns for {} \
+                 samples)",
+                self.sum_ns,
+                self.count()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The V2 header (HdrHistogram's `V2EncodingCookieBase`: cookie, payload length, normalizing
+/// offset, significant figures, lowest and highest value, conversion ratio; 40 bytes, big
+/// endian) checked before the hdrhistogram crate reads it: it allocates the payload length and
+/// the counts of the bounds it is given, so a header edited to claim gigabytes would take them.
+/// The compressed form (cookie `0x1c849314`) is left to the crate, which bounds its input by
+/// the outer length.
+fn check_v2_header(bytes: &[u8]) -> Result<(), SerializedHistogramError> {
+    const V2: u32 = 0x1c84_9313;
+    const HEADER: usize = 40;
+    let word = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")))
+    };
+    let long = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+    };
+    if word(0) != Some(V2) {
+        return Ok(());
+    }
+    let payload = word(4).map(|n| n as usize);
+    if bytes.len() < HEADER || payload != Some(bytes.len() - HEADER) {
+        return Err(SerializedHistogramError::V2(format!(
+            "the header says {} bytes of counts, the histogram has {}",
+            payload.unwrap_or(0),
+            bytes.len().saturating_sub(HEADER)
+        )));
+    }
+    let (digits, low, high) = (word(12), long(16), long(24));
+    if digits != Some(u32::from(SIGNIFICANT_FIGURES))
+        || low != Some(LOWEST_DISCERNIBLE_NS)
+        || high != Some(HIGHEST_TRACKABLE_NS)
+    {
+        return Err(SerializedHistogramError::Bounds {
+            low: low.unwrap_or(0),
+            high: high.unwrap_or(0),
+            digits: digits.map_or(0, |d| d.min(255) as u8),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -490,6 +622,125 @@ mod tests {
                 "{broken:?}"
             );
         }
+    }
+
+    #[test]
+    fn parts_that_contradict_the_counts_are_refused() {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut h = LatencyHistogram::new();
+        for v in [850, 859, 860, 2_049, 5_000] {
+            h.record_n(v, 100);
+        }
+        let s = h.to_serialized();
+        let sum: u128 = s.sum_ns.parse().unwrap();
+        let mut over = h.clone();
+        over.record_n(HIGHEST_TRACKABLE_NS + 7, 2);
+        let o = over.to_serialized();
+        let only_over = {
+            let mut x = LatencyHistogram::new();
+            x.record(HIGHEST_TRACKABLE_NS * 2);
+            x.to_serialized()
+        };
+        let mut flipped = b64.decode(&s.hdr_v2_base64).unwrap();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0x02;
+        let mut long = b64.decode(&s.hdr_v2_base64).unwrap();
+        long[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let edits: Vec<(SerializedHistogram, &str)> = vec![
+            (
+                SerializedHistogram {
+                    sum_ns: (sum * 10).to_string(),
+                    ..s.clone()
+                },
+                "sum_ns",
+            ),
+            (
+                SerializedHistogram {
+                    sum_ns: (sum - 1_000).to_string(),
+                    ..s.clone()
+                },
+                "sum_ns",
+            ),
+            (
+                SerializedHistogram {
+                    min_ns: Some(425),
+                    ..s.clone()
+                },
+                "min_ns 425 is not in",
+            ),
+            (
+                SerializedHistogram {
+                    min_ns: Some(851),
+                    ..s.clone()
+                },
+                "min_ns 851 is not in",
+            ),
+            (
+                SerializedHistogram {
+                    max_ns: Some(15_000),
+                    ..s.clone()
+                },
+                "max_ns 15000",
+            ),
+            (
+                SerializedHistogram {
+                    max_ns: Some(4_000),
+                    ..s.clone()
+                },
+                "max_ns 4000",
+            ),
+            (
+                SerializedHistogram {
+                    overflows: 3,
+                    ..s.clone()
+                },
+                "overflows 3, but max_ns 5000",
+            ),
+            (
+                SerializedHistogram {
+                    overflows: 0,
+                    ..o.clone()
+                },
+                "max_ns 10000000007 is not",
+            ),
+            (
+                SerializedHistogram {
+                    overflows: 9,
+                    ..o.clone()
+                },
+                "sum_ns",
+            ),
+            (
+                SerializedHistogram {
+                    min_ns: Some(3),
+                    ..only_over
+                },
+                "counts hold only overflows",
+            ),
+            (
+                SerializedHistogram {
+                    hdr_v2_base64: b64.encode(&flipped),
+                    ..s.clone()
+                },
+                "",
+            ),
+            (
+                SerializedHistogram {
+                    hdr_v2_base64: b64.encode(&long),
+                    ..s.clone()
+                },
+                "bytes of counts",
+            ),
+        ];
+        for (e, why) in edits {
+            let err = LatencyHistogram::from_serialized(&e)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(why), "{e:?}: {err}");
+        }
+        // What was written reads back, overflows and all.
+        assert_eq!(LatencyHistogram::from_serialized(&o).unwrap(), over);
     }
 
     #[test]

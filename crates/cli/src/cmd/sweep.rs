@@ -233,7 +233,9 @@ fn run_shard(a: SweepRunArgs, inv: &Invocation) -> Result<()> {
 }
 
 /// The shard results in `dir`: every `*.json` file that is one, by name. Other files are
-/// skipped with a note (a merged result written beside them, say).
+/// skipped with a note (a merged result written beside them, say), and so is one that is not
+/// UTF-8 text (irqlab writes JSON in UTF-8); a name that is not UTF-8 is shown with its odd
+/// bytes escaped.
 fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
     let entries = std::fs::read_dir(dir).with_context(|| {
         format!(
@@ -249,8 +251,14 @@ fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
     files.sort();
     let mut shards = Vec::new();
     for path in files {
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {name}"))?;
+        let name = shown(&path);
+        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {name}"))?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            note(&format!(
+                "skipped {name}: not UTF-8 text, so not a shard's result"
+            ));
+            continue;
+        };
         match read_result::<ShardResults>(&text, Kind::SweepShard, "not a shard's result") {
             Ok((_, s)) => shards.push((name, s)),
             Err(e @ (ReadError::OtherKind { .. } | ReadError::NotIrqlabFile(_))) => {
@@ -260,6 +268,19 @@ fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
         }
     }
     Ok(shards)
+}
+
+/// A path as messages show it: as given where it is UTF-8, each other byte as `\xNN`.
+fn shown(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str()
+        .as_bytes()
+        .utf8_chunks()
+        .map(|c| {
+            let odd: String = c.invalid().iter().map(|b| format!("\\x{b:02X}")).collect();
+            format!("{}{odd}", c.valid())
+        })
+        .collect()
 }
 
 /// `sweep merge` of draws: validate's settings (the same file a validation writes), and where
@@ -377,12 +398,27 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
     }
 }
 
-/// Missing points: the message, then the commands that run their shards again.
+/// Missing points, or rejected shards: the message, then the commands that run their shards
+/// again.
 fn rerun_hint(e: SweepError, manifest: &Path, results: &Path) -> anyhow::Error {
+    let (m, r) = (manifest.display(), results.display());
+    if let SweepError::Rejected(files) = &e {
+        let mut again: Vec<(u32, u32)> = files
+            .iter()
+            .filter(|f| f.shard < f.of)
+            .map(|f| (f.shard, f.of))
+            .collect();
+        again.sort_unstable();
+        again.dedup();
+        let commands: Vec<String> = again
+            .iter()
+            .map(|(s, of)| format!("  irqlab sweep run {m} --shard {s} --of {of} --out {r}"))
+            .collect();
+        return anyhow!("{e}:\n{}", commands.join("\n"));
+    }
     let SweepError::Missing { shards, of, .. } = &e else {
         return e.into();
     };
-    let (m, r) = (manifest.display(), results.display());
     match of {
         Some(of) => {
             let commands: Vec<String> = shards
