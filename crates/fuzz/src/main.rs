@@ -40,6 +40,10 @@ enum Command {
         /// Where a crashing input is written (fuzz/artifacts/TARGET by default).
         #[arg(long)]
         artifacts: Option<PathBuf>,
+        /// An input that takes longer than this is a hang, reported as a crash (libFuzzer's
+        /// `-timeout`, as fuzz/run.sh gives it).
+        #[arg(long, default_value_t = 10)]
+        timeout_seconds: u64,
     },
     /// Run TARGET on each FILE (a crash from `run` or from cargo-fuzz).
     Replay {
@@ -53,7 +57,8 @@ enum Command {
 
 /// The repository's `fuzz/` directory.
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
 fn main() -> ExitCode {
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
             iterations,
             seed,
             artifacts,
+            timeout_seconds,
         } => {
             let Some(t) = find(&name) else {
                 return ExitCode::from(2);
@@ -78,7 +84,12 @@ fn main() -> ExitCode {
             let corpus = corpus.unwrap_or_else(|| fuzz_dir().join("corpus").join(t.name));
             let artifacts = artifacts.unwrap_or_else(|| fuzz_dir().join("artifacts").join(t.name));
             let seed = seed.unwrap_or_else(rand::random);
-            run(t, &corpus, &artifacts, seconds, iterations, seed)
+            let limits = Limits {
+                seconds,
+                iterations,
+                hang: Duration::from_secs(timeout_seconds),
+            };
+            run(t, &corpus, &artifacts, &limits, seed)
         }
         Command::Replay {
             target: name,
@@ -140,14 +151,30 @@ fn call(t: &Target, data: &[u8]) -> Result<(), String> {
     })
 }
 
-fn run(
-    t: &Target,
-    corpus_dir: &Path,
-    artifacts: &Path,
+/// [`call`], with an input that runs past `hang` an error too (it cannot be stopped, only
+/// reported once it returns; one that never returns is `fuzz/run.sh`'s `timeout`'s).
+fn call_timed(t: &Target, data: &[u8], hang: Duration) -> Result<(), String> {
+    let start = Instant::now();
+    call(t, data)?;
+    let took = start.elapsed();
+    if took > hang {
+        return Err(format!(
+            "a hang: the input took {:.1} s, over the {} s limit",
+            took.as_secs_f64(),
+            hang.as_secs()
+        ));
+    }
+    Ok(())
+}
+
+/// When `run` stops, and what is a hang.
+struct Limits {
     seconds: u64,
     iterations: Option<u64>,
-    seed: u64,
-) -> ExitCode {
+    hang: Duration,
+}
+
+fn run(t: &Target, corpus_dir: &Path, artifacts: &Path, limits: &Limits, seed: u64) -> ExitCode {
     let mut files: Vec<PathBuf> = match std::fs::read_dir(corpus_dir) {
         Ok(d) => d
             .flatten()
@@ -165,7 +192,7 @@ fn run(
     let mut corpus = Vec::new();
     for f in &files {
         let Ok(data) = std::fs::read(f) else { continue };
-        if let Err(m) = call(t, &data) {
+        if let Err(m) = call_timed(t, &data, limits.hang) {
             return crashed(
                 t,
                 &data,
@@ -178,11 +205,11 @@ fn run(
     }
     let mut mutator = Mutator::new(seed, t.tokens);
     let start = Instant::now();
-    let bound = Duration::from_secs(seconds);
+    let bound = Duration::from_secs(limits.seconds);
     let mut done = 0u64;
-    while start.elapsed() < bound && iterations.is_none_or(|n| done < n) {
+    while start.elapsed() < bound && limits.iterations.is_none_or(|n| done < n) {
         let input = mutator.next(&corpus);
-        if let Err(m) = call(t, &input) {
+        if let Err(m) = call_timed(t, &input, limits.hang) {
             return crashed(
                 t,
                 &input,
@@ -210,7 +237,7 @@ fn crashed(t: &Target, data: &[u8], message: &str, artifacts: &Path, what: &str)
     });
     let file = artifacts.join(format!("crash-{hash:016x}"));
     let saved = std::fs::create_dir_all(artifacts).and_then(|()| std::fs::write(&file, data));
-    println!("{}: PANIC on {what}: {message}", t.name);
+    println!("{}: FAILED on {what}: {message}", t.name);
     match saved {
         Ok(()) => println!(
             "  input saved to {}; repeat with: irqlab-fuzz replay {} {}",
