@@ -134,20 +134,24 @@ impl Table {
             .lines()
             .enumerate()
             .skip_while(|(_, l)| l.trim().is_empty());
-        let (_, header) = lines.next().ok_or((
-            1,
-            "empty file: expected a header line such as 'CPU0 CPU1'".to_string(),
-        ))?;
+        // Errors name the header's own line: blank lines may come before it.
+        let (at, header) = lines.next().ok_or_else(|| {
+            (
+                text.lines().count() + 1,
+                "no header line: expected one such as 'CPU0 CPU1'".to_string(),
+            )
+        })?;
+        let line = at + 1;
         let cpus = header
             .split_whitespace()
             .map(|t| {
                 t.strip_prefix("CPU")
                     .and_then(|n| n.parse::<u32>().ok())
-                    .ok_or_else(|| (1, format!("header token '{t}' is not CPUn")))
+                    .ok_or_else(|| (line, format!("header token '{t}' is not CPUn")))
             })
             .collect::<Result<Vec<u32>, _>>()?;
         if cpus.is_empty() {
-            return Err((1, "header names no CPU column ('CPU0 CPU1 ...')".into()));
+            return Err((line, "header names no CPU column ('CPU0 CPU1 ...')".into()));
         }
         let mut rows = Vec::new();
         for (i, line) in lines {
@@ -484,5 +488,19 @@ mod tests {
         assert!(e.1.contains("expected 'IRQ: counts"), "{}", e.1);
         let e = Table::parse("cpu zero\n").unwrap_err();
         assert_eq!(e.0, 1);
+    }
+
+    /// A header after blank lines is on the line the file has it on, not line 1.
+    #[test]
+    fn header_errors_name_the_header_line() {
+        let e = Table::parse("\n   \n           CPU0 CPUX\n 0: 1 XT-PIC timer\n").unwrap_err();
+        assert_eq!(e.0, 3, "{}", e.1);
+        assert!(e.1.contains("'CPUX' is not CPUn"), "{}", e.1);
+        let e = Table::parse("\r\n\n\nCPU0 1\n").unwrap_err();
+        assert_eq!(e.0, 4, "{}", e.1);
+        // Only blank lines: the line after the last one, where the header should have been.
+        let e = Table::parse("\n\n").unwrap_err();
+        assert_eq!(e.0, 3, "{}", e.1);
+        assert!(e.1.contains("no header line"), "{}", e.1);
     }
 }

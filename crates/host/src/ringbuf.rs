@@ -81,6 +81,13 @@ impl Format {
                 let (Some(offset), Some(size)) = (offset, size) else {
                     return Err(format!("field line without offset or size: {line}"));
                 };
+                // A record is a few hundred bytes; a field that ends past usize is corrupt.
+                if offset.checked_add(size).is_none() {
+                    return Err(format!(
+                        "field '{field_name}' at offset {offset} of size {size} ends past the \
+                         largest possible record"
+                    ));
+                }
                 fields.insert(
                     field_name,
                     Field {
@@ -124,7 +131,7 @@ impl Format {
 impl Field {
     /// The field as an integer (sign-extended when signed); 0 if the record is too short.
     pub fn int(&self, rec: &[u8]) -> i64 {
-        let Some(b) = rec.get(self.offset..self.offset + self.size) else {
+        let Some(b) = self.bytes(rec) else {
             return 0;
         };
         match (self.size, self.signed) {
@@ -141,11 +148,15 @@ impl Field {
 
     /// A fixed `char name[N]` field (such as `sched_switch`'s `prev_comm`), up to its NUL.
     pub fn chars(&self, rec: &[u8]) -> String {
-        let bytes = rec
-            .get(self.offset..self.offset + self.size)
-            .unwrap_or_default();
+        let bytes = self.bytes(rec).unwrap_or_default();
         let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
         String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    /// The field's bytes in `rec`; none if the record is too short (or the field, built by
+    /// hand, ends past usize).
+    fn bytes<'a>(&self, rec: &'a [u8]) -> Option<&'a [u8]> {
+        rec.get(self.offset..self.offset.checked_add(self.size)?)
     }
 
     /// A `__data_loc char[]` string field.
@@ -196,12 +207,22 @@ pub fn parse_page(page: &[u8], mut f: impl FnMut(u64, &[u8])) -> Result<PageInfo
     let data = &page[..end];
     let mut at = PAGE_HEADER_BYTES;
     let mut events = 0;
+    // Offsets and timestamps come from the page: a corrupt one must not wrap them (a panic in
+    // debug builds, a wrong time or an endless walk in release ones), so every sum is checked
+    // and the page refused, naming the event's byte.
+    let past = |at: usize| format!("event at byte {at} runs past the data");
+    let add_ts = |ts: u64, delta: u64, at: usize| {
+        ts.checked_add(delta).ok_or_else(|| {
+            format!("event at byte {at}: timestamp {ts} ns + delta {delta} ns passes 2^64 ns")
+        })
+    };
     let word = |at: usize| -> Result<u32, String> {
-        data.get(at..at + 4)
+        at.checked_add(4)
+            .and_then(|e| data.get(at..e))
             .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
             .ok_or_else(|| format!("event header at byte {at} runs past the data"))
     };
-    while at + 4 <= end {
+    while at.checked_add(4).is_some_and(|e| e <= end) {
         let h = word(at)?;
         let type_len = h & 0x1F;
         let delta = u64::from(h >> 5);
@@ -211,10 +232,10 @@ pub fn parse_page(page: &[u8], mut f: impl FnMut(u64, &[u8])) -> Result<PageInfo
                     break; // the rest of the page is empty
                 }
                 let len = word(at + 4)? as usize;
-                at += 4 + len.max(4);
+                at = (at + 4).checked_add(len.max(4)).ok_or_else(|| past(at))?;
             }
             30 => {
-                ts += (u64::from(word(at + 4)?) << 27) | delta;
+                ts = add_ts(ts, (u64::from(word(at + 4)?) << 27) | delta, at)?;
                 at += 8;
             }
             31 => {
@@ -225,23 +246,24 @@ pub fn parse_page(page: &[u8], mut f: impl FnMut(u64, &[u8])) -> Result<PageInfo
             }
             0 => {
                 let len = word(at + 4)? as usize; // counts the length word itself
-                if len < 4 || at + 4 + len > end {
+                let stop = (at + 4).checked_add(len).filter(|&s| len >= 4 && s <= end);
+                let Some(stop) = stop else {
                     return Err(format!("event at byte {at} has a bad length {len}"));
-                }
-                ts += delta;
-                f(ts, &data[at + 8..at + 4 + len]);
+                };
+                ts = add_ts(ts, delta, at)?;
+                f(ts, &data[at + 8..stop]);
                 events += 1;
-                at += 4 + len;
+                at = stop;
             }
             n => {
-                let len = n as usize * 4;
-                if at + 4 + len > end {
-                    return Err(format!("event at byte {at} runs past the data"));
+                let stop = at + 4 + n as usize * 4;
+                if stop > end {
+                    return Err(past(at));
                 }
-                ts += delta;
-                f(ts, &data[at + 4..at + 4 + len]);
+                ts = add_ts(ts, delta, at)?;
+                f(ts, &data[at + 4..stop]);
                 events += 1;
-                at += 4 + len;
+                at = stop;
             }
         }
     }
@@ -371,5 +393,55 @@ print fmt: \"irq=%d name=%s\", REC->irq, __get_str(name)
         p[16..20].copy_from_slice(&0u32.to_le_bytes()); // type_len 0 ...
         p[20..24].copy_from_slice(&400u32.to_le_bytes()); // ... with a length past the end
         assert!(parse_page(&p, |_, _| {}).is_err());
+    }
+
+    /// Timestamps that pass 2^64 are a corrupt page, refused with the event's byte offset (they
+    /// were added unchecked: a panic in debug builds, a wrapped time in release ones). Found
+    /// by `fuzz/`'s ringbuf_page target.
+    #[test]
+    fn timestamps_past_u64_are_refused_not_wrapped() {
+        // A data event's delta on a page whose own timestamp is near the end of u64.
+        let mut p = page(&[(100, record(225, 1, "x"))], None);
+        p[0..8].copy_from_slice(&(u64::MAX - 10).to_le_bytes());
+        let e = parse_page(&p, |_, _| {}).unwrap_err();
+        assert!(e.contains("byte 16") && e.contains("timestamp"), "{e}");
+        // The longest time extension (type 30), 2^59 - 1 ns, twice from 2^64 - 2^59: the first
+        // reaches u64::MAX, the second passes it.
+        let mut p = page(&[(1, record(225, 1, "x"))], Some((1 << 59) - 1));
+        let ext = p[16..24].to_vec();
+        let data_len = u64::from_le_bytes(p[8..16].try_into().unwrap()) as usize;
+        p.splice(16..16, ext);
+        p.truncate(4096);
+        p[8..16].copy_from_slice(&((data_len + 8) as u64).to_le_bytes());
+        p[0..8].copy_from_slice(&(u64::MAX - (1 << 59) + 1).to_le_bytes());
+        let e = parse_page(&p, |_, _| {}).unwrap_err();
+        assert!(e.contains("byte 24") && e.contains("timestamp"), "{e}");
+        // The same page from 0 is fine: 2^60 - 2 + 1 ns.
+        p[0..8].copy_from_slice(&0u64.to_le_bytes());
+        let info = parse_page(&p, |ts, _| assert_eq!(ts, (1 << 60) - 1)).unwrap();
+        assert_eq!(info.events, 1);
+    }
+
+    /// A `format` file whose offset and size pass usize::MAX is refused, naming the field; a
+    /// field so placed reads as absent (0, empty), not a panic. Found by `fuzz/`'s
+    /// trace_format target.
+    #[test]
+    fn fields_past_usize_are_refused_and_read_as_absent() {
+        let text = IRQ_HANDLER_ENTRY.replace("offset:8;", "offset:18446744073709551615;");
+        let e = Format::parse(&text).unwrap_err();
+        assert!(
+            e.contains("'irq'") && e.contains("18446744073709551615"),
+            "{e}"
+        );
+        let far = Field {
+            offset: usize::MAX,
+            size: 4,
+            signed: true,
+            data_loc: false,
+        };
+        let rec = [0u8; 64];
+        assert_eq!(far.int(&rec), 0);
+        assert_eq!(far.chars(&rec), "");
+        assert_eq!(far.str(&rec), "");
     }
 }
