@@ -294,7 +294,10 @@ impl FakeHost {
     pub fn large(shape: &LargeHost) -> FakeHost {
         let h = FakeHost::empty();
         let n = shape.cpus;
-        assert!(n > 0 && n % (shape.sockets * shape.smt) == 0, "{shape:?}");
+        assert!(
+            n > 0 && n.is_multiple_of(shape.sockets * shape.smt),
+            "{shape:?}"
+        );
         let per_socket = n / shape.sockets;
         h.file("sys/devices/system/cpu/online", &format!("0-{}\n", n - 1));
         for cpu in 0..n {
