@@ -117,13 +117,17 @@ pub enum Plan {
     Affinity(PlanAffinityArgs),
 }
 
+/// `plan affinity`'s flags that need --host: given without it, clap names --host as the one
+/// missing (`requires`), not the model's PLATFORM, --card and --flow as well.
+const HOST_ONLY: [&str; 6] = ["host", "nic", "apply", "restore", "root", "json"];
+
 #[derive(Args)]
 pub struct PlanAffinityArgs {
     /// The platform: a file, or a shipped one by name (server-2006-bensley-5000p). Not with
     /// --host.
     #[arg(
         value_name = "PLATFORM",
-        required_unless_present = "host",
+        required_unless_present_any = HOST_ONLY,
         conflicts_with = "host"
     )]
     pub platform: Option<PathBuf>,
@@ -131,14 +135,14 @@ pub struct PlanAffinityArgs {
     #[arg(
         long,
         value_name = "PORT=FUNCTIONS",
-        required_unless_present = "host",
+        required_unless_present_any = HOST_ONLY,
         conflicts_with = "host"
     )]
     pub card: Vec<irqlab_sim::plan::swizzle::Card>,
     /// A flow: packets received on one interface leave on the other, and back (--flow
     /// eth2:eth4). Interfaces are named in PCI bus order, as plan swizzle prints them; with
     /// --host, as this host names them (ip link).
-    #[arg(long, value_name = "NIC:NIC", required_unless_present = "host")]
+    #[arg(long, value_name = "NIC:NIC", required_unless_present_any = HOST_ONLY)]
     pub flow: Vec<irqlab_sim::plan::affinity::Flow>,
     /// Take the IRQs with the INTXSWZCTRL values plan swizzle chooses, not the platform
     /// file's.
@@ -250,11 +254,12 @@ pub struct SweepPlanArgs {
     /// Uncertainty draws: N Latin-hypercube draws over the ranges the experiments' files
     /// declare, as validate --uncertainty N draws them.
     #[arg(long, value_name = "N", required_unless_present = "scenario",
-          conflicts_with = "scenario",
+          conflicts_with = "scenario", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub draws: Option<u32>,
     /// The seed of the draws (as validate's --draw-seed).
-    #[arg(long, value_name = "SEED", default_value_t = 1, requires = "draws")]
+    #[arg(long, value_name = "SEED", default_value_t = 1, requires = "draws",
+          allow_negative_numbers = true, value_parser = whole::<u64, 0, { u64::MAX }>)]
     pub draw_seed: u64,
     /// Directory of experiment files (default: the experiments shipped in irqlab).
     #[arg(long, value_name = "DIR", requires = "draws")]
@@ -279,16 +284,18 @@ pub struct SweepPlanArgs {
     pub set: Vec<String>,
     /// The seed of every grid cell's first point (default: the scenario's `seed`); every cell
     /// takes the same seeds, so differences between cells are the parameters', not noise.
-    #[arg(long, value_name = "SEED", requires = "scenario")]
+    #[arg(long, value_name = "SEED", requires = "scenario", allow_negative_numbers = true,
+          value_parser = whole::<u64, 0, { u64::MAX }>)]
     pub seed: Option<u64>,
     /// Points per grid cell, each with its own seed; the merge adds their histograms (N times
     /// the samples, run in parallel).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "scenario",
+          allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub repeat: u32,
     /// Interrupts per run: for draws every run's count (as validate --samples), for a grid each
     /// point's (default: the scenario's `samples`).
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub samples: Option<u64>,
 }
 
@@ -297,11 +304,12 @@ pub struct SweepRunArgs {
     /// The manifest `irqlab sweep plan` wrote.
     pub manifest: PathBuf,
     /// This shard's index, 0 to N-1 (default: $SLURM_ARRAY_TASK_ID, as in a Slurm job array).
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", allow_negative_numbers = true, value_parser = whole::<u32, 0, { u64::MAX }>)]
     pub shard: Option<u32>,
     /// How many shards there are (default: $SLURM_ARRAY_TASK_COUNT). Give it in a job script
     /// when a task may be run again alone (sbatch --array=2 has a task count of 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub of: Option<u32>,
     /// Directory for the results (created if missing): DIR/shard-I-of-N.json, written whole or
     /// not at all.
@@ -336,14 +344,15 @@ pub struct SimArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// Random seed (default: the scenario's `seed`).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = whole::<u64, 0, { u64::MAX }>)]
     pub seed: Option<u64>,
     /// Interrupts to raise (default: the scenario's `samples`): a whole number, `20000`,
     /// `20_000`, or with k, M or G (`20k`, `4M`).
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub samples: Option<u64>,
     /// Print the first N packets the analyzer saw on the device's link (Figure 7 style).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
+          value_parser = whole::<usize, 0, { u64::MAX }>)]
     pub trace: usize,
     /// Also write the result as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -356,7 +365,7 @@ pub struct SimArgs {
     /// histograms (replication 0 uses --seed; the result depends on N, not on the cores). A
     /// seed-004 scenario's phases are set by sample number, so each of its replications
     /// runs the whole timeline and the histograms hold N times the samples.
-    #[arg(long, value_name = "N", default_value_t = 1,
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub replications: u32,
     /// For a scenario that runs cyclictest (seed003/idle, seed003/flood): also write its
@@ -366,8 +375,8 @@ pub struct SimArgs {
     pub histogram_out: Option<PathBuf>,
     /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups count
     /// as overflows.
-    #[arg(long, value_name = "US", default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "US", default_value_t = 10_000, allow_negative_numbers = true,
+          value_parser = whole::<u64, 1, 1_000_000>)]
     pub histogram_max_us: u64,
 }
 
@@ -396,7 +405,8 @@ pub struct ValidateArgs {
     #[arg(long, value_name = "PATTERN", value_parser = parse_only)]
     pub only: Option<String>,
     /// Override the sample count of every run (`20000`, `20k`, `4M`).
-    #[arg(long, value_name = "N", value_parser = parse_count, conflicts_with = "full")]
+    #[arg(long, value_name = "N", value_parser = parse_count, conflicts_with = "full",
+          allow_negative_numbers = true)]
     pub samples: Option<u64>,
     /// Run the published sample counts where they are long (seed 002: 256M round trips,
     /// on all cores) instead of the shorter defaults. The output says which ran.
@@ -420,7 +430,8 @@ pub struct ValidateArgs {
     /// Prints each row's band (5-95%), the published value's percentile in it, the parameters
     /// that drive it and its class (pass, uninformative, tension, inconsistent). 200 draws
     /// take minutes on two cores.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub uncertainty: Option<u32>,
     /// The seed of the uncertainty draws; every draw's runs take their seeds from it and the
     /// draw's index, so the same seed gives the same result.
@@ -428,7 +439,9 @@ pub struct ValidateArgs {
         long,
         value_name = "SEED",
         default_value_t = 1,
-        requires = "uncertainty"
+        requires = "uncertainty",
+        allow_negative_numbers = true,
+        value_parser = whole::<u64, 0, { u64::MAX }>
     )]
     pub draw_seed: u64,
 }
@@ -436,7 +449,8 @@ pub struct ValidateArgs {
 #[derive(Args)]
 pub struct HostArgs {
     /// Take two snapshots this far apart and show rates per CPU (e.g. `2s`, `500ms`).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration,
+          allow_hyphen_values = true)]
     pub interval: Option<std::time::Duration>,
     /// Also write the inventory as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -482,7 +496,8 @@ pub enum Measure {
 #[derive(Args)]
 pub struct TimerArgs {
     /// CPUs to measure on, one thread each (e.g. `0-3,6`; default: all online).
-    #[arg(long, short = 'a', value_name = "LIST")]
+    #[arg(long, short = 'a', value_name = "LIST", value_parser = parse_cpus,
+          allow_negative_numbers = true)]
     pub cpus: Option<String>,
     /// Scheduling policy of the measuring threads: fifo, rr, or other (SCHED_OTHER, the fair
     /// scheduler, to see what a normal task gets).
@@ -491,7 +506,7 @@ pub struct TimerArgs {
     pub policy: irqlab_host::timer::Policy,
     /// Real-time priority of the measuring threads, 1..=99 (default 95; none with --policy
     /// other).
-    #[arg(long, short = 'p')]
+    #[arg(long, short = 'p', allow_negative_numbers = true, value_parser = parse_priority)]
     pub priority: Option<i32>,
     /// Period between wake-ups, in microseconds (cyclictest's -i).
     #[arg(
@@ -499,13 +514,15 @@ pub struct TimerArgs {
         short = 'i',
         visible_alias = "interval",
         value_name = "US",
-        default_value_t = 1000
+        default_value_t = 1000,
+        allow_negative_numbers = true,
+        value_parser = whole::<u64, 1, { u64::MAX }>
     )]
     pub interval_us: u64,
     /// How long to measure: seconds (`10`, as cyclictest's -D) or with a unit (`10s`, `5m`,
     /// `500ms`); without it or --loops, until Ctrl-C.
     #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_duration,
-          conflicts_with = "loops", allow_negative_numbers = true)]
+          conflicts_with = "loops", allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// The PM QoS request held on /dev/cpu_dma_latency during the run, in us (cyclictest's
     /// --latency): 0 keeps every CPU out of idle states with a longer exit latency.
@@ -520,11 +537,12 @@ pub struct TimerArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     /// Wake-ups per thread, instead of --duration (cyclictest's -l).
-    #[arg(long, short = 'l', value_name = "N")]
+    #[arg(long, short = 'l', value_name = "N", allow_negative_numbers = true,
+          value_parser = whole::<u64, 1, { u64::MAX }>)]
     pub loops: Option<u64>,
     /// Stop at the first wake-up later than this (us) and show where its latency went and
     /// what ran on that CPU before it (traces the scheduler, as --trace-sched).
-    #[arg(long, value_name = "US")]
+    #[arg(long, value_name = "US", allow_negative_numbers = true, value_parser = whole::<u64, 1, { u64::MAX }>)]
     pub break_us: Option<u64>,
     /// Run this shell command as load for the measurement's duration, then stop it (and
     /// everything it started), e.g. `--load 'stress-ng --cpu 2'`.
@@ -545,7 +563,7 @@ pub struct TimerArgs {
     #[arg(long, hide = true)]
     pub no_trace: bool,
     /// Trace ring buffer per CPU in KiB.
-    #[arg(long, value_name = "KIB", default_value_t = 4096,
+    #[arg(long, value_name = "KIB", default_value_t = 4096, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub buffer_kb: u32,
     /// Also write the result as JSON to FILE.
@@ -563,8 +581,8 @@ pub struct TimerArgs {
     pub plot: Option<PathBuf>,
     /// Largest bucket of --histogram-out in us (cyclictest's -h value); later wake-ups
     /// count as overflows.
-    #[arg(long, value_name = "US", default_value_t = 10_000,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "US", default_value_t = 10_000, allow_negative_numbers = true,
+          value_parser = whole::<u64, 1, 1_000_000>)]
     pub histogram_max_us: u64,
 }
 
@@ -573,15 +591,57 @@ pub struct IrqsArgs {
     /// How long to measure: seconds (`10`) or with a unit (`10s`, `5m`). Ctrl-C ends it early
     /// with the results so far.
     #[arg(long, short = 'D', value_name = "DURATION", value_parser = parse_duration,
-          allow_negative_numbers = true)]
+          allow_hyphen_values = true)]
     pub duration: std::time::Duration,
     /// Ring buffer per CPU in KiB; raise it if events are reported lost.
-    #[arg(long, value_name = "KIB", default_value_t = 4096,
+    #[arg(long, value_name = "KIB", default_value_t = 4096, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub buffer_kb: u32,
     /// Also write the result as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// A whole number from `MIN` to `MAX`. Numeric flags take `allow_negative_numbers`, so that
+/// `-5` reaches here (clap would otherwise read it as an unknown flag, "unexpected argument
+/// '-5'", without naming the flag it was given to) and is refused with the flag and what it
+/// takes.
+fn whole<T: TryFrom<u64>, const MIN: u64, const MAX: u64>(s: &str) -> Result<T, String> {
+    let takes = if MAX == u64::MAX {
+        format!("a whole number, {MIN} or more")
+    } else {
+        format!("a whole number from {MIN} to {MAX}")
+    };
+    s.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (MIN..=MAX).contains(n) && !s.trim().starts_with('+'))
+        .and_then(|n| T::try_from(n).ok())
+        .ok_or_else(|| format!("{s} is not {takes}"))
+}
+
+/// `--priority`: a number (the policy decides its range: 1-99 for fifo and rr, none for other,
+/// checked with the policy).
+fn parse_priority(s: &str) -> Result<i32, String> {
+    s.trim()
+        .parse::<i32>()
+        .map_err(|_| format!("{s} is not a priority: give 1-99 (SCHED_FIFO, SCHED_RR)"))
+}
+
+/// `--cpus`: a CPU list (`0-3,6`) that names each CPU once. The list parser merges repeats (as
+/// the kernel's lists never have them), so a CPU given twice is found here, before they are
+/// merged: each CPU gets one measuring thread.
+fn parse_cpus(s: &str) -> Result<String, String> {
+    irqlab_host::timer::parse_cpu_list(s)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for item in s.split(',') {
+        for cpu in irqlab_host::timer::parse_cpu_list(item)? {
+            if !seen.insert(cpu) {
+                return Err(format!("CPU {cpu} is listed twice; list each CPU once"));
+            }
+        }
+    }
+    Ok(s.to_string())
 }
 
 /// A count above zero: digits with optional `_` separators, and an optional k, M or G (10^3,
@@ -624,6 +684,19 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     // A year: far beyond any measurement, and far from where nanosecond counts (u64: 584
     // years) or Instant arithmetic overflow.
     const LONGEST: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
+    // Duration flags take hyphen values (`-1s` would otherwise be an unknown flag), so a flag
+    // given where the duration belongs lands here too.
+    if s.starts_with("--") {
+        return Err(format!(
+            "'{s}' is a flag, not a duration: give a duration such as 2s, 500ms or 10 (seconds)"
+        ));
+    }
+    if s.trim_start().starts_with('-') {
+        return Err(format!(
+            "{s} is negative: must be a positive number of seconds (10) or a duration such as \
+             2s or 500ms"
+        ));
+    }
     let d = match s.trim().parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs >= 0.0 => {
             std::time::Duration::try_from_secs_f64(secs).unwrap_or(std::time::Duration::MAX)

@@ -1238,3 +1238,40 @@ fn seed001_forward_as_shipped_forwards_one_flow() {
     }
     assert!(counter_of(&out, "frames_transmitted_per_s") > 0);
 }
+
+/// `plan affinity --restore` (or --apply, --nic, --root, --json) without `--host` says that
+/// --host is missing, and only that: it listed the model's PLATFORM, --card and --flow too, as
+/// if the user had meant the simulator's plan.
+#[test]
+fn host_only_flags_of_plan_affinity_ask_for_host_alone() {
+    for flag in [
+        &["--restore"][..],
+        &["--apply"],
+        &["--nic", "eth0"],
+        &["--root", "/"],
+        &["--json", "p.json"],
+    ] {
+        let out = irqlab()
+            .args(["plan", "affinity"])
+            .args(flag)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
+        assert!(
+            stderr.contains("required arguments were not provided:\n  --host\n\n"),
+            "{flag:?}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("--card") && !stderr.contains("--flow"),
+            "{flag:?}: {stderr}"
+        );
+    }
+    // Without --host and its flags, the model's plan still needs its own.
+    let out = irqlab().args(["plan", "affinity"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("<PLATFORM>") && stderr.contains("--card"),
+        "{stderr}"
+    );
+}

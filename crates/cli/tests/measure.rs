@@ -42,13 +42,16 @@ fn bad_timer_flags_are_refused_with_the_flag_named() {
         (vec!["--cpus", "1-0"], "--cpus"),
         (
             vec!["--interval-us", "0"],
-            "--interval-us must be at least 1",
+            "'--interval-us <US>': 0 is not a whole number, 1 or more",
         ),
         (
             vec!["--priority", "100"],
             "--priority: 100 is outside 1..=99",
         ),
-        (vec!["--loops", "0"], "--loops must be at least 1"),
+        (
+            vec!["--loops", "0"],
+            "'--loops <N>': 0 is not a whole number, 1 or more",
+        ),
         (vec!["--duration", "0s"], "must be longer than zero"),
         (vec!["--duration", "soon"], "or a duration such as 2s"),
         (vec!["--trace-sched", "--no-trace"], "cannot be used with"),

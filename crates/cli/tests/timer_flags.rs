@@ -140,3 +140,157 @@ fn cyclictest_short_flags_mean_what_they_mean_there() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--duration <DURATION>"), "{stderr}");
 }
+
+/// A negative value reaches the flag's parser (clap read `-1` as an unknown flag: "unexpected
+/// argument '-1'", naming neither the flag nor what it takes), for every numeric flag of
+/// measure timer, measure irqs, host, sim and sweep: the error names the flag and its range.
+#[test]
+fn negative_values_name_their_flag_and_what_it_takes() {
+    for (args, expect) in [
+        (
+            &["measure", "timer", "--loops", "5", "--priority", "-1"][..],
+            "--priority: -1 is outside 1..=99",
+        ),
+        (
+            &["measure", "timer", "--loops", "-5"],
+            "'--loops <N>': -5 is not a whole number, 1 or more",
+        ),
+        (
+            &["measure", "timer", "--interval", "-1"],
+            "'--interval-us <US>': -1 is not a whole number, 1 or more",
+        ),
+        (
+            &["measure", "timer", "--break-us", "-1"],
+            "'--break-us <US>': -1 is not a whole number, 1 or more",
+        ),
+        (
+            &["measure", "timer", "--buffer-kb", "-1"],
+            "'--buffer-kb <KIB>': -1 is not in 1..",
+        ),
+        (
+            &["measure", "timer", "--histogram-max-us", "-1"],
+            "'--histogram-max-us <US>': -1 is not a whole number from 1 to 1000000",
+        ),
+        (
+            &["measure", "timer", "-D", "-1s"],
+            "'--duration <DURATION>': -1s is negative",
+        ),
+        (&["measure", "timer", "--cpus", "-1"], "'--cpus <LIST>'"),
+        (
+            &["measure", "irqs", "-D", "-1s"],
+            "'--duration <DURATION>': -1s is negative",
+        ),
+        (
+            &["measure", "irqs", "-D", "1", "--buffer-kb", "-4"],
+            "'--buffer-kb <KIB>': -4 is not in 1..",
+        ),
+        (
+            &["host", "--interval", "-1s"],
+            "'--interval <DURATION>': -1s is negative",
+        ),
+        (
+            &["sim", "seed000/ws", "--seed", "-1"],
+            "'--seed <SEED>': -1 is not a whole number, 0 or more",
+        ),
+        (
+            &["sim", "seed000/ws", "--samples", "-5"],
+            "'--samples <N>': expected a whole number",
+        ),
+        (
+            &["sim", "seed000/ws", "--trace", "-1"],
+            "'--trace <N>': -1 is not a whole number, 0 or more",
+        ),
+        (
+            &["sim", "seed000/ws", "--replications", "-2"],
+            "'--replications <N>': -2 is not in 1..=4096",
+        ),
+        (
+            &["sim", "seed000/ws", "--histogram-max-us", "-3"],
+            "'--histogram-max-us <US>': -3 is not a whole number from 1",
+        ),
+        (
+            &["sweep", "plan", "--out", "m.json", "--draws", "-3"],
+            "'--draws <N>': -3 is not in 2..=100000",
+        ),
+        (
+            &[
+                "sweep",
+                "plan",
+                "--out",
+                "m.json",
+                "--draws",
+                "3",
+                "--draw-seed",
+                "-1",
+            ],
+            "'--draw-seed <SEED>': -1 is not a whole number",
+        ),
+        (
+            &[
+                "sweep",
+                "plan",
+                "--out",
+                "m.json",
+                "--scenario",
+                "seed000/ws",
+                "--grid",
+                "delivery=msi",
+                "--repeat",
+                "-1",
+            ],
+            "'--repeat <N>': -1 is not in 1..=4096",
+        ),
+        (
+            &[
+                "sweep",
+                "plan",
+                "--out",
+                "m.json",
+                "--scenario",
+                "seed000/ws",
+                "--grid",
+                "delivery=msi",
+                "--seed",
+                "-1",
+            ],
+            "'--seed <SEED>': -1 is not a whole number",
+        ),
+        (
+            &[
+                "sweep", "run", "m.json", "--out", "d", "--of", "2", "--shard", "-1",
+            ],
+            "'--shard <I>': -1 is not a whole number, 0 or more",
+        ),
+        (
+            &["sweep", "run", "m.json", "--out", "d", "--of", "-2"],
+            "'--of <N>': -2 is not in 1..",
+        ),
+    ] {
+        let out = irqlab().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("unexpected argument"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// `--cpus 0,0` measured CPU 0 once: the list was merged before the "listed twice" check.
+#[test]
+fn a_cpu_listed_twice_is_refused_and_named() {
+    for (list, cpu) in [("0,0", 0), ("0-2,1", 1), ("1,0-1", 1)] {
+        let out = irqlab()
+            .args(["measure", "timer", "--loops", "5", "--cpus", list])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{list}: {stderr}");
+        assert!(
+            stderr.contains("'--cpus <LIST>'")
+                && stderr.contains(&format!("CPU {cpu} is listed twice")),
+            "{list}: {stderr}"
+        );
+    }
+}

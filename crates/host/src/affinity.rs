@@ -78,7 +78,8 @@
 //! (`irq_select_affinity_usr`). Each refusal is reported per IRQ ([`Refusal`]); the others are
 //! still set.
 
-use crate::interrupts::Table;
+use crate::cpu_list::{CpuList, CpuLists};
+use crate::interrupts::{Row, Table};
 use crate::pci::read_trimmed;
 use crate::state::{self, Change, LockedDir, ProcessId, StateDir};
 use crate::timer::parse_cpu_list;
@@ -103,8 +104,9 @@ pub struct Cache {
     pub kind: String,
     /// As sysfs prints it (`32768K`).
     pub size: String,
-    /// The CPUs that share it, itself included.
-    pub shared_cpus: Vec<u32>,
+    /// The CPUs that share it, itself included (one allocation for every CPU that names the
+    /// same list).
+    pub shared_cpus: CpuList,
 }
 
 impl Cache {
@@ -127,7 +129,7 @@ pub struct HostCpu {
     pub socket: u32,
     pub core_id: u32,
     /// The CPUs of its core: itself and its SMT siblings.
-    pub core_cpus: Vec<u32>,
+    pub core_cpus: CpuList,
     pub caches: Vec<Cache>,
 }
 
@@ -306,9 +308,14 @@ pub fn read(root: &Path) -> Result<HostAffinity, HostError> {
             .unwrap_or_default()
     };
     let table = Table::read(&root.join("proc/interrupts"))?;
+    // Every CPU of a socket names the same L3 (`0-8191`): parsed once, shared by all.
+    let mut lists = CpuLists::default();
     Ok(HostAffinity {
         root: root.to_path_buf(),
-        cpus: online.iter().map(|&c| read_cpu(&cpu_dir, c)).collect(),
+        cpus: online
+            .iter()
+            .map(|&c| read_cpu(&cpu_dir, c, &mut lists))
+            .collect(),
         isolated: list("isolated"),
         nohz_full: list("nohz_full"),
         nics: read_nics(root, &table)?,
@@ -316,7 +323,7 @@ pub fn read(root: &Path) -> Result<HostAffinity, HostError> {
     })
 }
 
-fn read_cpu(cpu_dir: &Path, cpu: u32) -> HostCpu {
+fn read_cpu(cpu_dir: &Path, cpu: u32, lists: &mut CpuLists) -> HostCpu {
     let dir = cpu_dir.join(format!("cpu{cpu}"));
     let topology = dir.join("topology");
     let number = |f: &str| {
@@ -326,9 +333,9 @@ fn read_cpu(cpu_dir: &Path, cpu: u32) -> HostCpu {
     };
     let core_cpus = ["core_cpus_list", "thread_siblings_list"]
         .iter()
-        .find_map(|f| read_trimmed(&topology.join(f)).and_then(|t| parse_cpu_list(&t).ok()))
+        .find_map(|f| read_trimmed(&topology.join(f)).and_then(|t| lists.parse(&t).ok()))
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| vec![cpu]);
+        .unwrap_or_else(|| CpuList::new([cpu]));
     let mut caches = Vec::new();
     if let Ok(entries) = std::fs::read_dir(dir.join("cache")) {
         let mut dirs: Vec<PathBuf> = entries
@@ -345,7 +352,7 @@ fn read_cpu(cpu_dir: &Path, cpu: u32) -> HostCpu {
             let (Some(level), Some(kind), Some(shared)) = (
                 field("level").and_then(|l| l.parse().ok()),
                 field("type"),
-                field("shared_cpu_list").and_then(|l| parse_cpu_list(&l).ok()),
+                field("shared_cpu_list").and_then(|l| lists.parse(&l).ok()),
             ) else {
                 continue;
             };
@@ -385,6 +392,13 @@ fn read_nics(root: &Path, table: &Table) -> Result<Vec<Nic>, HostError> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort_by(|a, b| natural(a).cmp(&natural(b)));
+    // The rows by IRQ number, as `Table::irq` finds them (the first of a number), without a
+    // scan of the table per IRQ: a host of many queues has thousands of each.
+    let mut by_id: std::collections::HashMap<&str, &Row> = std::collections::HashMap::new();
+    for r in &table.rows {
+        by_id.entry(r.id.as_str()).or_insert(r);
+    }
+    let row = |irq: u32| by_id.get(irq.to_string().as_str()).copied();
     let mut nics = Vec::new();
     for name in names {
         // Virtual interfaces (lo, bridges, ifb, veth, tun) have no device, and no IRQs.
@@ -426,7 +440,7 @@ fn read_nics(root: &Path, table: &Table) -> Result<Vec<Nic>, HostError> {
                     read_trimmed(&o.join("irq"))
                         .and_then(|s| s.parse::<u32>().ok())
                         .filter(|&n| n != 0)
-                        .filter(|&n| table.irq(n).is_some_and(|r| r.actions.iter().any(named)))
+                        .filter(|&n| row(n).is_some_and(|r| r.actions.iter().any(named)))
                         .map(|n| (IrqSource::LegacyIrq, o.clone(), vec![n]))
                 })
             })
@@ -446,10 +460,7 @@ fn read_nics(root: &Path, table: &Table) -> Result<Vec<Nic>, HostError> {
         let mut irqs: Vec<NicIrq> = numbers
             .into_iter()
             .map(|irq| {
-                let action = table
-                    .irq(irq)
-                    .map(|r| r.actions.join(", "))
-                    .unwrap_or_default();
+                let action = row(irq).map(|r| r.actions.join(", ")).unwrap_or_default();
                 NicIrq {
                     irq,
                     role: queue_role(&action, &name),
@@ -535,27 +546,42 @@ fn is_writable(file: &Path) -> bool {
 /// significant first, separated by commas (`bitmap_print_to_pagebuf`, `cpumask_parse_user`):
 /// `3`, `00000000,00000100`.
 pub fn parse_mask(text: &str) -> Result<Vec<u32>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("an empty mask".into());
-    }
+    let words = mask_words(text)?;
     let mut cpus = Vec::new();
-    for (group, hex) in text.rsplit(',').enumerate() {
-        if hex.is_empty() || hex.len() > 8 {
-            return Err(format!(
-                "'{text}': groups of 1 to 8 hexadecimal digits expected"
-            ));
-        }
-        let bits = u32::from_str_radix(hex, 16)
-            .map_err(|_| format!("'{text}': '{hex}' is not hexadecimal"))?;
+    for (group, bits) in words.iter().enumerate() {
         for bit in 0..32 {
             if bits & (1 << bit) != 0 {
                 cpus.push(group as u32 * 32 + bit);
             }
         }
     }
-    cpus.sort_unstable();
     Ok(cpus)
+}
+
+/// A mask's 32-bit groups, least significant first, without the zero groups above the highest
+/// CPU: two masks name the same CPUs exactly when these are equal (as [`parse_mask`]'s lists
+/// are, and with its errors), compared a group at a time rather than a CPU at a time.
+pub fn mask_words(text: &str) -> Result<Vec<u32>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("an empty mask".into());
+    }
+    let mut words = Vec::new();
+    for hex in text.rsplit(',') {
+        if hex.is_empty() || hex.len() > 8 {
+            return Err(format!(
+                "'{text}': groups of 1 to 8 hexadecimal digits expected"
+            ));
+        }
+        words.push(
+            u32::from_str_radix(hex, 16)
+                .map_err(|_| format!("'{text}': '{hex}' is not hexadecimal"))?,
+        );
+    }
+    while words.last() == Some(&0) {
+        words.pop();
+    }
+    Ok(words)
 }
 
 /// Whether two masks name the same CPUs (as text if either does not parse).

@@ -17,6 +17,7 @@
 #![deny(unsafe_code)]
 
 pub mod affinity;
+pub mod cpu_list;
 pub mod host_info;
 pub mod interrupts;
 pub mod inventory;

@@ -146,7 +146,7 @@ fn the_fake_host_reads_as_the_kernel_lays_it_out() {
     let sockets: Vec<u32> = host.cpus.iter().map(|c| c.socket).collect();
     assert_eq!(sockets, [0, 0, 1, 1]);
     let l3 = host.cpus[2].last_level_cache().unwrap();
-    assert_eq!((l3.level, l3.shared_cpus.clone()), (3, vec![2, 3]));
+    assert_eq!((l3.level, l3.shared_cpus.to_vec()), (3, vec![2, 3]));
     assert_eq!(host.cpus[1].unified(2).unwrap().shared_cpus, [1]);
     // lo has no device; names sort as numbers.
     let names: Vec<&str> = host.nics.iter().map(|n| n.name.as_str()).collect();

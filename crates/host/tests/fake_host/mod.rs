@@ -223,3 +223,190 @@ impl FakeHost {
         std::fs::read_to_string(self.path(&format!("proc/irq/{irq}/smp_affinity"))).unwrap()
     }
 }
+
+/// A multi-queue NIC of [`FakeHost::large`]: its interface name, queue count, and how its
+/// driver names the queues' IRQs.
+#[derive(Clone, Copy, Debug)]
+pub struct LargeNic {
+    pub name: &'static str,
+    pub queues: u32,
+    pub naming: QueueNaming,
+}
+
+/// How a driver names its queue IRQs.
+#[derive(Clone, Copy, Debug)]
+pub enum QueueNaming {
+    /// ixgbe: a link IRQ `eth0`, then `eth0-rx-N` and `eth0-tx-N`, an IRQ each.
+    RxTx,
+    /// i40e: `i40e-eth1-TxRx-N`, one IRQ per queue pair.
+    TxRx,
+    /// mlx5: `mlx5_compN@pci:ADDR`, one IRQ per queue pair.
+    Comp,
+}
+
+/// The shape of [`FakeHost::large`]'s machine.
+#[derive(Clone, Debug)]
+pub struct LargeHost {
+    pub cpus: u32,
+    /// CPUs are numbered socket by socket; `cpus` must be a multiple of `sockets * smt`.
+    pub sockets: u32,
+    /// Threads per physical core (1 or 2), numbered side by side.
+    pub smt: u32,
+    pub nics: Vec<LargeNic>,
+}
+
+impl LargeHost {
+    /// `cpus` CPUs in `sockets` sockets, two threads a core, with three multi-queue NICs:
+    /// eth0 (ixgbe-like, 64 queues of an rx and a tx IRQ), eth1 (i40e-like, 128 TxRx queues),
+    /// eth2 (mlx5-like, 256 completion queues).
+    pub fn with_three_nics(cpus: u32, sockets: u32) -> LargeHost {
+        LargeHost {
+            cpus,
+            sockets,
+            smt: 2,
+            nics: vec![
+                LargeNic {
+                    name: "eth0",
+                    queues: 64,
+                    naming: QueueNaming::RxTx,
+                },
+                LargeNic {
+                    name: "eth1",
+                    queues: 128,
+                    naming: QueueNaming::TxRx,
+                },
+                LargeNic {
+                    name: "eth2",
+                    queues: 256,
+                    naming: QueueNaming::Comp,
+                },
+            ],
+        }
+    }
+}
+
+impl FakeHost {
+    /// A machine of any size, laid out as the kernel does (the benchmark's and the planner's
+    /// size tests): per CPU its socket, core and SMT siblings, an L2 per core and an L3 per
+    /// socket; per NIC a PCI function with its MSI-X IRQs from 1000 up (numbered NIC after
+    /// NIC), each IRQ's mask all CPUs; a `/proc/interrupts` with a count column per CPU, as
+    /// the kernel prints it (`%10u ` each).
+    pub fn large(shape: &LargeHost) -> FakeHost {
+        let h = FakeHost::empty();
+        let n = shape.cpus;
+        assert!(
+            n > 0 && n.is_multiple_of(shape.sockets * shape.smt),
+            "{shape:?}"
+        );
+        let per_socket = n / shape.sockets;
+        h.file("sys/devices/system/cpu/online", &format!("0-{}\n", n - 1));
+        for cpu in 0..n {
+            let socket = cpu / per_socket;
+            let first = cpu - cpu % shape.smt;
+            let siblings = if shape.smt == 1 {
+                format!("{cpu}\n")
+            } else {
+                format!("{first}-{}\n", first + shape.smt - 1)
+            };
+            let d = format!("sys/devices/system/cpu/cpu{cpu}");
+            h.file(
+                &format!("{d}/topology/physical_package_id"),
+                &format!("{socket}\n"),
+            );
+            h.file(
+                &format!("{d}/topology/core_id"),
+                &format!("{}\n", (cpu % per_socket) / shape.smt),
+            );
+            h.file(&format!("{d}/topology/core_cpus_list"), &siblings);
+            let socket_cpus = format!(
+                "{}-{}\n",
+                socket * per_socket,
+                (socket + 1) * per_socket - 1
+            );
+            for (i, (level, size, shared)) in
+                [(2, "2048K", siblings.clone()), (3, "107520K", socket_cpus)]
+                    .into_iter()
+                    .enumerate()
+            {
+                let c = format!("{d}/cache/index{i}");
+                h.file(&format!("{c}/level"), &format!("{level}\n"));
+                h.file(&format!("{c}/type"), "Unified\n");
+                h.file(&format!("{c}/size"), &format!("{size}\n"));
+                h.file(&format!("{c}/shared_cpu_list"), &shared);
+            }
+        }
+        let all = all_cpus_mask(n);
+        let mut rows: Vec<(u32, String, String)> = Vec::new();
+        let mut next = 1000u32;
+        for (k, nic) in shape.nics.iter().enumerate() {
+            let addr = format!("0000:{:02x}:00.0", 0x3b + k);
+            let mut names: Vec<String> = Vec::new();
+            match nic.naming {
+                QueueNaming::RxTx => {
+                    names.push(nic.name.to_string());
+                    for q in 0..nic.queues {
+                        names.push(format!("{}-rx-{q}", nic.name));
+                        names.push(format!("{}-tx-{q}", nic.name));
+                    }
+                }
+                QueueNaming::TxRx => {
+                    names.extend((0..nic.queues).map(|q| format!("i40e-{}-TxRx-{q}", nic.name)))
+                }
+                QueueNaming::Comp => {
+                    names.extend((0..nic.queues).map(|q| format!("mlx5_comp{q}@pci:{addr}")))
+                }
+            }
+            let irqs: Vec<u32> = (next..next + names.len() as u32).collect();
+            next += names.len() as u32;
+            for (irq, name) in irqs.iter().zip(names) {
+                let d = format!("proc/irq/{irq}");
+                h.file(&format!("{d}/smp_affinity"), &format!("{all}\n"));
+                h.file(&format!("{d}/smp_affinity_list"), &format!("0-{}\n", n - 1));
+                h.file(&format!("{d}/effective_affinity_list"), "0\n");
+                rows.push((*irq, name, addr.clone()));
+            }
+            let bus = format!("pci0000:{:02x}", 0x3a + k);
+            h.pci(&bus, &addr, &irqs);
+            let driver = match nic.naming {
+                QueueNaming::RxTx => "ixgbe",
+                QueueNaming::TxRx => "i40e",
+                QueueNaming::Comp => "mlx5_core",
+            };
+            h.nic(nic.name, &format!("{bus}/{addr}"), driver);
+        }
+        let mut text = String::from("      ");
+        for cpu in 0..n {
+            text.push_str(&format!("{:<11}", format!("CPU{cpu}")));
+        }
+        text.push('\n');
+        for (i, (irq, name, addr)) in rows.iter().enumerate() {
+            text.push_str(&format!("{irq:>5}:"));
+            for _ in 0..n {
+                text.push_str("          0 ");
+            }
+            text.push_str(&format!(" PCI-MSIX-{addr}   {i}-edge      {name}\n"));
+        }
+        h.file("proc/interrupts", &text);
+        h.file("sys/class/net/lo/address", "00:00:00:00:00:00\n");
+        h.process(1, "init");
+        h
+    }
+}
+
+/// Every CPU of `n` as `smp_affinity` prints it: 32-bit groups, most significant first.
+fn all_cpus_mask(n: u32) -> String {
+    let groups = n.div_ceil(32);
+    (0..groups)
+        .rev()
+        .map(|g| {
+            let bits = (n - g * 32).min(32);
+            let v: u64 = (1u64 << bits) - 1;
+            if g == groups - 1 {
+                format!("{v:x}")
+            } else {
+                format!("{v:08x}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
