@@ -8,7 +8,7 @@ use std::path::PathBuf;
 const EXIT_ALL: &str = "Exit status: 0 done; 1 a validation row fails or is undecided (validate, \
 sweep merge of draws); 2 bad input (a file, a flag, a configuration hardware cannot have) or a \
 measurement that cannot run; 3 a host setting could not be put back (the message says how to by \
-hand).";
+hand), or an applied affinity plan reads back otherwise than planned.";
 const EXIT_SIM: &str = "Exit status: 0 done; 2 bad input (a file, a flag, a configuration \
 hardware cannot have) or a run that cannot complete.";
 const EXIT_VALIDATE: &str = "Exit status: 0 every row passes; 1 a row fails or is undecided (too \

@@ -536,3 +536,112 @@ fn a_crashed_applys_temporary_record_is_removed_by_the_cleanup() {
     assert!(text.contains(".affinity-applied.json.tmp"), "{text}");
     assert_eq!(state_files(&h), Vec::<String>::new());
 }
+
+/// Red-team finding: a tree whose `run` is a symbolic link (to a directory standing for the
+/// host's `/run`). The apply is refused and makes nothing where the link leads; a cleanup of
+/// the tree removes nothing there.
+#[test]
+fn a_trees_run_that_is_a_link_is_refused_and_nothing_is_made_or_removed_through_it() {
+    let h = FakeHost::standard();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), h.path("run")).unwrap();
+    let tree = h.root().to_str().unwrap();
+    let out = Command::new(hostenv::irqlab())
+        .env_remove("IRQLAB_STATE_DIR")
+        .args([
+            "plan", "affinity", "--host", "--root", tree, "--nic", "eth2", "--apply",
+        ])
+        .output()
+        .unwrap();
+    let text = show("apply with run a link", &out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("is a symbolic link"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(elsewhere.path()).unwrap().count(),
+        0,
+        "made through the link: {text}"
+    );
+    // What a cleanup of the tree would remove, where the link leads.
+    let planted = elsewhere.path().join("irqlab");
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::write(planted.join(".affinity-applied.json.tmp"), "{").unwrap();
+    let out = Command::new(hostenv::irqlab())
+        .env_remove("IRQLAB_STATE_DIR")
+        .args(["host", "--cleanup", "--root", tree])
+        .output()
+        .unwrap();
+    let text = show("cleanup with run a link", &out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        planted.join(".affinity-applied.json.tmp").exists(),
+        "removed through the link: {text}"
+    );
+}
+
+/// Red-team finding: a tree copied with its applied record says so, and which file to remove,
+/// rather than sending the user back and forth between the two trees.
+#[test]
+fn a_record_copied_with_its_tree_is_named_as_such() {
+    let h = FakeHost::standard();
+    let tree = h.root().to_str().unwrap().to_string();
+    let run = |root: &str, args: &[&str]| {
+        Command::new(hostenv::irqlab())
+            .env_remove("IRQLAB_STATE_DIR")
+            .args(["plan", "affinity", "--host", "--root", root])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&tree, &["--nic", "eth2", "--apply"]);
+    assert!(out.status.success(), "{}", show("apply", &out));
+    let copy = tempfile::tempdir().unwrap();
+    let copied = copy.path().join("tree");
+    let cp = Command::new("cp")
+        .args(["-a", &tree])
+        .arg(&copied)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let out = run(copied.to_str().unwrap(), &["--restore"]);
+    let text = show("restore of the copy", &out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("it was copied with the tree"), "{text}");
+    assert!(text.contains("remove the file"), "{text}");
+    let out = run(&tree, &["--restore"]);
+    assert!(out.status.success(), "{}", show("restore", &out));
+}
+
+/// Red-team finding: a FIFO where a tree's `smp_affinity` belongs hung the plan for ever; it
+/// reads as no mask.
+#[test]
+fn a_fifo_in_a_tree_does_not_hang_the_plan() {
+    let h = FakeHost::standard();
+    let file = h.path("proc/irq/38/smp_affinity");
+    std::fs::remove_file(&file).unwrap();
+    let made = Command::new("mkfifo").arg(&file).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no mkfifo(1)");
+        return;
+    }
+    let mut c = irqlab(
+        &h,
+        &[
+            "plan",
+            "affinity",
+            "--host",
+            "--root",
+            h.root().to_str().unwrap(),
+            "--nic",
+            "eth2",
+        ],
+    );
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut run = hostenv::Running::new(c);
+    let ended = hostenv::wait_until(20, || {
+        hostenv::proc_stat(run.pid()).is_none_or(|s| s.state == 'Z')
+    });
+    if !ended {
+        run.kill9();
+    }
+    assert!(ended, "the plan hung on a FIFO in the tree");
+}

@@ -254,3 +254,35 @@ fn a_link_planted_at_a_figures_name_is_not_followed() {
         "a temporary file was left"
     );
 }
+
+/// Red-team finding: `-` where only files or a directory can go is refused naming the flag
+/// (`plot --out -` made a directory named `-`; `sweep plan --out -` mixed the manifest with
+/// text on stdout).
+#[test]
+fn a_dash_where_a_file_or_directory_must_go_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = irqlab()
+        .current_dir(dir.path())
+        .args(["plot", "--out", "-", "nothing.json"])
+        .output()
+        .unwrap();
+    let text = show("plot --out -", &out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--out -: figures are files in a directory"),
+        "{text}"
+    );
+    assert!(
+        !dir.path().join("-").exists(),
+        "a directory named - was made"
+    );
+    let out = irqlab()
+        .args([
+            "sweep", "plan", "--out", "-", "--draws", "2", "--only", "msi-*",
+        ])
+        .output()
+        .unwrap();
+    let text = show("sweep plan --out -", &out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("--out -: the manifest is a file"), "{text}");
+}

@@ -142,9 +142,22 @@ pub fn functions(root: &Path) -> Result<Vec<Function>, HostError> {
 
 /// A small sysfs/procfs file's content, trimmed; None if it cannot be read.
 pub(crate) fn read_trimmed(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Without waiting: a FIFO in a tree given with --root (whoever wrote it could have put one
+    // where a sysfs or procfs file belongs) would block the open and the read for ever. Regular
+    // files, sysfs and procfs ignore O_NONBLOCK; a FIFO then reads as empty.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    Some(text.trim().to_string())
 }
 
 #[cfg(test)]

@@ -348,29 +348,71 @@ impl StateDir {
 
     /// Create the directory if needed, and check that it is safe to keep state in.
     pub(crate) fn create(&self) -> Result<(), HostError> {
-        match std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.path)
-        {
+        let made = if self.tree.is_some() {
+            // A tree's `run` is made here, never through a link: recursive creation would
+            // follow a `run` that is a link and make `irqlab` wherever it leads.
+            self.check_tree_run(true)?;
+            std::fs::DirBuilder::new().mode(0o700).create(&self.path)
+        } else {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.path)
+        };
+        match made {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(self.error(e)),
         }
         let m = std::fs::symlink_metadata(&self.path).map_err(|e| self.error(e))?;
-        self.check_safe(&m)?;
-        // A tree's directory is reached through the tree's `run`, which whoever wrote the tree
-        // could have made a link to the host's `/run`: its records would then be the host's.
-        if let (Some(tree), Some(run)) = (&self.tree, self.path.parent()) {
-            let real = run.canonicalize().ok();
-            if real.as_deref() != Some(run) || !run.starts_with(tree) {
-                return Err(self.error(format!(
-                    "{} is not a directory of the tree {} (a symbolic link?): a tree's records \
-                     are kept in the tree",
-                    run.display(),
-                    tree.display()
-                )));
+        self.check_safe(&m)
+    }
+
+    /// For a tree's directory (`TREE/run/irqlab`): that `TREE/run` is a directory of this
+    /// user's that others cannot write to, not a link. Whoever wrote the tree could have made
+    /// `run` a link to the host's `/run` (its records would then be the host's, and a cleanup
+    /// of the tree would remove the host's files), or left it open for a swap. With `create`,
+    /// a missing `run` is made (0700).
+    fn check_tree_run(&self, create: bool) -> Result<(), HostError> {
+        let (Some(tree), Some(run)) = (&self.tree, self.path.parent()) else {
+            return Ok(());
+        };
+        let refuse = |why: String| {
+            self.error(format!(
+                "{} {why}: a tree's records are kept in the tree, in a directory only this user \
+                 may write to",
+                run.display()
+            ))
+        };
+        if !run.starts_with(tree) {
+            return Err(refuse(format!("is not in the tree {}", tree.display())));
+        }
+        if create {
+            match std::fs::DirBuilder::new().mode(0o700).create(run) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(self.error(format!("creating {}: {e}", run.display()))),
             }
+        }
+        let m = match std::fs::symlink_metadata(run) {
+            Ok(m) => m,
+            Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(self.error(format!("{}: {e}", run.display()))),
+        };
+        if m.is_symlink() {
+            return Err(refuse("is a symbolic link".into()));
+        }
+        if !m.is_dir() {
+            return Err(refuse("is not a directory".into()));
+        }
+        if let Some(whose) = not_this_users(&m) {
+            return Err(refuse(whose));
+        }
+        if m.mode() & 0o022 != 0 {
+            return Err(refuse(format!(
+                "may be written by others (mode {:o})",
+                m.mode() & 0o7777
+            )));
         }
         Ok(())
     }
@@ -395,11 +437,19 @@ impl StateDir {
     }
 
     /// Remove the directory if it is a default one and empty (a concurrent writer recreates it).
-    /// Not while this process holds its lock ([`lock_dir`]): the lock is on the directory
-    /// itself, so removing it would leave the lock on a directory nobody can reach while another
-    /// irqlab locks the new one, and two applies or restores would run at once.
+    /// Not while this process holds its lock through another handle ([`lock_dir`]): the holder
+    /// removes it at its end.
+    ///
+    /// Only under the lock, taken without waiting here: removed by a process that does not hold
+    /// it, the directory would vanish under one that does (an apply that has locked it and not
+    /// yet written its first record), whose next record would create it anew for a third irqlab
+    /// to lock, and two applies would run at once. A directory locked elsewhere is left for its
+    /// holder, which removes it before it unlocks ([`LockedDir`]'s drop).
     pub(crate) fn remove_if_empty(&self) {
-        if self.remove_when_empty && !is_locked_here(&self.path) {
+        if !self.remove_when_empty || is_locked_here(&self.path) {
+            return;
+        }
+        if let Ok(Some(_lock)) = lock_dir_with(self, false) {
             let _ = std::fs::remove_dir(&self.path);
         }
     }
@@ -454,9 +504,22 @@ pub(crate) struct Entry {
 
 /// Write `path` whole or not at all: a temporary file beside it, then rename(2).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes)?;
+    // A temporary a crashed writer left goes first (a link itself, not what it leads to); the
+    // new one is created, never opened through a link.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?
+        .write_all(bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
@@ -694,12 +757,17 @@ impl Drop for DirLock {
 /// irqlab processes never undo, apply or restore the same thing at once). None if the
 /// directory does not exist.
 pub(crate) fn lock_dir(dir: &StateDir) -> Result<Option<DirLock>, HostError> {
-    // Another irqlab may remove the directory (empty, after releasing its lock) between our
-    // opening it and our lock being granted: the lock is then on a directory no path names, and
-    // a third irqlab could lock the one created after it. So the path must still name the
-    // directory locked; else lock again.
+    lock_dir_with(dir, true)
+}
+
+/// [`lock_dir`], waiting for the lock or not (`wait`: none if another holds it).
+fn lock_dir_with(dir: &StateDir, wait: bool) -> Result<Option<DirLock>, HostError> {
+    // Another irqlab may remove the directory (empty, under its lock) between our opening it
+    // and our lock being granted: the lock is then on a directory no path names, and a third
+    // irqlab could lock the one created after it. So the path must still name the directory
+    // locked; else lock again.
     for _ in 0..100 {
-        let Some(flock) = lock_once(dir)? else {
+        let Some(flock) = lock_once(dir, wait)? else {
             return Ok(None);
         };
         let locked = flock.metadata().map_err(|e| dir.error(e))?;
@@ -764,13 +832,18 @@ impl LockedDir {
 
 impl Drop for LockedDir {
     fn drop(&mut self) {
-        // Not while locked (`StateDir::remove_if_empty`).
+        // Removed while still locked, then unlocked: an irqlab waiting for the lock is granted
+        // it on a directory no path names, sees so (`lock_dir`) and makes a new one. Unlocked
+        // first, the directory could be removed under the irqlab granted the lock meanwhile.
+        if self.dir.remove_when_empty {
+            let _ = std::fs::remove_dir(self.dir.path());
+        }
         drop(self.lock.take());
-        self.dir.remove_if_empty();
     }
 }
 
-fn lock_once(dir: &StateDir) -> Result<Option<Flock<std::fs::File>>, HostError> {
+fn lock_once(dir: &StateDir, wait: bool) -> Result<Option<Flock<std::fs::File>>, HostError> {
+    dir.check_tree_run(false)?;
     // Not followed through a symbolic link, and checked on the handle itself: the same checks
     // as before writing to it (a record read is a record acted on).
     let handle = match std::fs::OpenOptions::new()
@@ -792,9 +865,16 @@ fn lock_once(dir: &StateDir) -> Result<Option<Flock<std::fs::File>>, HostError> 
         Err(e) => return Err(dir.error(e)),
     };
     dir.check_safe(&handle.metadata().map_err(|e| dir.error(e))?)?;
-    Flock::lock(handle, FlockArg::LockExclusive)
-        .map(Some)
-        .map_err(|(_, e)| dir.error(format!("cannot lock it: {e}")))
+    let how = if wait {
+        FlockArg::LockExclusive
+    } else {
+        FlockArg::LockExclusiveNonblock
+    };
+    match Flock::lock(handle, how) {
+        Ok(lock) => Ok(Some(lock)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) if !wait => Ok(None),
+        Err((_, e)) => Err(dir.error(format!("cannot lock it: {e}"))),
+    }
 }
 
 /// Whose a file is, when it is not this (effective) user's.
@@ -884,6 +964,50 @@ pub(crate) mod tests {
         let t = tempfile::tempdir().unwrap();
         let d = StateDir::at(t.path().join("state"));
         (t, d)
+    }
+
+    /// Red-team finding: a directory emptied by a process that does not hold its lock was
+    /// removed under the holder (an apply between its lock and its first record), whose next
+    /// record made a new one for a third irqlab to lock: two applies at once. Now only a
+    /// holder removes it, before it unlocks.
+    #[test]
+    fn the_directory_is_never_removed_under_a_holder_of_its_lock() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = StateDir::removable(t.path().join("state"));
+        dir.create().unwrap();
+        // Another process holds the lock: flock(1) on the directory, as lock_dir takes it.
+        // `-o`: flock itself holds it (not the sleep it starts), in a group of its own so that
+        // both go together.
+        use std::os::unix::process::CommandExt;
+        let mut holder = std::process::Command::new("flock")
+            .arg("-o")
+            .arg(dir.path())
+            .args(["sleep", "30"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Wait until it holds it.
+        for _ in 0..200 {
+            if lock_dir_with(&dir, false).unwrap().is_none() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        dir.remove_if_empty();
+        let kept = dir.path().is_dir();
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(holder.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        holder.wait().unwrap();
+        assert!(kept, "removed while another process held its lock");
+        // Unlocked, and empty: removed; and a holder of ours removes it as it unlocks.
+        dir.remove_if_empty();
+        assert!(!dir.path().exists());
+        let locked = LockedDir::acquire(&dir).unwrap();
+        assert!(dir.path().is_dir());
+        drop(locked);
+        assert!(!dir.path().exists());
     }
 
     #[test]

@@ -54,38 +54,72 @@ enum Destination {
     New,
     /// A regular file: replaced whole (a result written again).
     Regular,
-    /// A character device, a FIFO or a socket (`/dev/null`, `/dev/stdout` on a pipe or a
-    /// terminal, a named pipe), or a link the user named to one: written in place, never
-    /// replaced by a file.
-    InPlace,
+    /// A character device or a FIFO (`/dev/null`, a named pipe), or a link of this user's to
+    /// one (`/dev/stdout` on a pipe or a terminal): written in place, never replaced by a file.
+    /// `via_link`: the path is that link; `dev`, `ino`: what it leads to, which the opened
+    /// file must be.
+    InPlace { via_link: bool, dev: u64, ino: u64 },
 }
 
-/// Look at what `path` is now, without following a link but to see where it leads. A link to
-/// a regular file is refused rather than replaced (the user's link would silently become a
-/// file) or followed (in a shared directory, another user could have planted it).
-fn destination(path: &Path) -> Result<Destination, String> {
-    use std::os::unix::fs::FileTypeExt;
+/// Look at what `path` is now, without following a link but to see where a link of this
+/// user's leads. A link to a regular file is refused rather than replaced (the user's link
+/// would silently become a file) or followed; so is another user's link to anything (in a
+/// shared directory, it could have been planted to lead root's output into a device).
+fn destination(path: &Path, in_place: bool) -> Result<Destination, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     if is_stdout(path) {
         return Ok(Destination::Stdout);
     }
-    let special = |t: std::fs::FileType| t.is_char_device() || t.is_fifo() || t.is_socket();
-    let block = "it is a block device: irqlab does not write results onto a disk".to_string();
     let m = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::New),
         Err(e) => return Err(os_reason(e)),
     };
+    let what = |t: std::fs::FileType| {
+        if t.is_dir() {
+            "a directory"
+        } else if t.is_file() {
+            "a regular file"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() {
+            "a character device"
+        } else {
+            "a named pipe"
+        }
+    };
+    let writable_in_place = |t: std::fs::FileType| t.is_char_device() || t.is_fifo();
     let t = m.file_type();
     if t.is_symlink() {
         let target = std::fs::read_link(path)
             .map(|t| t.display().to_string())
             .unwrap_or_else(|_| "?".into());
-        return match std::fs::metadata(path) {
-            Ok(to) if special(to.file_type()) => Ok(Destination::InPlace),
-            Ok(to) if to.file_type().is_block_device() => Err(block),
-            Ok(_) => Err(format!(
-                "it is a symbolic link (to {target}): irqlab neither writes through a link nor \
-                 replaces it; give the file itself, or - for standard output"
+        let to = std::fs::metadata(path);
+        let euid = nix::unistd::geteuid().as_raw();
+        return match to {
+            Ok(to) if in_place && writable_in_place(to.file_type()) && m.uid() == euid => {
+                Ok(Destination::InPlace {
+                    via_link: true,
+                    dev: to.dev(),
+                    ino: to.ino(),
+                })
+            }
+            Ok(to) => Err(format!(
+                "it is a symbolic link (to {target}, {}{}): irqlab neither writes through a \
+                 link nor replaces it; give {}",
+                what(to.file_type()),
+                if m.uid() == euid {
+                    String::new()
+                } else {
+                    format!(", the link being user {}'s", m.uid())
+                },
+                if to.is_dir() {
+                    "a file name in that directory"
+                } else {
+                    "the file itself, or - for standard output"
+                }
             )),
             Err(_) => Err(format!(
                 "it is a symbolic link (to {target}, which does not exist): irqlab neither \
@@ -99,20 +133,38 @@ fn destination(path: &Path) -> Result<Destination, String> {
     if t.is_file() {
         return Ok(Destination::Regular);
     }
-    if t.is_block_device() {
-        return Err(block);
+    if in_place && writable_in_place(t) {
+        return Ok(Destination::InPlace {
+            via_link: false,
+            dev: m.dev(),
+            ino: m.ino(),
+        });
     }
-    Ok(Destination::InPlace)
+    Err(format!(
+        "it is {}, which irqlab does not write {} into; give a file name",
+        what(t),
+        if in_place { "results" } else { "figures" }
+    ))
 }
 
 /// Write `contents` to `path` whole or not at all: into a temporary file beside it, then a
 /// rename, so a crash or a full disk never leaves half a result (docs/architecture.md, output
 /// contracts). The temporary file is created new (`O_CREAT | O_EXCL`, which follows no link),
 /// and a new result never takes the place of something that appeared meanwhile. What is not a
-/// regular file is not replaced: `-` is standard output; a character device, FIFO or socket
-/// (`/dev/null`, `/dev/stdout`) is written in place; a symbolic link to a regular file, a
-/// block device or a directory is refused ([`destination`]).
+/// regular file is not replaced: `-` is standard output; a character device or FIFO
+/// (`/dev/null`, a named pipe), or this user's link to one (`/dev/stdout`), is written in
+/// place; anything else that is not a regular file is refused ([`destination`]).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+    write_to(path, contents, true)
+}
+
+/// [`write_atomic`] for a file that only a file can take (a figure): a new or a regular file,
+/// never a device, a FIFO or anything through a link.
+pub fn write_file_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+    write_to(path, contents, false)
+}
+
+fn write_to(path: &Path, contents: &[u8], in_place: bool) -> Result<(), ReportError> {
     // Report the OS's reason, not the temporary file's name that tempfile attaches.
     let err = |e: std::io::Error| ReportError::Write {
         path: path.display().to_string(),
@@ -123,28 +175,28 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
         reason,
     };
     for _ in 0..10 {
-        let to_create = match destination(path).map_err(refused)? {
+        let to_create = match destination(path, in_place).map_err(refused)? {
             Destination::Stdout => {
                 let mut out = std::io::stdout().lock();
                 out.write_all(contents).map_err(err)?;
                 return out.flush().map_err(err);
             }
-            Destination::InPlace => {
-                // Opened as named (the user's link to a device is the user's choice), never
-                // created, never truncated: a device or a pipe takes the bytes as they come.
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(err)?;
+            Destination::InPlace { via_link, dev, ino } => {
+                let mut f = open_in_place(path, via_link, dev, ino).map_err(refused)?;
                 f.write_all(contents).map_err(err)?;
                 return f.flush().map_err(err);
             }
             Destination::New => true,
             Destination::Regular => false,
         };
-        check_writable(path)?;
+        check_dir(path)?;
         let dir = parent_dir(path);
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(err)?;
+        // Named as irqlab's, should a crash leave it.
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".irqlab-")
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(err)?;
         tmp.write_all(contents).map_err(err)?;
         tmp.as_file().sync_all().map_err(err)?;
         // A temporary file is private (0600); a result is an ordinary file.
@@ -168,6 +220,45 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     ))
 }
 
+/// Open a device or FIFO [`destination`] found, checking that what was opened is what was
+/// looked at (a name swapped for a link or a file meanwhile is refused, before a byte is
+/// written): never created, never truncated, not through a link unless the user's own link was
+/// the destination. A FIFO is opened without waiting: no reader is an error, not a hang.
+fn open_in_place(path: &Path, via_link: bool, dev: u64, ino: u64) -> Result<std::fs::File, String> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if !via_link {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => "it is a named pipe that no process reads: start the reader \
+                                  first"
+                .to_string(),
+            Some(libc::ELOOP) => "it became a symbolic link while irqlab looked at it".into(),
+            _ => os_reason(e),
+        })?;
+    let m = f.metadata().map_err(os_reason)?;
+    let t = m.file_type();
+    if m.dev() != dev || m.ino() != ino || !(t.is_char_device() || t.is_fifo()) {
+        return Err("it was replaced by something else while irqlab looked at it".into());
+    }
+    // Written as a blocking file from here: a pipe's reader may take its time.
+    let fd = f.as_raw_fd();
+    let now = fcntl(fd, FcntlArg::F_GETFL).map_err(|e| e.to_string())?;
+    fcntl(
+        fd,
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(now) - OFlag::O_NONBLOCK),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(f)
+}
+
 fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -182,10 +273,18 @@ pub fn check_writable(path: &Path) -> Result<(), ReportError> {
         path: path.display().to_string(),
         reason,
     };
-    match destination(path).map_err(fail)? {
-        Destination::Stdout | Destination::InPlace => return Ok(()),
-        Destination::New | Destination::Regular => {}
+    match destination(path, true).map_err(fail)? {
+        Destination::Stdout | Destination::InPlace { .. } => Ok(()),
+        Destination::New | Destination::Regular => check_dir(path),
     }
+}
+
+/// That the directory a new or replaced result goes into exists and takes files.
+fn check_dir(path: &Path) -> Result<(), ReportError> {
+    let fail = |reason: String| ReportError::Write {
+        path: path.display().to_string(),
+        reason,
+    };
     let dir = parent_dir(path);
     if !dir.is_dir() {
         return Err(fail(format!(
@@ -332,7 +431,47 @@ mod tests {
             .is_char_device());
         // Only the files made above: no temporary was left.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
-        assert_eq!(destination(Path::new("-")), Ok(Destination::Stdout));
+        assert_eq!(destination(Path::new("-"), true), Ok(Destination::Stdout));
+    }
+
+    /// Red-team findings: another user's link to a device (planted in a shared directory) is
+    /// not written through; a figure goes into no device, FIFO or link; a FIFO nobody reads is
+    /// an error, not a hang.
+    #[test]
+    fn links_of_others_devices_for_figures_and_fifos_without_readers_are_refused() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let null = dir.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        let e = write_file_atomic(&null, b"x").unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        let e = write_file_atomic(Path::new("/dev/null"), b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not write figures into"), "{e}");
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::lchown(&null, Some(65534), None).unwrap();
+            let e = write_atomic(&null, b"x").unwrap_err().to_string();
+            assert!(e.contains("the link being user 65534's"), "{e}");
+        }
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let f = fifo.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(write_atomic(&f, b"x").map_err(|e| e.to_string()));
+            });
+            let r = rx
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("a FIFO without a reader hung the write");
+            let e = r.unwrap_err();
+            assert!(e.contains("no process reads"), "{e}");
+            assert!(std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo());
+        }
     }
 
     #[test]

@@ -873,9 +873,11 @@ fn forest(u: &UncertaintyReport, path: &Path) -> Result<bool, PlotError> {
     Ok(true)
 }
 
-/// Write a drawn figure to `path` as [`crate::write_atomic`] writes every result.
+/// Write a drawn figure to `path`, whole or not at all, as a new or a regular file only
+/// ([`crate::write_file_atomic`]): a link, a device or a FIFO planted at a figure's
+/// predictable name is refused, never written through.
 fn save(path: &Path, svg: &str) -> Result<(), PlotError> {
-    Ok(crate::write_atomic(path, svg.as_bytes())?)
+    Ok(crate::write_file_atomic(path, svg.as_bytes())?)
 }
 
 fn draw_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {

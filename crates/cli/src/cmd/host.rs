@@ -64,6 +64,9 @@ fn clean_up(root: &std::path::Path, say_nothing: bool) -> Result<()> {
     let root = root
         .canonicalize()
         .with_context(|| format!("--root {}", root.display()))?;
+    if !root.is_dir() {
+        anyhow::bail!("--root {}: not a directory", root.display());
+    }
     let dir = irqlab_host::state::StateDir::for_root(&root);
     let cleanups = irqlab_host::recovery::clean_up_after_dead_in(&dir)
         .context("looking for what crashed irqlab processes left")?;

@@ -1376,6 +1376,17 @@ fn restore(dir: &StateDir, root: &Path) -> Result<()> {
     // A restore killed halfway, or an apply, is finished or undone first.
     super::host::report_cleanups(recovery::clean_up_locked(&locked))?;
     if let Some(r) = affinity::applied(dir).context("reading the applied plan")? {
+        if r.is_this_boot() && r.root != root && dir.tree().is_some() {
+            // A tree's own directory: the record came with a copy of another tree.
+            bail!(
+                "{} is the applied plan of the tree {}, not of {}: it was copied with the \
+                 tree; restore it there (--root {}), or if that tree is gone, remove the file",
+                dir.path().join(affinity::APPLIED_FILE).display(),
+                r.root.display(),
+                root.display(),
+                r.root.display()
+            );
+        }
         if r.is_this_boot() && r.root != root {
             bail!(
                 "the applied plan of {} was made on the tree {}, not {}: give --root {}",

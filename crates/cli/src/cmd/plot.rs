@@ -7,6 +7,11 @@ use irqlab_stats::results::RunReport;
 
 pub fn run(a: PlotArgs) -> Result<()> {
     let PlotArgs { results, out } = a;
+    if report::is_stdout(&out) {
+        anyhow::bail!(
+            "--out -: figures are files in a directory, not standard output; give a directory"
+        );
+    }
     report::check_plot_dir(&out).with_context(|| "--out")?;
     let mut runs: Vec<(String, RunReport)> = Vec::new();
     for path in &results {

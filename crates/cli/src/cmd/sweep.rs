@@ -47,6 +47,11 @@ struct GridSettings<'a> {
 }
 
 fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
+    if report::is_stdout(&a.out) {
+        bail!(
+            "--out -: the manifest is a file that sweep run and sweep merge read; give a file name"
+        );
+    }
     report::check_writable(&a.out).with_context(|| "--out")?;
     let (manifest, made) = match a.draws {
         Some(draws) => {
