@@ -54,8 +54,9 @@ enum Destination {
     New,
     /// A regular file: replaced whole (a result written again).
     Regular,
-    /// A character device or a FIFO (`/dev/null`, a named pipe), or a link of this user's to
-    /// one (`/dev/stdout` on a pipe or a terminal): written in place, never replaced by a file.
+    /// A character device or a FIFO (`/dev/null`, a named pipe), or a link of this user's or
+    /// root's to one (`/dev/stdout` on a pipe or a terminal): written in place, never replaced
+    /// by a file.
     /// `via_link`: the path is that link; `dev`, `ino`: what it leads to, which the opened
     /// file must be.
     InPlace { via_link: bool, dev: u64, ino: u64 },
@@ -99,7 +100,13 @@ fn destination(path: &Path, in_place: bool) -> Result<Destination, String> {
         let to = std::fs::metadata(path);
         let euid = nix::unistd::geteuid().as_raw();
         return match to {
-            Ok(to) if in_place && writable_in_place(to.file_type()) && m.uid() == euid => {
+            // This user's link, or the system's (root's: `/dev/stdout`), never one another user
+            // could have planted.
+            Ok(to)
+                if in_place
+                    && writable_in_place(to.file_type())
+                    && (m.uid() == euid || m.uid() == 0) =>
+            {
                 Ok(Destination::InPlace {
                     via_link: true,
                     dev: to.dev(),
