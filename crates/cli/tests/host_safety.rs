@@ -46,6 +46,12 @@ fn restore_args(h: &FakeHost) -> Vec<&str> {
     ]
 }
 
+/// `--restore` on `h`'s tree, which must succeed.
+fn restore(h: &FakeHost) {
+    let out = irqlab(h, &restore_args(h)).output().unwrap();
+    assert!(out.status.success(), "{}", show("restore", &out));
+}
+
 fn plan_args<'a>(h: &'a FakeHost, extra: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![
         "plan",
@@ -192,8 +198,7 @@ fn an_apply_after_a_crashed_apply_plans_from_the_masks_it_writes_over() {
         "reported applied, not in force: {text}"
     );
     assert_eq!(state_files(&h), vec!["affinity-applied.json"]);
-    let out = irqlab(&h, &restore_args(&h)).output().unwrap();
-    assert!(out.status.success(), "{}", show("restore", &out));
+    restore(&h);
     assert_eq!(h.snapshot(), before, "the masks from before are not back");
 }
 
@@ -251,8 +256,7 @@ fn a_second_apply_waiting_on_the_lock_while_the_first_is_killed_leaves_only_its_
             vec![],
             "round {round}: a cleanup undid the committed plan"
         );
-        let out = irqlab(&h, &restore_args(&h)).output().unwrap();
-        assert!(out.status.success(), "{}", show("restore", &out));
+        restore(&h);
         assert_eq!(h.snapshot(), before, "round {round}");
     }
 }
@@ -288,8 +292,7 @@ fn a_mask_that_is_not_the_plans_after_the_apply_is_exit_3_naming_the_irq() {
         text.contains(&format!("the plan is not in force: IRQ {kept} has f")),
         "{text}"
     );
-    let out = irqlab(&h, &restore_args(&h)).output().unwrap();
-    assert!(out.status.success(), "{}", show("restore", &out));
+    restore(&h);
 }
 
 /// Issue 37, item 2: `--apply --root TREE` with TREE relative is restored from another
@@ -485,8 +488,7 @@ fn an_apply_does_not_write_through_a_link_in_the_tree() {
         text.contains(&format!("Not set: IRQ {irq}")) && text.contains("symbolic link"),
         "{text}"
     );
-    let out = irqlab(&h, &restore_args(&h)).output().unwrap();
-    assert!(out.status.success(), "{}", show("restore", &out));
+    restore(&h);
 }
 
 /// Issue 37, item 8: a `--restore` killed after its first mask leaves the others applied;

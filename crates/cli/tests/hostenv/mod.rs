@@ -76,26 +76,12 @@ pub fn run_in_mount_namespace(name: &str) {
         eprintln!("skipped: {why}");
         return;
     }
-    let out = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "--"])
-        .arg(std::env::current_exe().expect("the test binary"))
-        .args([
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-            name,
-        ])
-        .env(INNER_ENV, "1")
-        .output()
-        .expect("unshare runs");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    run_inner(
+        name,
+        &["--mount", "--propagation", "private"],
+        "1",
+        "mount namespace",
     );
-    eprintln!("--- {name}, in its own mount namespace:\n{stdout}{stderr}");
-    assert!(out.status.success(), "{name} failed: {:?}", out.status);
-    assert!(stdout.contains("1 passed"), "{name} did not run");
 }
 
 /// Why the tests in a PID namespace of their own cannot run here, if they cannot.
@@ -118,16 +104,27 @@ pub fn run_in_pid_namespace(name: &str) {
         eprintln!("skipped: {why}");
         return;
     }
-    let out = Command::new("unshare")
-        .args([
+    run_inner(
+        name,
+        &[
             "--mount",
             "--propagation",
             "private",
             "--pid",
             "--fork",
             "--mount-proc",
-            "--",
-        ])
+        ],
+        "pid",
+        "PID namespace",
+    );
+}
+
+/// `unshare UNSHARE -- THIS-TEST-BINARY --exact --ignored NAME`, with [`INNER_ENV`] set to
+/// `inner` so that the inner test knows where it runs; its output shown; fail if it fails.
+fn run_inner(name: &str, unshare: &[&str], inner: &str, what: &str) {
+    let out = Command::new("unshare")
+        .args(unshare)
+        .arg("--")
         .arg(std::env::current_exe().expect("the test binary"))
         .args([
             "--exact",
@@ -136,14 +133,14 @@ pub fn run_in_pid_namespace(name: &str) {
             "--test-threads=1",
             name,
         ])
-        .env(INNER_ENV, "pid")
+        .env(INNER_ENV, inner)
         .output()
         .expect("unshare runs");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
-    eprintln!("--- {name}, in its own PID namespace:\n{stdout}{stderr}");
+    eprintln!("--- {name}, in its own {what}:\n{stdout}{stderr}");
     assert!(out.status.success(), "{name} failed: {:?}", out.status);
     assert!(stdout.contains("1 passed"), "{name} did not run");
 }
