@@ -922,28 +922,11 @@ impl Sweep {
                 set.extend(p.set.iter().cloned());
                 let sim = Simulation::load(&g.scenario_file, &set)?;
                 let r = sim.run(p.seed, g.samples, 0, 1, progress)?;
+                let (metrics, counters) = point_parts(&r);
                 PointResult::Run {
                     index: p.index,
-                    metrics: r
-                        .metrics
-                        .iter()
-                        .map(|m| MetricResult {
-                            name: m.name.clone(),
-                            description: m.description.clone(),
-                            phase: m.phase.clone(),
-                            quantum_ns: m.quantum_ns,
-                            histogram: m.histogram.to_serialized(),
-                        })
-                        .collect(),
-                    counters: r
-                        .counters
-                        .iter()
-                        .map(|c| CounterResult {
-                            name: c.name.clone(),
-                            value: c.value,
-                            if_nonzero: c.shown == Shown::IfNonzero,
-                        })
-                        .collect(),
+                    metrics,
+                    counters,
                 }
             }
             (Manifest::Draws(_), None) => unreachable!("prepare sets up draws"),
@@ -1493,6 +1476,32 @@ mod exact_f64 {
     }
 }
 
+/// A grid point's run as a shard stores it: each metric with its histogram serialized, each
+/// counter with whether it is shown only when not zero.
+fn point_parts(r: &RunResult) -> (Vec<MetricResult>, Vec<CounterResult>) {
+    let metrics = r
+        .metrics
+        .iter()
+        .map(|m| MetricResult {
+            name: m.name.clone(),
+            description: m.description.clone(),
+            phase: m.phase.clone(),
+            quantum_ns: m.quantum_ns,
+            histogram: m.histogram.to_serialized(),
+        })
+        .collect();
+    let counters = r
+        .counters
+        .iter()
+        .map(|c| CounterResult {
+            name: c.name.clone(),
+            value: c.value,
+            if_nonzero: c.shown == Shown::IfNonzero,
+        })
+        .collect();
+    (metrics, counters)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1638,26 +1647,7 @@ mod tests {
         for (name, path) in crate::shipped::scenarios() {
             let sim = Simulation::load(&path, &[]).unwrap();
             let r = sim.run(sim.seed(), 40, 0, 1, None).unwrap();
-            let metrics: Vec<MetricResult> = r
-                .metrics
-                .iter()
-                .map(|m| MetricResult {
-                    name: m.name.clone(),
-                    description: m.description.clone(),
-                    phase: m.phase.clone(),
-                    quantum_ns: m.quantum_ns,
-                    histogram: m.histogram.to_serialized(),
-                })
-                .collect();
-            let counters: Vec<CounterResult> = r
-                .counters
-                .iter()
-                .map(|c| CounterResult {
-                    name: c.name.clone(),
-                    value: c.value,
-                    if_nonzero: false,
-                })
-                .collect();
+            let (metrics, counters) = point_parts(&r);
             assert_eq!(check_run(&metrics, &counters, &sim, 40), None, "{name}");
         }
     }
