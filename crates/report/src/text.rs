@@ -84,6 +84,55 @@ fn verdict_word(v: Verdict) -> &'static str {
     }
 }
 
+/// A row's verdict as the table shows it: "tension" for a row whose calibration's fit ended at
+/// a bound of its range, and a `*` after a calibration row's (see [`CALIBRATION_NOTE`]).
+fn row_verdict(r: &ValidationRow) -> String {
+    let word = if r.fit_at_bound.is_some() {
+        "tension"
+    } else {
+        verdict_word(r.verdict)
+    };
+    if r.calibration.is_empty() {
+        word.to_string()
+    } else {
+        format!("{word}*")
+    }
+}
+
+/// What a `*` after a verdict or a class means, under every table that has one.
+pub const CALIBRATION_NOTE: &str = "* calibration, not evidence: a value of the model was chosen \
+                                    from this row's published target";
+
+/// A row's calibration in a sentence, or nothing.
+fn calibration_line(keys: &[String]) -> Option<String> {
+    (!keys.is_empty()).then(|| {
+        format!(
+            "calibration, not evidence: {} chosen from this row's published target",
+            keys.join(", ")
+        )
+    })
+}
+
+/// One line per class, each with its count and its rows: `(label, rows)` in order, empty
+/// classes included so that a reader sees every class; a row id list wraps under itself.
+pub fn class_lines(classes: &[(&str, Vec<String>)]) -> String {
+    let mut out = String::new();
+    for (label, ids) in classes {
+        let head = format!("{label:<13}{:>3}", ids.len());
+        if ids.is_empty() {
+            out.push_str(&head);
+            out.push('\n');
+        } else {
+            out.push_str(&wrap(
+                &ids.join(", "),
+                &format!("{head}  "),
+                &" ".repeat(head.len() + 2),
+            ));
+        }
+    }
+    out
+}
+
 /// "undecided (4,000,000 samples, needs at least 36,888,795)".
 fn undecided_phrase(r: &ValidationRow) -> String {
     let samples = r.samples.map_or("too few samples".into(), |n| {
@@ -132,7 +181,7 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
                 published_full(r),
                 r.simulated.clone(),
                 r.tolerance.clone(),
-                verdict_word(r.verdict).into(),
+                row_verdict(r),
             ]);
         }
         t.render()
@@ -159,7 +208,7 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
             t.row(vec![
                 clip(&r.experiment, 10),
                 clip(&r.id, id_width),
-                verdict_word(r.verdict).into(),
+                row_verdict(r),
                 clip(&r.simulated, simulated),
                 clip(&r.published, published),
                 clip(&r.tolerance, tolerance),
@@ -167,10 +216,20 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
         }
         t.render()
     };
-    for r in v.rows.iter().filter(|r| r.verdict != Verdict::Pass) {
+    if v.rows.iter().any(|r| !r.calibration.is_empty()) {
+        out.push_str(&wrap(CALIBRATION_NOTE, "", "  "));
+    }
+    // Every row that does not pass, and every calibration row: what it compared.
+    for r in v
+        .rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::Pass || !r.calibration.is_empty())
+    {
         let verdict = match r.verdict {
+            _ if r.fit_at_bound.is_some() => "TENSION (fit at its bound)".into(),
             Verdict::Undecided => undecided_phrase(r),
-            _ => "FAIL".into(),
+            Verdict::Pass => "pass".into(),
+            Verdict::Fail => "FAIL".into(),
         };
         out.push('\n');
         out.push_str(&wrap(
@@ -191,17 +250,52 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
             ),
             r.detail.clone(),
             format!("published in: {}", r.source),
-        ] {
+        ]
+        .into_iter()
+        .chain(calibration_line(&r.calibration))
+        .chain(r.fit_at_bound.as_ref().map(|p| {
+            format!(
+                "tension: fit at its bound: {p}'s calibration ended at a bound of its sourced \
+                 range, so the range cannot give its row the published value; this row reads it"
+            )
+        })) {
             out.push_str(&wrap(&line, "  ", "    "));
         }
     }
+    let ids = |f: &dyn Fn(&ValidationRow) -> bool| -> Vec<String> {
+        v.rows.iter().filter(|r| f(r)).map(|r| r.id.clone()).collect()
+    };
+    out.push('\n');
+    out.push_str(&class_lines(&[
+        ("pass", ids(&|r| r.verdict == Verdict::Pass)),
+        (
+            "tension",
+            ids(&|r| r.verdict == Verdict::Fail && r.fit_at_bound.is_some()),
+        ),
+        (
+            "fail",
+            ids(&|r| r.verdict == Verdict::Fail && r.fit_at_bound.is_none()),
+        ),
+        ("undecided", ids(&|r| r.verdict == Verdict::Undecided)),
+        ("calibration", ids(&|r| !r.calibration.is_empty())),
+    ]));
     out.push_str(&format!(
-        "\n{} of {} rows pass{}{}\n",
+        "\n{} of {} rows pass{}{}{}\n",
         v.passed(),
         v.rows.len(),
-        match v.failed() {
+        match v.passed_calibration() {
             0 => String::new(),
-            n => format!(", {n} fail"),
+            n => format!(" ({n} of them calibration, not evidence)"),
+        },
+        {
+            let tension = v.rows.iter().filter(|r| r.fit_at_bound.is_some()).count();
+            let fail = v.failed() - tension;
+            match (tension, fail) {
+                (0, 0) => String::new(),
+                (0, f) => format!(", {f} fail"),
+                (t, 0) => format!(", {t} in tension"),
+                (t, f) => format!(", {t} in tension, {f} fail"),
+            }
         },
         match v.undecided() {
             0 => String::new(),
@@ -265,7 +359,11 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
         };
         t.row(vec![
             clip(&r.id, id_width),
-            r.class.label().into(),
+            if r.inferred.is_empty() {
+                r.class.label().into()
+            } else {
+                format!("{}*", r.class.label())
+            },
             clip(&r.nominal, 13),
             band,
             median,
@@ -274,6 +372,9 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
         ]);
     }
     out.push_str(&t.render());
+    if u.rows.iter().any(|r| !r.inferred.is_empty()) {
+        out.push_str(&wrap(CALIBRATION_NOTE, "", "  "));
+    }
     for r in &u.rows {
         out.push('\n');
         out.push_str(&wrap(
@@ -295,15 +396,14 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
         }
         if !r.inferred.is_empty() {
             out.push_str(&wrap(
-                &format!(
-                    "not independent evidence: {} inferred from this row's target",
-                    r.inferred.join(", ")
-                ),
+                &calibration_line(&r.inferred).unwrap_or_default(),
                 "  ",
                 "    ",
             ));
         }
     }
+    out.push('\n');
+    out.push_str(&class_lines(&uncertainty_classes(u)));
     let count = |c: Class| u.rows.iter().filter(|r| r.class == c).count();
     let classes: Vec<String> = [
         Class::Pass,
@@ -316,12 +416,41 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
     .filter(|&c| count(c) > 0)
     .map(|c| format!("{} {}", count(c), c.label()))
     .collect();
+    let calibration = u
+        .rows
+        .iter()
+        .filter(|r| r.class == Class::Pass && !r.inferred.is_empty())
+        .count();
     out.push_str(&format!(
-        "\n{} rows: {}\n",
+        "\n{} rows: {}{}\n",
         u.rows.len(),
-        classes.join(", ")
+        classes.join(", "),
+        match calibration {
+            0 => String::new(),
+            n => format!(" ({n} of the passes calibration, not evidence)"),
+        }
     ));
     out
+}
+
+/// The rows of each class over the draws, in the order the classes are read, with the
+/// calibration rows (a value of the model was chosen from them) counted apart as well: the
+/// summary `validate --uncertainty` ends with, and the README's "Where the model stands".
+pub fn uncertainty_classes(u: &UncertaintyReport) -> Vec<(&'static str, Vec<String>)> {
+    let ids = |f: &dyn Fn(&irqlab_stats::results::UncertaintyRow) -> bool| -> Vec<String> {
+        u.rows.iter().filter(|r| f(r)).map(|r| r.id.clone()).collect()
+    };
+    vec![
+        ("pass", ids(&|r| r.class == Class::Pass)),
+        (
+            "uninformative",
+            ids(&|r| r.class == Class::ConsistentButUninformative),
+        ),
+        ("tension", ids(&|r| r.class == Class::Tension)),
+        ("inconsistent", ids(&|r| r.class == Class::Inconsistent)),
+        ("undecided", ids(&|r| r.class == Class::Undecided)),
+        ("calibration", ids(&|r| !r.inferred.is_empty())),
+    ]
 }
 
 /// A table's row-id column: as wide as its longest id, at least `min` and at most 24.
@@ -409,6 +538,8 @@ mod tests {
             needs: Some(SamplesNeeded::AtLeast { samples: 999_999 }),
             source: long.clone(),
             detail: format!("{long} {long}"),
+            calibration: Vec::new(),
+            fit_at_bound: None,
         };
         let v = ValidationReport {
             rows: vec![row],

@@ -4,6 +4,7 @@
 
 use crate::report::trace_rows;
 use crate::result::RunResult;
+use crate::scenario::ranges::{Range, Spread};
 use crate::scenario::{parse_file, ScenarioError};
 use crate::simulation::Simulation;
 use irqlab_stats::decide::{self, Decision, Interval, MeanSample, Needs};
@@ -33,12 +34,38 @@ pub struct ExperimentFile {
     /// calibrated on a named row, the other rows held out).
     #[serde(default)]
     pub calibration: Option<Calibration>,
+    /// Settings of this file's runs chosen because rows pass (a number or a discrete choice:
+    /// a preemption model, a wake-up path), each with its rows: those rows are calibration,
+    /// not evidence (DESIGN.md, "How a row is judged", rule 4).
+    #[serde(default)]
+    pub inferred: Vec<Inferred>,
+}
+
+/// `[[inferred]]`: a value the runs set (`set = ["KEY=..."]`) that was chosen from published
+/// rows. A number is checked against its declared range when the file loads; in the draws of
+/// `validate --uncertainty` it is drawn over that range (a value read off a table cannot be
+/// fitted again in a draw unless a `[calibration]` row gives a point to fit to), so the rows
+/// that lean on it show what it does to them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inferred {
+    /// The `--set` key.
+    pub key: String,
+    /// The rows whose published values chose it.
+    pub inferred_from: Vec<String>,
+    /// How it was chosen, and what else was tried.
+    pub basis: String,
 }
 
 /// `[calibration]`: a free parameter inferred from one row's published value. The nominal
 /// value is the file's own (a scenario's `set`); every draw of `validate --uncertainty` fits
 /// it again, on that draw's other values, so that the calibration row meets its target in
 /// every draw and the held-out rows' bands show what the calibration does not absorb.
+///
+/// The search stays inside the parameter's sourced range, the `{ low, high, ..., inferred_from
+/// = [row] }` its file declares beside it (DESIGN.md rule 4): a calibration file cannot give
+/// bounds of its own. A fit that ends at a bound classes the row, and every row that reads
+/// the parameter, "tension: fit at its bound".
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Calibration {
@@ -46,10 +73,27 @@ pub struct Calibration {
     pub parameter: String,
     /// The row it is inferred from: a row with a published point (`throughput`, `ratio`).
     pub row: String,
-    /// Where to look, and to what resolution (the row's value must move one way with it).
-    pub low: f64,
-    pub high: f64,
+    /// The fit's resolution (the row's value must move one way with the parameter).
     pub step: f64,
+    /// The declared range's bounds, filled in when the file loads.
+    #[serde(skip)]
+    pub low: f64,
+    #[serde(skip)]
+    pub high: f64,
+}
+
+impl Calibration {
+    /// The lowest and highest values the fit tries: the range's bounds on the step's grid.
+    pub fn search_bounds(&self) -> (f64, f64) {
+        let snap = |x: f64| self.low + ((x - self.low) / self.step).round() * self.step;
+        (self.low, snap(self.high).min(self.high))
+    }
+
+    /// Whether a fitted value is one of the bounds the fit can reach.
+    pub fn at_bound(&self, value: f64) -> bool {
+        let (lo, hi) = self.search_bounds();
+        value <= lo || value >= hi
+    }
 }
 
 /// A run: a scenario file (relative to the experiment file) and its overrides.
@@ -244,6 +288,15 @@ pub enum Check {
         max_low_us: Option<f64>,
         #[serde(default)]
         max_high_us: Option<f64>,
+        /// A served table's own averages and maxima, one per run, where the table's series
+        /// moves (DESIGN.md rule 5): each run's within `factor` of its own published value,
+        /// so that a constant cannot pass a rising series.
+        #[serde(default)]
+        published_avg_us: Vec<f64>,
+        #[serde(default)]
+        published_max_us: Vec<f64>,
+        #[serde(default)]
+        factor: Option<f64>,
         published_text: String,
         source: String,
     },
@@ -256,12 +309,17 @@ pub enum Check {
         published_text: String,
         source: String,
     },
-    /// Seed 003's "IRQs" columns: over runs in the order of a rising packet rate, no run's
-    /// interrupts (every NIC together) more than 5% above the previous run's, and the last
-    /// run's below the first's (NAPI polls instead of interrupting).
+    /// Seed 003's "IRQs" columns, compared step by step: over runs in the order of a rising
+    /// packet rate, each NIC's interrupt rate from one run to the next (its ratio) within
+    /// `step_factor` of the published count's ratio in that NIC's column (DESIGN.md rule 5: a
+    /// flat step where the table falls is a fail). The published counts are one run each of
+    /// the same length, so their ratio is a ratio of rates; the model's are rates over its runs.
     InterruptsFall {
         id: String,
         runs: Vec<String>,
+        /// NIC name -> its published count in each run, in `runs`' order.
+        published: BTreeMap<String, Vec<f64>>,
+        step_factor: f64,
         published_text: String,
         source: String,
     },
@@ -369,6 +427,38 @@ impl Check {
                 ..
             } if runs.len() != published_percent.len() => {
                 Some("a frames_lost row gives one `published_percent` per run")
+            }
+            Check::InterruptsFall {
+                runs,
+                published,
+                step_factor,
+                ..
+            } if published.is_empty()
+                || runs.len() < 2
+                || published.values().any(|v| v.len() != runs.len() || v.iter().any(|&x| x <= 0.0))
+                || !(*step_factor > 1.0) =>
+            {
+                Some(
+                    "an interrupts_fall row gives two or more runs, one published count (> 0) per \
+                     run for each NIC (`published = { eth0 = [...] }`) and a step_factor > 1",
+                )
+            }
+            Check::CyclictestShape {
+                runs,
+                published_avg_us,
+                published_max_us,
+                factor,
+                expect,
+                ..
+            } if (!published_avg_us.is_empty() && published_avg_us.len() != runs.len())
+                || (!published_max_us.is_empty() && published_max_us.len() != runs.len())
+                || ((!published_avg_us.is_empty() || !published_max_us.is_empty())
+                    && (*expect != ShapeExpect::Served || !factor.is_some_and(|f| f > 1.0))) =>
+            {
+                Some(
+                    "a served cyclictest_shape row's published_avg_us and published_max_us give \
+                     one value per run, with a factor > 1",
+                )
             }
             Check::IrqTable { cards, .. } | Check::AffinitySpread { cards, .. }
                 if cards
@@ -566,6 +656,22 @@ impl Check {
     }
 }
 
+/// A `[calibration]`'s fit in one draw: the value, and whether it ended at a bound of the
+/// parameter's sourced range (the row's target lies beyond what the range can give, or only
+/// just inside it).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Fit {
+    pub value: f64,
+    pub at_bound: bool,
+}
+
+/// Does the run set `key` itself (`set = ["KEY=..."]`)?
+pub(crate) fn sets(spec: &RunSpec, key: &str) -> bool {
+    spec.set
+        .iter()
+        .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+}
+
 /// Does `pattern` name the experiment `id`? Only the id itself does: a part of it (`seed`) or a
 /// pattern with `*` stays a row pattern, as it was before experiments could be named (`s*` is
 /// the swizzle rows, not every experiment whose id starts with an s).
@@ -602,6 +708,13 @@ pub fn matches_pattern(id: &str, pattern: &str) -> bool {
 pub struct Experiment {
     pub path: PathBuf,
     pub file: ExperimentFile,
+    /// Row id -> the values chosen from its published target (calibration, not evidence).
+    pub calibrations: BTreeMap<String, Vec<String>>,
+    /// The `[calibration]` parameter's value as the runs have it, where it lies at a bound of
+    /// its sourced range (the shipped fit ended there).
+    pub nominal_at_bound: Option<f64>,
+    /// Rows whose runs read the `[calibration]` parameter (its row among them).
+    pub calibration_readers: std::collections::BTreeSet<String>,
 }
 
 /// How to run the experiments.
@@ -655,9 +768,7 @@ impl Experiment {
                         cal.row
                     ))
                 }
-                Some(_) if !(cal.step > 0.0 && cal.low < cal.high) => {
-                    Some("give low < high and a step > 0".into())
-                }
+                Some(_) if !(cal.step > 0.0) => Some("give a step > 0".into()),
                 Some(_) => file
                     .run
                     .iter()
@@ -700,7 +811,176 @@ impl Experiment {
                 }
             }
         }
-        Ok(Experiment { path, file })
+        let mut e = Experiment {
+            path,
+            file,
+            calibrations: BTreeMap::new(),
+            nominal_at_bound: None,
+            calibration_readers: Default::default(),
+        };
+        e.inspect_values()?;
+        Ok(e)
+    }
+
+    /// Check every run's values against the ranges its files declare, and work out which rows
+    /// are calibration and which read the calibrated parameter (DESIGN.md rule 4):
+    /// - a number a run has (from its files, its scenario's `set` or its own) that has a sourced
+    ///   range lies inside it: a shipped value outside its range is refused here;
+    /// - a row named by an `inferred_from` (in a file's range table, or an `[[inferred]]`) or
+    ///   by `[calibration]` is calibration, not evidence;
+    /// - the `[calibration]` parameter has a drawn range naming its row, whose bounds are the
+    ///   fit's; a nominal value at a bound is a fit that ended there.
+    fn inspect_values(&mut self) -> Result<(), ScenarioError> {
+        let at = |key: String, message: String| ScenarioError::Invalid {
+            origin: crate::scenario::Origin::File {
+                path: self.path.clone(),
+                line: 1,
+                column: 1,
+            },
+            key,
+            message,
+        };
+        let rows: Vec<String> = self.file.check.iter().map(|c| c.id().to_string()).collect();
+        let mut calibrations: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut add = |row: &str, key: &str| {
+            if rows.iter().any(|r| r == row) {
+                let keys = calibrations.entry(row.to_string()).or_default();
+                if !keys.iter().any(|k| k == key) {
+                    keys.push(key.to_string());
+                }
+            }
+        };
+        for inf in &self.file.inferred {
+            if inf.basis.trim().is_empty() {
+                return Err(at(
+                    format!("inferred {}", inf.key),
+                    "the basis is empty: say how the value was chosen".into(),
+                ));
+            }
+            if inf.inferred_from.is_empty() {
+                return Err(at(
+                    format!("inferred {}", inf.key),
+                    "name the rows the value was chosen from (inferred_from)".into(),
+                ));
+            }
+            for r in &inf.inferred_from {
+                if !rows.iter().any(|x| x == r) {
+                    return Err(at(
+                        format!("inferred {}", inf.key),
+                        format!("names row '{r}', which is not a [[check]] of this file"),
+                    ));
+                }
+                add(r, &inf.key);
+            }
+            if !self.file.run.iter().any(|spec| sets(spec, &inf.key)) {
+                return Err(at(
+                    format!("inferred {}", inf.key),
+                    "no [[run]] sets it: an [[inferred]] value is one the runs set".into(),
+                ));
+            }
+        }
+        if let Some(cal) = &self.file.calibration {
+            add(&cal.row.clone(), &cal.parameter.clone());
+        }
+        let mut cal_range: Option<(f64, f64)> = None;
+        let mut nominal_at_bound = None;
+        let mut readers = std::collections::BTreeSet::new();
+        for spec in &self.file.run {
+            let sim = Simulation::load(self.scenario_path(spec), &spec.set)?;
+            let declared = sim.ranges()?;
+            let settings = sim.settings()?;
+            for d in &declared {
+                let (Spread::Drawn(Range { inferred_from, .. })
+                | Spread::Fixed { inferred_from, .. }) = &d.spread;
+                for r in inferred_from {
+                    add(r, &d.key);
+                }
+            }
+            if let Some((key, v, range, file)) = sim.outside_ranges()?.into_iter().next() {
+                return Err(at(
+                    format!("run {}", spec.id),
+                    format!(
+                        "{key} is {v} in this run (its scenario's or its own `set`), outside the \
+                         range {}..{} that {} declares for it: a shipped value stays inside its \
+                         sourced range (widen the range, with a basis, or correct the value)",
+                        range.low,
+                        range.high,
+                        file.display()
+                    ),
+                ));
+            }
+            let Some(cal) = &self.file.calibration else {
+                continue;
+            };
+            let Some(d) = declared.iter().find(|d| d.key == cal.parameter) else {
+                continue;
+            };
+            for c in &self.file.check {
+                if c.runs().contains(&spec.id.as_str()) {
+                    readers.insert(c.id().to_string());
+                }
+            }
+            let range = match &d.spread {
+                Spread::Drawn(r) if r.inferred_from.contains(&cal.row) => r,
+                _ => {
+                    return Err(at(
+                        "calibration".into(),
+                        format!(
+                            "{} needs a drawn range in {} with inferred_from = [\"{}\"]: the fit \
+                             searches only inside the parameter's sourced range",
+                            cal.parameter,
+                            d.file.display(),
+                            cal.row
+                        ),
+                    ))
+                }
+            };
+            cal_range = Some((range.low, range.high));
+            let nominal = settings
+                .iter()
+                .find(|(k, _)| k == &cal.parameter)
+                .and_then(|(_, v)| v.as_float().or(v.as_integer().map(|i| i as f64)));
+            if let Some(v) = nominal {
+                if v <= range.low || v >= range.high {
+                    nominal_at_bound = Some(v);
+                }
+            }
+        }
+        if let Some(cal) = &mut self.file.calibration {
+            let Some((low, high)) = cal_range else {
+                return Err(at(
+                    "calibration".into(),
+                    format!(
+                        "no run of row '{}' reads {}: nothing to calibrate",
+                        cal.row, cal.parameter
+                    ),
+                ));
+            };
+            (cal.low, cal.high) = (low, high);
+        }
+        self.calibrations = calibrations;
+        self.nominal_at_bound = nominal_at_bound;
+        self.calibration_readers = readers;
+        Ok(())
+    }
+
+    /// The rows as judged, with what calibration says of them: the values chosen from each
+    /// row, and a fit that ended at its bound (`at_bound`: the parameter, for its row and the
+    /// rows that read it; such a row is never a pass).
+    pub(crate) fn mark(&self, rows: &mut [ValidationRow], at_bound: bool) {
+        for row in rows {
+            if let Some(keys) = self.calibrations.get(&row.id) {
+                row.calibration = keys.clone();
+            }
+            if let Some(cal) = &self.file.calibration {
+                if at_bound && self.calibration_readers.contains(&row.id) {
+                    row.fit_at_bound = Some(cal.parameter.clone());
+                    if row.verdict == Verdict::Pass {
+                        row.verdict = Verdict::Fail;
+                    }
+                }
+            }
+        }
     }
 
     /// All `*.toml` directly in `dir`, sorted by name.
@@ -764,7 +1044,20 @@ impl Experiment {
             .map(
                 |spec| -> Result<(String, (RunResult, u64)), ScenarioError> {
                     let mut set = before(spec);
-                    set.extend(spec.set.iter().cloned());
+                    // A key `before` gives (a draw's value of an `[[inferred]]` setting the run
+                    // also sets) is the draw's: the run's own value would hide it.
+                    let given: Vec<String> = set
+                        .iter()
+                        .filter_map(|f| f.split_once('=').map(|(k, _)| k.trim().to_string()))
+                        .collect();
+                    set.extend(
+                        spec.set
+                            .iter()
+                            .filter(|f| {
+                                !f.split_once('=').is_some_and(|(k, _)| given.iter().any(|g| g == k.trim()))
+                            })
+                            .cloned(),
+                    );
                     let sim = Simulation::load(self.scenario_path(spec), &set)?;
                     let n = spec.samples(opts, sim.samples());
                     let result = sim.run(
@@ -802,7 +1095,7 @@ impl Experiment {
         opts: &ValidateOptions,
         before: &(dyn Fn(&RunSpec) -> Vec<String> + Sync),
         seed: &(dyn Fn(u64) -> u64 + Sync),
-    ) -> Result<f64, ScenarioError> {
+    ) -> Result<Fit, ScenarioError> {
         let check = (self.file.check.iter())
             .find(|c| c.id() == cal.row)
             .expect("checked when loaded");
@@ -827,16 +1120,20 @@ impl Experiment {
                 ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
             Ok(self.evaluate(check, &results).value.unwrap_or(f64::NAN))
         };
+        let (mut lo, mut hi) = cal.search_bounds();
         let snap = |x: f64| cal.low + ((x - cal.low) / cal.step).round() * cal.step;
-        let (mut lo, mut hi) = (cal.low, snap(cal.high).min(cal.high));
+        let fit = |value: f64| Fit {
+            value,
+            at_bound: cal.at_bound(value),
+        };
         let (mut f_lo, mut f_hi) = (value_at(lo)?, value_at(hi)?);
         let rising = f_hi > f_lo;
         let below = |f: f64| (f < target) == rising;
         if below(f_hi) {
-            return Ok(hi);
+            return Ok(fit(hi));
         }
         if !below(f_lo) {
-            return Ok(lo);
+            return Ok(fit(lo));
         }
         loop {
             let mid = snap((lo + hi) / 2.0);
@@ -850,11 +1147,11 @@ impl Experiment {
                 (hi, f_hi) = (mid, f);
             }
         }
-        Ok(if (f_lo - target).abs() <= (f_hi - target).abs() {
+        Ok(fit(if (f_lo - target).abs() <= (f_hi - target).abs() {
             lo
         } else {
             hi
-        })
+        }))
     }
 
     pub(crate) fn evaluate_all(
@@ -897,7 +1194,8 @@ impl Experiment {
         }
         let results: BTreeMap<String, RunResult> =
             ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
-        let rows = self.evaluate_all(&checks, &results);
+        let mut rows = self.evaluate_all(&checks, &results);
+        self.mark(&mut rows, self.nominal_at_bound.is_some());
         let mut histograms = Vec::new();
         for spec in &needed {
             let r = &results[&spec.id];
@@ -931,6 +1229,8 @@ impl Experiment {
             needs: None,
             source: source.to_string(),
             detail: String::new(),
+            calibration: Vec::new(),
+            fit_at_bound: None,
         }
     }
 
@@ -965,18 +1265,27 @@ impl Experiment {
                 let err = ratio / published - 1.0;
                 let name = metric.name();
                 let mut row = self.row(id, format!("{name} {numerator} / {denominator}"), source);
-                row.published = format!("{published:.1}x");
+                // One published window everywhere (DESIGN.md): the seed's words where they give
+                // an interval ("almost 3x" = 2.7-3.0), as the uncertainty run judges it, else
+                // the point with the row's tolerance.
+                let (low, high) = match wording_interval(published_text) {
+                    Some(w) => {
+                        row.published = format!("{:.2}x-{:.2}x", w.0, w.1);
+                        row.tolerance = "as worded".into();
+                        w
+                    }
+                    None => {
+                        row.published = format!("{published:.1}x");
+                        row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
+                        (published * (1.0 - tolerance_rel), published * (1.0 + tolerance_rel))
+                    }
+                };
                 row.published_text = published_text.clone();
                 row.simulated = format!("{ratio:.2}x");
                 row.value = Some(ratio);
-                row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
                 row.samples = Some(hn.count().min(hd.count()));
-                let (interval, decision) = decide::decide_ratio(
-                    mean_sample(hn),
-                    mean_sample(hd),
-                    published * (1.0 - tolerance_rel),
-                    published * (1.0 + tolerance_rel),
-                );
+                let (interval, decision) =
+                    decide::decide_ratio(mean_sample(hn), mean_sample(hd), low, high);
                 row.interval = interval.map(|i| format!("{:.2}x..{:.2}x", i.lo, i.hi));
                 judge(&mut row, decision);
                 row.detail = format!(
@@ -1260,15 +1569,22 @@ impl Experiment {
                 avg_high_us,
                 max_low_us,
                 max_high_us,
+                published_avg_us,
+                published_max_us,
+                factor,
                 published_text,
                 source,
             } => {
                 let mut row = self.row(id, format!("cyclictest of {}", names.join(", ")), source);
+                let f = factor.unwrap_or(1.0);
+                let near = |v: f64, published: &[f64], k: usize| {
+                    published.get(k).is_none_or(|&p| v >= p / f && v <= p * f)
+                };
                 row.published_text = published_text.clone();
                 row.tolerance = "shape".into();
                 let mut ok = true;
                 let mut seen = Vec::new();
-                for name in names {
+                for (k, name) in names.iter().enumerate() {
                     let Some(h) = runs[name].metric(CYCLICTEST).filter(|h| !h.is_empty()) else {
                         ok = false;
                         seen.push(format!("{name}: no samples"));
@@ -1289,6 +1605,8 @@ impl Experiment {
                                 && inside(min, min_low_us, min_high_us)
                                 && inside(avg, avg_low_us, avg_high_us)
                                 && inside(max, max_low_us, max_high_us)
+                                && near(avg, published_avg_us, k)
+                                && near(max, published_max_us, k)
                         }
                     };
                     ok &= holds;
@@ -1310,10 +1628,19 @@ impl Experiment {
                             (None, None) => String::new(),
                             _ => format!("min {} us, ", b(min_low_us, min_high_us)),
                         };
+                        let each = |v: &[f64], window: String| {
+                            if v.is_empty() {
+                                window
+                            } else {
+                                let list: Vec<String> =
+                                    v.iter().map(|x| thousands(x.round() as u64)).collect();
+                                format!("{} (each x{f})", list.join(", "))
+                            }
+                        };
                         format!(
                             "{min}avg {} us, max {} us",
-                            b(avg_low_us, avg_high_us),
-                            b(max_low_us, max_high_us)
+                            each(published_avg_us, b(avg_low_us, avg_high_us)),
+                            each(published_max_us, b(max_low_us, max_high_us))
                         )
                     }
                 };
@@ -1415,6 +1742,8 @@ impl Experiment {
             Check::InterruptsFall {
                 id,
                 runs: names,
+                published,
+                step_factor,
                 published_text,
                 source,
             } => {
@@ -1424,22 +1753,76 @@ impl Experiment {
                     source,
                 );
                 row.published_text = published_text.clone();
-                row.published = "falls as the rate rises".into();
-                row.tolerance = "each run <= 1.05 x the previous; last < first".into();
-                let irqs: Vec<u64> = names
-                    .iter()
-                    .map(|n| nic_sum(&runs[n], "_interrupts"))
-                    .collect();
-                let ok = irqs.windows(2).all(|w| w[1] as f64 <= 1.05 * w[0] as f64)
-                    && irqs.last() < irqs.first();
-                row.simulated = irqs
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                row.tolerance = format!("each step's ratio within x{step_factor}");
+                let ratios = |v: &[f64]| -> Vec<f64> { v.windows(2).map(|w| w[1] / w[0]).collect() };
+                let show = |v: &[f64]| -> String {
+                    v.iter()
+                        .map(|r| format!("{r:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let mut ok = true;
+                let (mut sim_text, mut pub_text, mut detail) = (vec![], vec![], vec![]);
+                for (nic, counts) in published {
+                    // The model's rates (interrupts per simulated second), so that runs of
+                    // different lengths compare.
+                    let rates: Vec<f64> = names
+                        .iter()
+                        .map(|n| {
+                            let r = &runs[n];
+                            let get = |name: &str| {
+                                r.counters
+                                    .iter()
+                                    .find(|c| c.name == name)
+                                    .map_or(0, |c| c.value)
+                            };
+                            let us = get("simulated_time_us").max(1) as f64;
+                            get(&format!("{nic}_interrupts")) as f64 / (us * 1e-6)
+                        })
+                        .collect();
+                    let (sim, publ) = (ratios(&rates), ratios(counts));
+                    let mut off = Vec::new();
+                    for (k, (s, p)) in sim.iter().zip(&publ).enumerate() {
+                        let inside = s.is_finite()
+                            && *s >= p / step_factor
+                            && *s <= p * step_factor;
+                        if !inside {
+                            ok = false;
+                            off.push(format!(
+                                "{} -> {}: {s:.2} against {p:.2}",
+                                names[k],
+                                names[k + 1]
+                            ));
+                        }
+                    }
+                    sim_text.push(format!("{nic} {}", show(&sim)));
+                    pub_text.push(format!("{nic} {}", show(&publ)));
+                    detail.push(format!(
+                        "{nic}: interrupts/s {} (steps {}; published counts {}, steps {}){}",
+                        rates
+                            .iter()
+                            .map(|r| thousands(r.round() as u64))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        show(&sim),
+                        counts
+                            .iter()
+                            .map(|c| thousands(c.round() as u64))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        show(&publ),
+                        if off.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; outside x{step_factor}: {}", off.join(", "))
+                        }
+                    ));
+                }
+                row.simulated = format!("steps {}", sim_text.join("; "));
+                row.published = format!("steps {}", pub_text.join("; "));
                 row.holds = Some(ok);
                 row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
-                row.detail = format!("runs {}", names.join(", "));
+                row.detail = detail.join("; ");
                 row
             }
             Check::IrqTable {

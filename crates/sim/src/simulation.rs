@@ -66,6 +66,31 @@ impl Simulation {
         }
     }
 
+    /// The numbers this run has (its files', its scenario's `set`, the overrides) that lie
+    /// outside the sourced range their files declare for them: `(key, value, range, file)`.
+    /// A what-if may go there on purpose; a shipped file may not (DESIGN.md rule 4, checked
+    /// when an experiment loads and by a test over every shipped scenario).
+    pub fn outside_ranges(
+        &self,
+    ) -> Result<Vec<(String, f64, crate::scenario::ranges::Range, std::path::PathBuf)>, ScenarioError>
+    {
+        let settings = self.settings()?;
+        let mut out = Vec::new();
+        for d in self.ranges()? {
+            let crate::scenario::ranges::Spread::Drawn(range) = d.spread else {
+                continue;
+            };
+            let value = settings
+                .iter()
+                .find(|(k, _)| k == &d.key)
+                .and_then(|(_, v)| v.as_float().or(v.as_integer().map(|i| i as f64)));
+            if let Some(v) = value.filter(|v| !(range.low..=range.high).contains(v)) {
+                out.push((d.key, v, range, d.file));
+            }
+        }
+        Ok(out)
+    }
+
     /// The scenario's seed and sample count.
     pub fn seed(&self) -> u64 {
         match self {

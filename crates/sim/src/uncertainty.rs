@@ -185,10 +185,11 @@ pub fn parameters(
                         // A run that sets the parameter itself (a calibrated free parameter,
                         // a fact of its seed) keeps that value: the draw's flag would be
                         // overridden, and a value the run never sees is no driver of its rows.
-                        let pinned = spec
-                            .set
-                            .iter()
-                            .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == d.key));
+                        // An `[[inferred]]` value the run sets was read off a table, and cannot
+                        // be fitted again in a draw: it is drawn over its range like any other
+                        // estimate, so the rows that lean on it show what it does to them.
+                        let pinned = crate::experiment::sets(spec, &d.key)
+                            && !e.file.inferred.iter().any(|i| i.key == d.key);
                         let i = match parameters
                             .iter()
                             .position(|p| p.key == d.key && p.file == d.file)
@@ -277,7 +278,8 @@ pub fn run_point(
             Some(cal) if !needed.is_empty() => Some((
                 cal,
                 e.refit(cal, opts, &flags, &|s| replication_seed(pseed, s))
-                    .map_err(|err| in_draw(err, index, &flags, &needed))?,
+                    .map_err(|err| in_draw(err, index, &flags, &needed))?
+                    .value,
             )),
             _ => None,
         };
@@ -406,7 +408,7 @@ pub fn aggregate(
             drivers.sort_by(|a, b| b.rho.abs().total_cmp(&a.rho.abs()));
             drivers.truncate(3);
             // Drawn or fixed: a value read off this row's target is not evidence the row gives.
-            let inferred: Vec<String> = plan
+            let mut inferred: Vec<String> = plan
                 .parameters
                 .iter()
                 .enumerate()
@@ -419,6 +421,39 @@ pub fn aggregate(
                         .map(|f| f.key.clone()),
                 )
                 .collect();
+            for k in e.calibrations.get(&id).into_iter().flatten() {
+                if !inferred.iter().any(|i| i == k || i.starts_with(&format!("{k}@"))) {
+                    inferred.push(k.clone());
+                }
+            }
+            // A fit that ended at a bound of its sourced range in more than one draw in ten:
+            // the range cannot give the calibration row its target there, so the row and every
+            // row that reads the parameter are in tension, whatever their values (DESIGN.md
+            // rule 4).
+            let at_bound = e.file.calibration.as_ref().and_then(|cal| {
+                if !e.calibration_readers.contains(&id) {
+                    return None;
+                }
+                let name = format!("{}/{}", e.file.id, cal.parameter);
+                let fits: Vec<f64> = points
+                    .iter()
+                    .filter_map(|p| p.fitted.get(&name).copied())
+                    .collect();
+                let n = fits.iter().filter(|&&v| cal.at_bound(v)).count();
+                (!fits.is_empty() && n as f64 > 0.1 * fits.len() as f64).then(|| {
+                    (
+                        cal.parameter.clone(),
+                        format!(
+                            "tension: fit at its bound: {} ended at a bound of its sourced range \
+                             {}..{} in {n} of {} draws",
+                            cal.parameter,
+                            cal.low,
+                            cal.high,
+                            fits.len()
+                        ),
+                    )
+                })
+            });
             let band = Band::of(&values);
             let mut row = UncertaintyRow {
                 id: id.clone(),
@@ -439,6 +474,7 @@ pub fn aggregate(
                 draws: 0,
                 drivers,
                 inferred,
+                fit_at_bound: None,
                 detail: String::new(),
             };
             if runs.is_empty() {
@@ -521,6 +557,11 @@ pub fn aggregate(
                         row.detail = "no draw could judge the row".into();
                     }
                 }
+            }
+            if let Some((parameter, why)) = at_bound {
+                row.class = Class::Tension;
+                row.fit_at_bound = Some(parameter);
+                row.detail = format!("{why}; {}", row.detail);
             }
             rows.push(row);
         }
@@ -726,13 +767,13 @@ mod tests {
         let names = plan.names();
         let run = &plan.runs[0];
         let drawn: Vec<&str> = run.params.iter().map(|&p| names[p].as_str()).collect();
-        for pinned in ["platform.cpu.clock_hz", "kernel.net.rx_packet"] {
-            assert!(
-                plan.parameters.iter().any(|p| p.key == pinned),
-                "{pinned} is declared"
-            );
-            assert!(!drawn.contains(&pinned), "{pinned} drawn: {drawn:?}");
-        }
+        // The clock is the seed's own fact: pinned.
+        let pinned = "platform.cpu.clock_hz";
+        assert!(plan.parameters.iter().any(|p| p.key == pinned));
+        assert!(!drawn.contains(&pinned), "{pinned} drawn: {drawn:?}");
+        // The per-frame work is set by the run too, but as an `[[inferred]]` value read off a
+        // row that gives no point to fit it to again: drawn over its sourced range.
+        assert!(drawn.contains(&"kernel.net.rx_packet"), "{drawn:?}");
         assert!(
             drawn.contains(&"platform.cpu.cycles_per_instruction"),
             "{drawn:?}"
@@ -769,6 +810,8 @@ mod tests {
             needs: None,
             source: String::new(),
             detail: String::new(),
+            calibration: Vec::new(),
+            fit_at_bound: None,
         };
         assert_eq!(holds(&row(None, Verdict::Fail)), Some(false));
         assert_eq!(holds(&row(None, Verdict::Pass)), Some(true));

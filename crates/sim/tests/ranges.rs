@@ -192,3 +192,122 @@ fn the_mark_reader_looks_into_inline_tables_and_their_lists() {
         ]
     );
 }
+
+/// Rule 4 kept by code: no shipped value lies outside the sourced range its file declares,
+/// neither a file's own value (checked when the file loads), nor one a scenario's `set` gives
+/// (every scenario `irqlab sim` runs by name), nor one an experiment's run sets (checked when an
+/// experiment loads: `Experiment::load_dir` fails on any).
+#[test]
+fn no_shipped_value_lies_outside_its_range() {
+    for (name, path) in irqlab_sim::shipped::scenarios() {
+        let sim = irqlab_sim::simulation::Simulation::load(&path, &[]).unwrap();
+        let outside = sim.outside_ranges().unwrap();
+        assert!(outside.is_empty(), "{name}: {outside:?}");
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    irqlab_sim::experiment::Experiment::load_dir(root.join("experiments")).unwrap();
+}
+
+/// An experiment file in a temporary directory whose run uses the shipped seed-001 scenario.
+fn experiment(body: &str) -> Result<irqlab_sim::experiment::Experiment, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let scenario = root.join("experiments/seed001/forward.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "id = \"e\"\ntitle = \"t\"\nseed_document = \"d\"\n{body}\n\
+             [[run]]\nid = \"r\"\nscenario = {:?}\n{{SET}}\n\
+             [[check]]\nkind = \"throughput\"\nid = \"row\"\nrun = \"r\"\npublished_pps = 1e6\n\
+             tolerance_rel = 0.1\npublished_text = \"t\"\nsource = \"s\"\n",
+            scenario.display().to_string()
+        )
+        .replace("{SET}", ""),
+    )
+    .unwrap();
+    irqlab_sim::experiment::Experiment::load(&path).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_run_value_outside_its_range_is_refused_when_the_experiment_loads() {
+    // The audit's case: seed 001's free parameter set 4x above its sourced range.
+    let err = experiment_with_set("kernel.net.forward=2000").err().expect("refused");
+    assert!(err.contains("outside the range 300..515"), "{err}");
+    assert!(err.contains("run r"), "{err}");
+    assert!(experiment_with_set("kernel.net.forward=515").is_ok());
+}
+
+fn experiment_with_set(set: &str) -> Result<irqlab_sim::experiment::Experiment, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let scenario = root.join("experiments/seed001/forward.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "id = \"e\"\ntitle = \"t\"\nseed_document = \"d\"\n\
+             [[run]]\nid = \"r\"\nscenario = {:?}\nset = [{set:?}]\n\
+             [[check]]\nkind = \"throughput\"\nid = \"row\"\nrun = \"r\"\npublished_pps = 1e6\n\
+             tolerance_rel = 0.1\npublished_text = \"t\"\nsource = \"s\"\n",
+            scenario.display().to_string()
+        ),
+    )
+    .unwrap();
+    irqlab_sim::experiment::Experiment::load(&path).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_calibration_searches_only_the_declared_range_that_names_its_row() {
+    // The kernel declares forward's range with inferred_from = [swizzle-pps-swz-8port]: a
+    // calibration on another row is refused, and bounds of the calibration's own are unknown.
+    let err = experiment(
+        "[calibration]\nparameter = \"kernel.net.forward\"\nrow = \"row\"\nstep = 5.0\n",
+    )
+    .err().expect("refused");
+    assert!(err.contains("inferred_from = [\"row\"]"), "{err}");
+    let err = experiment(
+        "[calibration]\nparameter = \"kernel.net.forward\"\nrow = \"row\"\nstep = 5.0\n\
+         low = 300.0\nhigh = 12000.0\n",
+    )
+    .err().expect("refused");
+    assert!(err.contains("unknown field `low`"), "{err}");
+    // An estimate with a range but no inferred_from is not a free parameter.
+    let err = experiment(
+        "[calibration]\nparameter = \"kernel.net.xmit\"\nrow = \"row\"\nstep = 5.0\n",
+    )
+    .err().expect("refused");
+    assert!(err.contains("needs a drawn range"), "{err}");
+}
+
+#[test]
+fn an_inferred_value_names_its_rows_and_a_run_that_sets_it() {
+    let err = experiment(
+        "[[inferred]]\nkey = \"kernel.net.forward\"\ninferred_from = [\"row\"]\nbasis = \"b\"\n",
+    )
+    .err().expect("refused");
+    assert!(err.contains("no [[run]] sets it"), "{err}");
+    let err = experiment(
+        "[[inferred]]\nkey = \"kernel.net.forward\"\ninferred_from = [\"nope\"]\nbasis = \"b\"\n",
+    )
+    .err().expect("refused");
+    assert!(err.contains("names row 'nope'"), "{err}");
+}
+
+/// Every shipped row a value was chosen from is known as calibration, and the shipped
+/// `[[inferred]]` and `inferred_from` labels name rows that exist.
+#[test]
+fn shipped_calibration_rows_are_labelled() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let all = irqlab_sim::experiment::Experiment::load_dir(root.join("experiments")).unwrap();
+    let rows: Vec<(&str, &Vec<String>)> = all
+        .iter()
+        .flat_map(|e| e.calibrations.iter().map(|(r, k)| (r.as_str(), k)))
+        .collect();
+    let find = |id: &str| rows.iter().find(|(r, _)| *r == id).map(|(_, k)| (*k).clone());
+    assert_eq!(find("swizzle-pps-swz-8port"), Some(vec!["kernel.net.forward".to_string()]));
+    assert!(find("rt-van-irqs").unwrap().contains(&"kernel.net.rx_packet".to_string()));
+    let thr = find("rt-thr-hi-serve").unwrap();
+    assert!(thr.contains(&"kernel.sched.preemption".to_string()), "{thr:?}");
+    assert!(thr.contains(&"kernel.threads.hrtimer_wakeup".to_string()), "{thr:?}");
+}

@@ -370,6 +370,15 @@ pub struct ValidationRow {
     pub source: String,
     /// What was compared, in more detail (shown under a row that does not pass, and in JSON).
     pub detail: String,
+    /// The model's values chosen from this row's published target (`inferred_from` in their
+    /// files, an experiment's `[[inferred]]` or `[calibration]`): the row is calibration, not
+    /// evidence, whatever its verdict (DESIGN.md, "How a row is judged", rule 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<String>,
+    /// The calibrated parameter whose fit ended at a bound of its sourced range, where this
+    /// row is its calibration row or reads it: the row is in tension, never a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_at_bound: Option<String>,
 }
 
 /// The whole validation.
@@ -465,6 +474,10 @@ pub struct UncertaintyRow {
     /// independent evidence for them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inferred: Vec<String>,
+    /// The calibrated parameter whose fit ended at a bound of its sourced range in more than
+    /// one draw in ten, where this row is its calibration row or reads it: classed tension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_at_bound: Option<String>,
     /// Why the class is what it is, in a sentence.
     pub detail: String,
 }
@@ -549,6 +562,13 @@ impl ValidationReport {
     }
     pub fn undecided(&self) -> usize {
         self.count(Verdict::Undecided)
+    }
+    /// Rows that pass and are calibration, not evidence (a value was chosen from them).
+    pub fn passed_calibration(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Pass && !r.calibration.is_empty())
+            .count()
     }
     /// Every row passes (an undecided row does not).
     pub fn all_pass(&self) -> bool {

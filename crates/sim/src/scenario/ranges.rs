@@ -96,7 +96,8 @@ pub struct Declared {
     pub key: String,
     pub file: PathBuf,
     pub spread: Spread,
-    /// The file's own value, and whether it is a whole number (then draws are rounded).
+    /// The file's own value (NaN for a setting that is not a number: only a `fixed` leaf can
+    /// qualify one), and whether it is a whole number (then draws are rounded).
     pub nominal: f64,
     pub integer: bool,
 }
@@ -157,10 +158,17 @@ pub fn declared(path: &Path, text: &str, prefix: &str) -> Result<Vec<Declared>, 
         let (nominal, integer) = match lookup(&doc, &rel) {
             Some(toml::Value::Float(f)) => (*f, false),
             Some(toml::Value::Integer(i)) => (*i as f64, true),
+            // A setting that is not a number (a preemption model, a path) cannot be drawn, but
+            // may still have been chosen because a row passes: `{ fixed, inferred_from }`
+            // labels it (DESIGN.md rule 4).
+            Some(_) if leaf.fixed.is_some() && leaf.low.is_none() => (f64::NAN, false),
             Some(_) => {
                 return Err(at(
                     &range_key,
-                    format!("'{rel}' is not a number: only numbers have ranges"),
+                    format!(
+                        "'{rel}' is not a number: only numbers have ranges (a setting that is \
+                         not a number takes {{ fixed = \"why\", inferred_from = [rows] }})"
+                    ),
                 ))
             }
             None => {
@@ -304,6 +312,17 @@ mod tests {
         assert_eq!(d[1].nominal, 200.0);
         assert_eq!(d[2].key, "platform.device.0.x");
         assert!(matches!(&d[2].spread, Spread::Drawn(r) if r.inferred_from == ["r"]));
+    }
+
+    #[test]
+    fn a_setting_that_is_not_a_number_can_be_labelled_inferred() {
+        let d = read(
+            "[sched]\npreemption = \"preempt\"\n[range.sched]\n\
+             preemption = { fixed = \"chosen\", inferred_from = [\"row\"] }\n",
+        )
+        .unwrap();
+        assert!(d[0].nominal.is_nan());
+        assert!(matches!(&d[0].spread, Spread::Fixed { inferred_from, .. } if inferred_from == &["row"]));
     }
 
     #[test]
