@@ -55,9 +55,15 @@ fn classes(bin: &Path, draws: u32) -> Vec<(String, String)> {
         .expect("an uncertainty section")
         .iter()
         .map(|r| {
+            // A calibration row (a value was chosen from it) says so after its class.
+            let calibration = r["inferred"].as_array().is_some_and(|a| !a.is_empty());
             (
                 r["id"].as_str().unwrap().to_string(),
-                r["class"].as_str().unwrap().to_string(),
+                format!(
+                    "{}{}",
+                    r["class"].as_str().unwrap(),
+                    if calibration { " calibration" } else { "" }
+                ),
             )
         })
         .collect()
@@ -68,6 +74,80 @@ fn table(rows: &[(String, String)]) -> String {
         .map(|(id, class)| format!("{id:<16} {class}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The committed full snapshot's rows: `(id, class, calibration)`.
+fn committed() -> Vec<(String, String, bool)> {
+    let full = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/verdicts__verdicts.snap"),
+    )
+    .expect("the committed full snapshot");
+    let body = full.splitn(3, "---").nth(2).expect("an insta snapshot");
+    body.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((
+                w.next()?.to_string(),
+                w.next()?.to_string(),
+                w.next() == Some("calibration"),
+            ))
+        })
+        .collect()
+}
+
+/// README's "Where the model stands": the committed verdicts of `validate --uncertainty 200`,
+/// one line per class, the calibration rows counted apart (DESIGN.md rule 4).
+fn standing(rows: &[(String, String, bool)]) -> String {
+    let classes = [
+        ("pass", "consistent with the published value, and the band is narrow enough to say so"),
+        ("consistent_but_uninformative", "consistent, but the band is too wide to say much: source its top drivers"),
+        ("tension", "the published value lies outside the 5-95% band, or the calibration's fit ended at its bound"),
+        ("inconsistent", "outside the 1-99% band"),
+        ("undecided", "the draws cannot resolve it"),
+    ];
+    let mut out = String::from("| class | rows | what it means |\n|---|---|---|\n");
+    for (class, meaning) in classes {
+        let ids: Vec<String> = rows
+            .iter()
+            .filter(|(_, c, _)| c == class)
+            .map(|(id, _, cal)| if *cal { format!("`{id}`*") } else { format!("`{id}`") })
+            .collect();
+        let label = if class == "consistent_but_uninformative" { "uninformative" } else { class };
+        out.push_str(&format!("| {label} ({}) | {} | {meaning} |\n", ids.len(), ids.join(", ")));
+    }
+    let cal: Vec<String> = rows
+        .iter()
+        .filter(|(_, _, cal)| *cal)
+        .map(|(id, _, _)| format!("`{id}`"))
+        .collect();
+    out.push_str(&format!(
+        "| calibration ({}) | {} | * a value of the model was chosen from the row's published target: not evidence, whatever its class |\n",
+        cal.len(),
+        cal.join(", ")
+    ));
+    out
+}
+
+/// The README's table of where the model stands is the committed full snapshot's classes:
+/// regenerated with `IRQLAB_README=update cargo test -p irqlab --test verdicts`.
+#[test]
+fn the_readme_shows_the_committed_verdicts() {
+    let path = repo_root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("<!-- verdicts:begin -->\n", "<!-- verdicts:end -->");
+    let i = readme.find(begin).expect("README has the verdicts block") + begin.len();
+    let j = readme[i..].find(end).expect("the block ends") + i;
+    let want = standing(&committed());
+    if readme[i..j] != want {
+        if std::env::var_os("IRQLAB_README").is_some_and(|v| v == "update") {
+            std::fs::write(&path, format!("{}{want}{}", &readme[..i], &readme[j..])).unwrap();
+        } else {
+            panic!(
+                "README's 'Where the model stands' is not the committed verdicts; run \
+                 IRQLAB_README=update cargo test -p irqlab --test verdicts\n{want}"
+            );
+        }
+    }
 }
 
 /// This build's binary, as `cargo test` built it.
