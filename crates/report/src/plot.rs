@@ -753,7 +753,12 @@ fn forest(u: &UncertaintyReport, path: &Path) -> Result<bool, PlotError> {
             }
             let k = |x: f64| x / reference;
             Some(Line {
-                label: format!("{} ({})", r.id, r.class.label()),
+                // A calibration row says so here as in every output.
+                label: if r.inferred.is_empty() {
+                    format!("{} ({})", r.id, r.class.label())
+                } else {
+                    format!("{} ({}; calibration, not evidence)", r.id, r.class.label())
+                },
                 band: Band {
                     p1: k(band.p1),
                     p5: k(band.p5),
