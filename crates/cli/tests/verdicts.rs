@@ -110,10 +110,24 @@ fn standing(rows: &[(String, String, bool)]) -> String {
         let ids: Vec<String> = rows
             .iter()
             .filter(|(_, c, _)| c == class)
-            .map(|(id, _, cal)| if *cal { format!("`{id}`*") } else { format!("`{id}`") })
+            .map(|(id, _, cal)| {
+                if *cal {
+                    format!("`{id}`*")
+                } else {
+                    format!("`{id}`")
+                }
+            })
             .collect();
-        let label = if class == "consistent_but_uninformative" { "uninformative" } else { class };
-        out.push_str(&format!("| {label} ({}) | {} | {meaning} |\n", ids.len(), ids.join(", ")));
+        let label = if class == "consistent_but_uninformative" {
+            "uninformative"
+        } else {
+            class
+        };
+        out.push_str(&format!(
+            "| {label} ({}) | {} | {meaning} |\n",
+            ids.len(),
+            ids.join(", ")
+        ));
     }
     let cal: Vec<String> = rows
         .iter()

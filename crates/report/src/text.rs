@@ -263,7 +263,11 @@ pub fn validation_text(v: &ValidationReport, wide: bool) -> String {
         }
     }
     let ids = |f: &dyn Fn(&ValidationRow) -> bool| -> Vec<String> {
-        v.rows.iter().filter(|r| f(r)).map(|r| r.id.clone()).collect()
+        v.rows
+            .iter()
+            .filter(|r| f(r))
+            .map(|r| r.id.clone())
+            .collect()
     };
     out.push('\n');
     out.push_str(&class_lines(&[
@@ -438,7 +442,11 @@ pub fn uncertainty_text(u: &UncertaintyReport) -> String {
 /// summary `validate --uncertainty` ends with, and the README's "Where the model stands".
 pub fn uncertainty_classes(u: &UncertaintyReport) -> Vec<(&'static str, Vec<String>)> {
     let ids = |f: &dyn Fn(&irqlab_stats::results::UncertaintyRow) -> bool| -> Vec<String> {
-        u.rows.iter().filter(|r| f(r)).map(|r| r.id.clone()).collect()
+        u.rows
+            .iter()
+            .filter(|r| f(r))
+            .map(|r| r.id.clone())
+            .collect()
     };
     vec![
         ("pass", ids(&|r| r.class == Class::Pass)),

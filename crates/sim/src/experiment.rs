@@ -435,8 +435,10 @@ impl Check {
                 ..
             } if published.is_empty()
                 || runs.len() < 2
-                || published.values().any(|v| v.len() != runs.len() || v.iter().any(|&x| x <= 0.0))
-                || !(*step_factor > 1.0) =>
+                || published
+                    .values()
+                    .any(|v| v.len() != runs.len() || v.iter().any(|&x| x <= 0.0))
+                || step_factor.partial_cmp(&1.0) != Some(std::cmp::Ordering::Greater) =>
             {
                 Some(
                     "an interrupts_fall row gives two or more runs, one published count (> 0) per \
@@ -768,7 +770,9 @@ impl Experiment {
                         cal.row
                     ))
                 }
-                Some(_) if !(cal.step > 0.0) => Some("give a step > 0".into()),
+                Some(_) if cal.step.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) => {
+                    Some("give a step > 0".into())
+                }
                 Some(_) => file
                     .run
                     .iter()
@@ -1054,7 +1058,8 @@ impl Experiment {
                         spec.set
                             .iter()
                             .filter(|f| {
-                                !f.split_once('=').is_some_and(|(k, _)| given.iter().any(|g| g == k.trim()))
+                                !f.split_once('=')
+                                    .is_some_and(|(k, _)| given.iter().any(|g| g == k.trim()))
                             })
                             .cloned(),
                     );
@@ -1277,7 +1282,10 @@ impl Experiment {
                     None => {
                         row.published = format!("{published:.1}x");
                         row.tolerance = format!("±{:.0}%", tolerance_rel * 100.0);
-                        (published * (1.0 - tolerance_rel), published * (1.0 + tolerance_rel))
+                        (
+                            published * (1.0 - tolerance_rel),
+                            published * (1.0 + tolerance_rel),
+                        )
                     }
                 };
                 row.published_text = published_text.clone();
@@ -1754,7 +1762,8 @@ impl Experiment {
                 );
                 row.published_text = published_text.clone();
                 row.tolerance = format!("each step's ratio within x{step_factor}");
-                let ratios = |v: &[f64]| -> Vec<f64> { v.windows(2).map(|w| w[1] / w[0]).collect() };
+                let ratios =
+                    |v: &[f64]| -> Vec<f64> { v.windows(2).map(|w| w[1] / w[0]).collect() };
                 let show = |v: &[f64]| -> String {
                     v.iter()
                         .map(|r| format!("{r:.2}"))
@@ -1783,9 +1792,8 @@ impl Experiment {
                     let (sim, publ) = (ratios(&rates), ratios(counts));
                     let mut off = Vec::new();
                     for (k, (s, p)) in sim.iter().zip(&publ).enumerate() {
-                        let inside = s.is_finite()
-                            && *s >= p / step_factor
-                            && *s <= p * step_factor;
+                        let inside =
+                            s.is_finite() && *s >= p / step_factor && *s <= p * step_factor;
                         if !inside {
                             ok = false;
                             off.push(format!(

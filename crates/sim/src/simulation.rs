@@ -72,8 +72,15 @@ impl Simulation {
     /// when an experiment loads and by a test over every shipped scenario).
     pub fn outside_ranges(
         &self,
-    ) -> Result<Vec<(String, f64, crate::scenario::ranges::Range, std::path::PathBuf)>, ScenarioError>
-    {
+    ) -> Result<
+        Vec<(
+            String,
+            f64,
+            crate::scenario::ranges::Range,
+            std::path::PathBuf,
+        )>,
+        ScenarioError,
+    > {
         let settings = self.settings()?;
         let mut out = Vec::new();
         for d in self.ranges()? {

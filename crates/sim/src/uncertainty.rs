@@ -422,7 +422,10 @@ pub fn aggregate(
                 )
                 .collect();
             for k in e.calibrations.get(&id).into_iter().flatten() {
-                if !inferred.iter().any(|i| i == k || i.starts_with(&format!("{k}@"))) {
+                if !inferred
+                    .iter()
+                    .any(|i| i == k || i.starts_with(&format!("{k}@")))
+                {
                     inferred.push(k.clone());
                 }
             }

@@ -232,7 +232,9 @@ fn experiment(body: &str) -> Result<irqlab_sim::experiment::Experiment, String> 
 #[test]
 fn a_run_value_outside_its_range_is_refused_when_the_experiment_loads() {
     // The audit's case: seed 001's free parameter set 4x above its sourced range.
-    let err = experiment_with_set("kernel.net.forward=2000").err().expect("refused");
+    let err = experiment_with_set("kernel.net.forward=2000")
+        .err()
+        .expect("refused");
     assert!(err.contains("outside the range 300..515"), "{err}");
     assert!(err.contains("run r"), "{err}");
     assert!(experiment_with_set("kernel.net.forward=515").is_ok());
@@ -264,19 +266,21 @@ fn a_calibration_searches_only_the_declared_range_that_names_its_row() {
     let err = experiment(
         "[calibration]\nparameter = \"kernel.net.forward\"\nrow = \"row\"\nstep = 5.0\n",
     )
-    .err().expect("refused");
+    .err()
+    .expect("refused");
     assert!(err.contains("inferred_from = [\"row\"]"), "{err}");
     let err = experiment(
         "[calibration]\nparameter = \"kernel.net.forward\"\nrow = \"row\"\nstep = 5.0\n\
          low = 300.0\nhigh = 12000.0\n",
     )
-    .err().expect("refused");
+    .err()
+    .expect("refused");
     assert!(err.contains("unknown field `low`"), "{err}");
     // An estimate with a range but no inferred_from is not a free parameter.
-    let err = experiment(
-        "[calibration]\nparameter = \"kernel.net.xmit\"\nrow = \"row\"\nstep = 5.0\n",
-    )
-    .err().expect("refused");
+    let err =
+        experiment("[calibration]\nparameter = \"kernel.net.xmit\"\nrow = \"row\"\nstep = 5.0\n")
+            .err()
+            .expect("refused");
     assert!(err.contains("needs a drawn range"), "{err}");
 }
 
@@ -285,12 +289,14 @@ fn an_inferred_value_names_its_rows_and_a_run_that_sets_it() {
     let err = experiment(
         "[[inferred]]\nkey = \"kernel.net.forward\"\ninferred_from = [\"row\"]\nbasis = \"b\"\n",
     )
-    .err().expect("refused");
+    .err()
+    .expect("refused");
     assert!(err.contains("no [[run]] sets it"), "{err}");
     let err = experiment(
         "[[inferred]]\nkey = \"kernel.net.forward\"\ninferred_from = [\"nope\"]\nbasis = \"b\"\n",
     )
-    .err().expect("refused");
+    .err()
+    .expect("refused");
     assert!(err.contains("names row 'nope'"), "{err}");
 }
 
@@ -304,10 +310,25 @@ fn shipped_calibration_rows_are_labelled() {
         .iter()
         .flat_map(|e| e.calibrations.iter().map(|(r, k)| (r.as_str(), k)))
         .collect();
-    let find = |id: &str| rows.iter().find(|(r, _)| *r == id).map(|(_, k)| (*k).clone());
-    assert_eq!(find("swizzle-pps-swz-8port"), Some(vec!["kernel.net.forward".to_string()]));
-    assert!(find("rt-van-irqs").unwrap().contains(&"kernel.net.rx_packet".to_string()));
+    let find = |id: &str| {
+        rows.iter()
+            .find(|(r, _)| *r == id)
+            .map(|(_, k)| (*k).clone())
+    };
+    assert_eq!(
+        find("swizzle-pps-swz-8port"),
+        Some(vec!["kernel.net.forward".to_string()])
+    );
+    assert!(find("rt-van-irqs")
+        .unwrap()
+        .contains(&"kernel.net.rx_packet".to_string()));
     let thr = find("rt-thr-hi-serve").unwrap();
-    assert!(thr.contains(&"kernel.sched.preemption".to_string()), "{thr:?}");
-    assert!(thr.contains(&"kernel.threads.hrtimer_wakeup".to_string()), "{thr:?}");
+    assert!(
+        thr.contains(&"kernel.sched.preemption".to_string()),
+        "{thr:?}"
+    );
+    assert!(
+        thr.contains(&"kernel.threads.hrtimer_wakeup".to_string()),
+        "{thr:?}"
+    );
 }

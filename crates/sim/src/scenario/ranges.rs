@@ -322,7 +322,9 @@ mod tests {
         )
         .unwrap();
         assert!(d[0].nominal.is_nan());
-        assert!(matches!(&d[0].spread, Spread::Fixed { inferred_from, .. } if inferred_from == &["row"]));
+        assert!(
+            matches!(&d[0].spread, Spread::Fixed { inferred_from, .. } if inferred_from == &["row"])
+        );
     }
 
     #[test]
