@@ -24,6 +24,13 @@ const KNOWN_GAPS: &[(&str, Verdict, &str)] = &[
          detour and the status read; a shared line (one more status read) would close it, but \
          which devices shared the EP80579's line is not documented",
     ),
+    (
+        "msi-soc-xtpic",
+        Verdict::Fail,
+        "XT-PIC/MSI is ~3% below the seed's 'just over 6x' (6.0-6.6x) on the SoC: the row passed \
+         while it was read as 6.2x ±10%; one window per row (the seed's words) now judges it. \
+         The same missing IO-APIC-only and shared-line costs as msi-soc-ioapic",
+    ),
 ];
 
 const ROWS: [&str; 6] = [
