@@ -378,6 +378,24 @@ pub struct SimArgs {
     #[arg(long, value_name = "US", default_value_t = 10_000, allow_negative_numbers = true,
           value_parser = whole::<u64, 1, 1_000_000>)]
     pub histogram_max_us: u64,
+    /// A what-if with its uncertainty: N Latin-hypercube draws over the ranges the scenario's
+    /// files declare (a parameter --set pins is not drawn), each a run with its own seed, on
+    /// all cores. Prints each metric's mean, p50, p99 and max and each counter that changes:
+    /// the plain run's value, the 5-95% band over the draws and the three parameters that
+    /// drive it; then the validation rows that run this scenario and their verdicts.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(2..=100_000),
+          conflicts_with_all = ["trace", "plot", "histogram_out"])]
+    pub uncertainty: Option<u32>,
+    /// The seed of the uncertainty draws (as validate's --draw-seed): the same seed gives the
+    /// same draws and the same output.
+    #[arg(long, value_name = "SEED", default_value_t = 1, requires = "uncertainty",
+          allow_negative_numbers = true, value_parser = whole::<u64, 0, { u64::MAX }>)]
+    pub draw_seed: u64,
+    /// With --uncertainty: leave out the validation rows that run this scenario (their runs
+    /// take about as long as the plain run's, once per row's run).
+    #[arg(long, requires = "uncertainty")]
+    pub no_rows: bool,
 }
 
 #[derive(Args)]
