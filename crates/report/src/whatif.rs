@@ -80,8 +80,8 @@ pub fn whatif_text(w: &WhatIfReport) -> String {
         }
         out.push_str(&t.render());
         out.push_str("\nDrivers (Spearman's rank correlation over the draws; top 3):\n");
-        if let Some(c) = w.chance_rho {
-            out.push_str(&wrap(
+        match w.chance_rho {
+            Some(c) if c < 0.995 => out.push_str(&wrap(
                 &format!(
                     "(with {} draws over {} parameters, chance alone reaches |rho| {:.2} for \
                      some parameter in 5% of what-ifs: a driver below it may be noise; more \
@@ -92,7 +92,17 @@ pub fn whatif_text(w: &WhatIfReport) -> String {
                 ),
                 "  ",
                 "  ",
-            ));
+            )),
+            _ => out.push_str(&wrap(
+                &format!(
+                    "({} draws are too few to tell a driver from chance among {} parameters: \
+                     any |rho| can be chance; take 100 or more to rank them)",
+                    w.draws,
+                    w.parameters.len()
+                ),
+                "  ",
+                "  ",
+            )),
         }
         for q in &w.quantities {
             let d: Vec<String> = q
