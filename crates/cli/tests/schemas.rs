@@ -336,9 +336,50 @@ fn a_what_if_validates_against_the_shipped_schema() {
         assert_eq!(out["kind"], "sim-uncertainty");
         let errors: Vec<String> = v
             .iter_errors(out)
-            .map(|e| format!("{e} at {}", e.instance_path))
+            .map(|e| format!("{e} at {}", e.instance_path()))
             .collect();
         assert!(errors.is_empty(), "{what}: {errors:#?}");
+    }
+    // Its sweep: the manifest, a shard's results, and the merge (a what-if again).
+    let irqlab = |args: &[&str]| {
+        let out = Command::cargo_bin("irqlab")
+            .unwrap()
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "irqlab {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    irqlab(&[
+        "sweep",
+        "plan",
+        "--out",
+        "wm.json",
+        "--scenario",
+        "seed000/ws",
+        "--samples",
+        "200",
+        "--draws",
+        "3",
+    ]);
+    irqlab(&[
+        "sweep", "run", "wm.json", "--shard", "0", "--of", "1", "--out", "wr",
+    ]);
+    irqlab(&["sweep", "merge", "wm.json", "wr", "--json", "wmerged.json"]);
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap()
+    };
+    for name in ["wm.json", "wr/shard-0-of-1.json", "wmerged.json"] {
+        let out = read(name);
+        let errors: Vec<String> = v
+            .iter_errors(&out)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
     }
     assert!(with_rows["result"]["rows"].is_array());
     assert!(pinned["result"]["rows"].is_null());

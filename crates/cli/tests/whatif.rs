@@ -312,3 +312,101 @@ fn the_text_format() {
     ]);
     insta::assert_snapshot!("whatif_soc_xtpic", out);
 }
+
+/// `sweep plan --scenario S --draws N`, its shards run apart and merged: the report
+/// `sim S --uncertainty N` prints and writes, bit for bit, with `--set`, `--seed` and the rows.
+#[test]
+fn a_swept_what_if_merges_into_what_sim_prints() {
+    let d = tmp("sweep");
+    let dir = d.to_str().unwrap();
+    let at = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let common = [
+        "--samples",
+        "300",
+        "--set",
+        "delivery=ioapic",
+        "--seed",
+        "5",
+        "--draw-seed",
+        "3",
+    ];
+    let mut sim: Vec<&str> = vec!["sim", "seed000/ws", "--uncertainty", "5"];
+    sim.extend(common);
+    let sim_json = at("sim.json");
+    sim.extend(["--json", &sim_json]);
+    let printed = ok(&sim);
+    let manifest = at("m.json");
+    let mut plan: Vec<&str> = vec![
+        "sweep",
+        "plan",
+        "--scenario",
+        "seed000/ws",
+        "--draws",
+        "5",
+        "--out",
+        &manifest,
+    ];
+    plan.extend(common);
+    let planned = ok(&plan);
+    assert!(planned.starts_with("7 points: 5 draws"), "{planned}");
+    let results = format!("{dir}/results");
+    // Three shards, the last run twice (a point found twice with one result counts once).
+    for shard in ["0", "1", "2", "2"] {
+        ok(&[
+            "sweep", "run", &manifest, "--shard", shard, "--of", "3", "--out", &results,
+        ]);
+    }
+    let merged_json = at("merged.json");
+    let merged = ok(&[
+        "sweep",
+        "merge",
+        &manifest,
+        &results,
+        "--json",
+        &merged_json,
+    ]);
+    assert_eq!(merged, printed);
+    let read = |p: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (a, b) = (read(&sim_json), read(&merged_json));
+    assert_eq!(a["kind"], b["kind"]);
+    assert_eq!(a["result"], b["result"]);
+    assert!(a["result"]["rows"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty()));
+    // A missing shard is named, as for any sweep.
+    std::fs::remove_file(format!("{results}/shard-1-of-3.json")).unwrap();
+    let out = run(&["sweep", "merge", &manifest, &results]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard 1 --of 3"));
+}
+
+#[test]
+fn a_what_if_sweep_refuses_what_only_validation_draws_take() {
+    for extra in [
+        &["--only", "msi-*"][..],
+        &["--full"][..],
+        &["--grid", "delivery=msi,ioapic"][..],
+        &["--repeat", "2"][..],
+    ] {
+        let mut a = vec![
+            "sweep",
+            "plan",
+            "--scenario",
+            "seed000/ws",
+            "--draws",
+            "4",
+            "--out",
+            "/tmp/never-written.json",
+        ];
+        a.extend(extra);
+        let out = run(&a);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(extra[0]),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

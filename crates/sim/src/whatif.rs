@@ -244,10 +244,25 @@ impl WhatIf {
     /// The report of the plain run `nominal` and the draws' runs, in draw order.
     pub fn aggregate(
         &self,
-        nominal: RunReport,
+        mut nominal: RunReport,
         draws: &[RunReport],
         rows: Option<Vec<WhatIfRow>>,
     ) -> WhatIfReport {
+        // The header lists every `--set` after the seed, as `irqlab sim`'s does.
+        if !self.set.is_empty() {
+            let at = nominal
+                .config
+                .iter()
+                .position(|(k, _)| k == crate::report::SEED_KEY)
+                .map_or(nominal.config.len(), |i| i + 1);
+            nominal.config.insert(
+                at,
+                (
+                    "overrides".into(),
+                    format!("--set {}", self.set.join(" --set ")),
+                ),
+            );
+        }
         let names: Vec<String> = self.parameters.iter().map(|p| p.key.clone()).collect();
         let mut quantities = Vec::new();
         let mut unchanged = Vec::new();
@@ -278,7 +293,7 @@ impl WhatIf {
                         stat,
                         "ns",
                         value(&nominal),
-                        draws.iter().map(|r| value(r)),
+                        draws.iter().map(&value),
                         &names,
                     ));
                 }
@@ -313,7 +328,7 @@ impl WhatIf {
                     "value",
                     "count",
                     nominal_value,
-                    draws.iter().map(|r| value(r)),
+                    draws.iter().map(&value),
                     &names,
                 ));
             }

@@ -228,8 +228,7 @@ fn whatif(a: &SimArgs, file: &Path, draws: u32, inv: &Invocation) -> Result<()> 
         Some(counter.clone()),
     );
     bar.finish();
-    let mut report = report?;
-    list_overrides(&mut report.nominal, &a.set);
+    let report = report?;
     if let Some(path) = &a.json {
         let made = inv.made(
             &WhatIfSettings {
