@@ -408,6 +408,12 @@ pub struct SimArgs {
     #[arg(long, value_name = "SEED", default_value_t = 1, requires = "uncertainty",
           allow_negative_numbers = true, value_parser = whole::<u64, 0, { u64::MAX }>)]
     pub draw_seed: u64,
+    /// With --uncertainty: compare with a baseline. Each draw (and the plain run) runs again
+    /// with these overrides after --set, with the same drawn values and seed, and each
+    /// quantity's difference (what-if less baseline) gets its band and drivers: "how much does
+    /// a switch add" is --set device.0.switches=1 --against device.0.switches=0. Repeatable.
+    #[arg(long, value_name = "KEY=VALUE", requires = "uncertainty")]
+    pub against: Vec<String>,
     /// With --uncertainty: leave out the validation rows that run this scenario (their runs
     /// take about as long as the plain run's, once per row's run).
     #[arg(long, requires = "uncertainty")]

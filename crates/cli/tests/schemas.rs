@@ -328,6 +328,8 @@ fn a_what_if_validates_against_the_shipped_schema() {
             "--no-rows",
             "--set",
             "kernel.net.rx_packet=1350",
+            "--against",
+            "kernel.sched.preemption=rt",
         ],
         d,
         "whatif-pinned.json",
@@ -384,6 +386,7 @@ fn a_what_if_validates_against_the_shipped_schema() {
     assert!(with_rows["result"]["rows"].is_array());
     assert!(pinned["result"]["rows"].is_null());
     assert_eq!(pinned["result"]["pinned"][0], "kernel.net.rx_packet");
+    assert!(pinned["result"]["differences"].is_array());
     // The schema can fail: a what-if dressed as a run, a quantity in another unit.
     let mut broken = with_rows.clone();
     broken["kind"] = "sim".into();

@@ -410,3 +410,52 @@ fn a_what_if_sweep_refuses_what_only_validation_draws_take() {
         );
     }
 }
+
+/// `--against`: "how much does a switch add" as a difference with its band, each draw run on
+/// both sides with the same values and seed.
+#[test]
+fn a_what_if_against_a_baseline_gives_the_difference_with_its_band() {
+    let d = tmp("against");
+    let base: &[&str] = &[
+        "sim",
+        "seed002/fpga",
+        "--samples",
+        "2000",
+        "--uncertainty",
+        "4",
+        "--no-rows",
+        "--set",
+        "device.0.switches=1",
+    ];
+    let mut a = base.to_vec();
+    a.extend(["--against", "device.0.switches=0"]);
+    let r = json(&a, &d, "switch.json");
+    assert_eq!(r["against"], serde_json::json!(["device.0.switches=0"]));
+    let q = r["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "round_trip mean")
+        .unwrap();
+    // A switch's hop each way: the round trip is longer in the plain run and in every draw.
+    assert!(q["nominal"].as_f64().unwrap() > 50.0, "{q}");
+    assert!(q["band"]["p1"].as_f64().unwrap() > 50.0, "{q}");
+    let text = ok(&a);
+    assert!(
+        text.contains("Against --set device.0.switches=0: the what-if's run less this baseline's"),
+        "{text}"
+    );
+    // The baseline the same as the what-if: no difference anywhere.
+    let mut same = base.to_vec();
+    same.extend(["--against", "device.0.switches=1"]);
+    let r = json(&same, &d, "same.json");
+    for q in r["differences"].as_array().unwrap() {
+        assert_eq!(q["unit"], "ns", "a counter that differs: {q}");
+        assert_eq!(q["nominal"].as_f64(), Some(0.0), "{q}");
+        assert_eq!(q["band"]["p1"].as_f64(), Some(0.0), "{q}");
+        assert_eq!(q["band"]["p99"].as_f64(), Some(0.0), "{q}");
+    }
+    let out = run(&["sim", "seed002/fpga", "--against", "device.0.switches=0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--uncertainty"));
+}

@@ -60,25 +60,7 @@ pub fn whatif_text(w: &WhatIfReport) -> String {
         }
         out.push_str(&wrap(&head, "", "  "));
         out.push('\n');
-        let mut t =
-            Table::new(&["quantity", "nominal", "band 5-95%", "median", "draws"]).left_aligned();
-        for q in &w.quantities {
-            let (band, median) = match &q.band {
-                Some(b) => (
-                    format!("{} .. {}", show(q, b.p5), show(q, b.p95)),
-                    show(q, b.median),
-                ),
-                None => ("-".into(), "-".into()),
-            };
-            t.row(vec![
-                q.name.clone(),
-                q.nominal.map_or("-".into(), |v| show(q, v)),
-                band,
-                median,
-                q.draws.to_string(),
-            ]);
-        }
-        out.push_str(&t.render());
+        out.push_str(&quantity_table(&w.quantities));
         out.push_str("\nDrivers (Spearman's rank correlation over the draws; top 3):\n");
         match w.chance_rho {
             Some(c) if c < 0.995 => out.push_str(&wrap(
@@ -104,19 +86,7 @@ pub fn whatif_text(w: &WhatIfReport) -> String {
                 "  ",
             )),
         }
-        for q in &w.quantities {
-            let d: Vec<String> = q
-                .drivers
-                .iter()
-                .map(|d| format!("{} ({:+.2})", d.parameter, d.rho))
-                .collect();
-            let d = if d.is_empty() {
-                "none (it does not vary)".to_string()
-            } else {
-                d.join(", ")
-            };
-            out.push_str(&wrap(&format!("{}: {d}", q.name), "  ", "    "));
-        }
+        drivers(&mut out, &w.quantities);
         if !w.unchanged.is_empty() {
             out.push('\n');
             out.push_str(&wrap(
@@ -126,9 +96,67 @@ pub fn whatif_text(w: &WhatIfReport) -> String {
             ));
         }
     }
+    if !w.against.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "Against --set {}: the what-if's run less this baseline's, each with the same \
+                 drawn values and seed (positive: the what-if is higher):",
+                w.against.join(" --set ")
+            ),
+            "",
+            "  ",
+        ));
+        out.push('\n');
+        out.push_str(&quantity_table(&w.differences));
+        if w.draws > 0 {
+            out.push_str("\nDrivers of the differences (top 3):\n");
+            drivers(&mut out, &w.differences);
+        }
+    }
     out.push('\n');
     out.push_str(&rows_text(w.rows.as_deref(), &w.scenario));
     out
+}
+
+/// Each quantity's nominal value, 5-95% band, median and draws.
+fn quantity_table(quantities: &[WhatIfQuantity]) -> String {
+    let mut t =
+        Table::new(&["quantity", "nominal", "band 5-95%", "median", "draws"]).left_aligned();
+    for q in quantities {
+        let (band, median) = match &q.band {
+            Some(b) => (
+                format!("{} .. {}", show(q, b.p5), show(q, b.p95)),
+                show(q, b.median),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        t.row(vec![
+            q.name.clone(),
+            q.nominal.map_or("-".into(), |v| show(q, v)),
+            band,
+            median,
+            q.draws.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// A line per quantity with its drivers.
+fn drivers(out: &mut String, quantities: &[WhatIfQuantity]) {
+    for q in quantities {
+        let d: Vec<String> = q
+            .drivers
+            .iter()
+            .map(|d| format!("{} ({:+.2})", d.parameter, d.rho))
+            .collect();
+        let d = if d.is_empty() {
+            "none (it does not vary)".to_string()
+        } else {
+            d.join(", ")
+        };
+        out.push_str(&wrap(&format!("{}: {d}", q.name), "  ", "    "));
+    }
 }
 
 /// The validation rows on the scenario, one sentence each.
@@ -191,6 +219,8 @@ pub fn row_sentence(r: &WhatIfRow) -> String {
 fn show(q: &WhatIfQuantity, v: f64) -> String {
     if q.unit == "ns" {
         Quantity::Nanoseconds.show(v)
+    } else if v.round() < 0.0 {
+        format!("-{}", group(-v.round() as u64))
     } else {
         group(v.round().max(0.0) as u64)
     }

@@ -65,6 +65,9 @@ pub struct WhatIf {
     /// Draw-major: `points[d][p]` is parameter p's value in draw d.
     pub points: Vec<Vec<f64>>,
     pub draw_seed: u64,
+    /// The baseline's overrides (`--against`), after `set`: each run is run again with them,
+    /// the same drawn values and seed, and the report gives each quantity's difference.
+    pub against: Vec<String>,
     /// The plain run's simulation.
     sim: Simulation,
 }
@@ -83,7 +86,40 @@ impl WhatIf {
         draws: u32,
         draw_seed: u64,
     ) -> Result<WhatIf, ScenarioError> {
+        WhatIf::prepare_against(
+            scenario,
+            file,
+            set,
+            seed,
+            samples,
+            replications,
+            draws,
+            draw_seed,
+            &[],
+        )
+    }
+
+    /// [`WhatIf::prepare`] with a baseline: `against` after `set` (a parameter either sets is
+    /// not drawn).
+    #[allow(clippy::too_many_arguments)]
+    pub fn prepare_against(
+        scenario: &str,
+        file: &Path,
+        set: &[String],
+        seed: Option<u64>,
+        samples: Option<u64>,
+        replications: u32,
+        draws: u32,
+        draw_seed: u64,
+        against: &[String],
+    ) -> Result<WhatIf, ScenarioError> {
         let sim = Simulation::load(file, set)?;
+        if !against.is_empty() {
+            // Refused now, not after the draws.
+            let mut both = set.to_vec();
+            both.extend(against.iter().cloned());
+            Simulation::load(file, &both)?;
+        }
         let mut parameters = Vec::new();
         let mut pinned = Vec::new();
         let mut fixed = Vec::new();
@@ -103,6 +139,7 @@ impl WhatIf {
                     // draw's flag would be overridden anyway, and it drives nothing.
                     if set
                         .iter()
+                        .chain(against)
                         .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == d.key))
                     {
                         pinned.push(d.key);
@@ -138,6 +175,7 @@ impl WhatIf {
             fixed,
             points,
             draw_seed,
+            against: against.to_vec(),
             sim,
         })
     }
@@ -147,11 +185,13 @@ impl WhatIf {
         &self.sim
     }
 
-    /// Interrupts the plain run and every draw simulate, for a progress bar.
+    /// Interrupts the plain run and every draw simulate (twice with a baseline), for a progress
+    /// bar.
     pub fn planned_samples(&self) -> u64 {
+        let runs = (self.points.len() as u64 + 1) * if self.against.is_empty() { 1 } else { 2 };
         self.sim
             .interrupts(self.samples, self.replications)
-            .saturating_mul(self.points.len() as u64 + 1)
+            .saturating_mul(runs)
     }
 
     /// Draw `index`'s `--set` flags: its values, then the user's own.
@@ -202,6 +242,41 @@ impl WhatIf {
         Ok(summary_report(&sim, seed, &r))
     }
 
+    /// The baseline's plain run: the plain run with `against` after `set`, the same seed.
+    pub fn run_baseline_nominal(
+        &self,
+        progress: Option<Arc<AtomicU64>>,
+    ) -> Result<RunReport, ScenarioError> {
+        let mut flags = self.set.clone();
+        flags.extend(self.against.iter().cloned());
+        let sim = Simulation::load(&self.file, &flags)?;
+        let r = sim.run(self.seed, self.samples, 0, self.replications, progress)?;
+        Ok(summary_report(&sim, self.seed, &r))
+    }
+
+    /// Draw `index`'s baseline run: its values, `set`, then `against`; the draw's seed.
+    pub fn run_baseline_draw(
+        &self,
+        index: usize,
+        progress: Option<Arc<AtomicU64>>,
+    ) -> Result<RunReport, ScenarioError> {
+        let mut flags = self.draw_flags(index);
+        flags.extend(self.against.iter().cloned());
+        let in_draw = |err: ScenarioError| ScenarioError::Override {
+            flag: format!("(draw {index}, --against) {}", flags.join(" ")),
+            message: format!(
+                "a draw inside the declared ranges failed: {err}. A range that the model cannot \
+                 run is a range to correct"
+            ),
+        };
+        let sim = Simulation::load(&self.file, &flags).map_err(in_draw)?;
+        let seed = self.draw_seed_of(index);
+        let r = sim
+            .run(seed, self.samples, 0, self.replications, progress)
+            .map_err(in_draw)?;
+        Ok(summary_report(&sim, seed, &r))
+    }
+
     /// The plain run and every draw, on all cores, and the report (`rows` as [`rows_on`] gives
     /// them, or `None` when skipped).
     pub fn run(
@@ -219,7 +294,28 @@ impl WhatIf {
                     .collect::<Result<Vec<_>, _>>()
             },
         );
-        Ok(self.aggregate(nominal?, &draws?, rows))
+        let baseline = if self.against.is_empty() {
+            None
+        } else {
+            let (n, d) = rayon::join(
+                || self.run_baseline_nominal(progress.clone()),
+                || {
+                    (0..self.points.len())
+                        .into_par_iter()
+                        .map(|i| self.run_baseline_draw(i, progress.clone()))
+                        .collect::<Result<Vec<_>, _>>()
+                },
+            );
+            Some((n?, d?))
+        };
+        let (nominal, draws) = (nominal?, draws?);
+        let differences = baseline.map(|(n, d)| self.differences(&nominal, &draws, &n, &d));
+        let mut report = self.aggregate(nominal, &draws, rows);
+        if let Some(differences) = differences {
+            report.against = self.against.clone();
+            report.differences = differences;
+        }
+        Ok(report)
     }
 
     /// [`WhatIf::run`] with the validation rows of the experiments in `rows` (a directory) that
@@ -278,15 +374,7 @@ impl WhatIf {
             }
             for label in &metrics {
                 for &stat in STATISTICS {
-                    let value = |r: &RunReport| -> Option<f64> {
-                        let s = &r.metrics.iter().find(|m| &m.label() == label)?.summary;
-                        match stat {
-                            "mean" => s.mean_ns,
-                            "p50" => s.p50_ns.map(|v| v as f64),
-                            "p99" => s.p99_ns.map(|v| v as f64),
-                            _ => s.max_ns.map(|v| v as f64),
-                        }
-                    };
+                    let value = |r: &RunReport| metric_value(r, label, stat);
                     quantities.push(self.quantity(
                         format!("{label} {stat}"),
                         label,
@@ -309,14 +397,7 @@ impl WhatIf {
                 }
             }
             for label in &counters {
-                let value = |r: &RunReport| -> Option<f64> {
-                    Some(
-                        r.counters
-                            .iter()
-                            .find(|c| &c.label() == label)
-                            .map_or(0.0, |c| c.value as f64),
-                    )
-                };
+                let value = |r: &RunReport| Some(counter_value(r, label));
                 let nominal_value = value(&nominal);
                 if draws.iter().all(|r| value(r) == nominal_value) {
                     unchanged.push(label.clone());
@@ -362,9 +443,85 @@ impl WhatIf {
             fixed: self.fixed.clone(),
             quantities,
             unchanged,
+            against: Vec::new(),
+            differences: Vec::new(),
             rows,
             nominal,
         }
+    }
+
+    /// Each quantity's difference, the what-if's run less the baseline's (`--against`), in the
+    /// plain run and in every draw (the same values and seed on both sides): every metric's
+    /// statistics, and the counters that differ somewhere.
+    pub fn differences(
+        &self,
+        nominal: &RunReport,
+        draws: &[RunReport],
+        base_nominal: &RunReport,
+        base_draws: &[RunReport],
+    ) -> Vec<WhatIfQuantity> {
+        let names: Vec<String> = self.parameters.iter().map(|p| p.key.clone()).collect();
+        let all = || {
+            std::iter::once(nominal)
+                .chain(draws)
+                .chain(std::iter::once(base_nominal))
+                .chain(base_draws)
+        };
+        let mut metrics: Vec<String> = Vec::new();
+        let mut counters: Vec<String> = Vec::new();
+        for r in all() {
+            for m in &r.metrics {
+                if !metrics.contains(&m.label()) {
+                    metrics.push(m.label());
+                }
+            }
+            for c in &r.counters {
+                let l = c.label();
+                if !counters.contains(&l) && !BOOKKEEPING.contains(&c.name.as_str()) {
+                    counters.push(l);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let pair = |f: &dyn Fn(&RunReport) -> Option<f64>, a: &RunReport, b: &RunReport| {
+            Some(f(a)? - f(b)?)
+        };
+        for label in &metrics {
+            for &stat in STATISTICS {
+                let f = |r: &RunReport| metric_value(r, label, stat);
+                out.push(self.quantity(
+                    format!("{label} {stat}"),
+                    label,
+                    stat,
+                    "ns",
+                    pair(&f, nominal, base_nominal),
+                    draws.iter().zip(base_draws).map(|(a, b)| pair(&f, a, b)),
+                    &names,
+                ));
+            }
+        }
+        for label in &counters {
+            let f = |r: &RunReport| Some(counter_value(r, label));
+            let n = pair(&f, nominal, base_nominal);
+            let d: Vec<Option<f64>> = draws
+                .iter()
+                .zip(base_draws)
+                .map(|(a, b)| pair(&f, a, b))
+                .collect();
+            if n == Some(0.0) && d.iter().all(|v| *v == Some(0.0)) {
+                continue;
+            }
+            out.push(self.quantity(
+                label.clone(),
+                label,
+                "value",
+                "count",
+                n,
+                d.into_iter(),
+                &names,
+            ));
+        }
+        out
     }
 
     /// One quantity: its band over the draws and its drivers.
@@ -404,6 +561,26 @@ impl WhatIf {
             drivers,
         }
     }
+}
+
+/// A metric's statistic (`mean`, `p50`, `p99`, `max`) in a run, by the metric's label.
+fn metric_value(r: &RunReport, label: &str, stat: &str) -> Option<f64> {
+    let s = &r.metrics.iter().find(|m| m.label() == label)?.summary;
+    match stat {
+        "mean" => s.mean_ns,
+        "p50" => s.p50_ns.map(|v| v as f64),
+        "p99" => s.p99_ns.map(|v| v as f64),
+        _ => s.max_ns.map(|v| v as f64),
+    }
+}
+
+/// A counter's value in a run, by its label: zero where the run does not show it
+/// (`Shown::IfNonZero`).
+fn counter_value(r: &RunReport, label: &str) -> f64 {
+    r.counters
+        .iter()
+        .find(|c| c.label() == label)
+        .map_or(0.0, |c| c.value as f64)
 }
 
 /// A run's report as a what-if keeps it: header, metrics and counters.

@@ -670,6 +670,13 @@ pub struct WhatIfReport {
     /// Counters with the same value in the plain run and every draw.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unchanged: Vec<String>,
+    /// `--against`: the baseline's overrides (after `set`), and each quantity's difference, the
+    /// what-if's run less the baseline's with the same drawn values and seed (every metric's
+    /// statistics; the counters that differ somewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub against: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<WhatIfQuantity>,
     /// The validation rows on this scenario file; `None` when skipped (`--no-rows`).
     pub rows: Option<Vec<WhatIfRow>>,
     /// The plain run: its header, metrics and counters (no histograms, series or trace).

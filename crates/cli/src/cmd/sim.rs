@@ -197,6 +197,9 @@ struct WhatIfSettings<'a> {
     draw_seed: u64,
     /// Whether the validation rows on the scenario were judged (not `--no-rows`).
     rows: bool,
+    /// `--against`: the baseline's overrides.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    against: &'a [String],
 }
 
 /// `irqlab sim SCENARIO --uncertainty N`: the plain run and N draws over the ranges the
@@ -204,7 +207,7 @@ struct WhatIfSettings<'a> {
 fn whatif(a: &SimArgs, file: &Path, draws: u32, inv: &Invocation) -> Result<()> {
     use irqlab_sim::whatif::{rows_planned_samples, WhatIf};
     let label = a.scenario.display().to_string();
-    let w = WhatIf::prepare(
+    let w = WhatIf::prepare_against(
         &label,
         file,
         &a.set,
@@ -213,6 +216,7 @@ fn whatif(a: &SimArgs, file: &Path, draws: u32, inv: &Invocation) -> Result<()> 
         a.replications,
         draws,
         a.draw_seed,
+        &a.against,
     )?;
     let experiments = irqlab_sim::shipped::experiments_dir();
     let counter = Arc::new(AtomicU64::new(0));
@@ -241,6 +245,7 @@ fn whatif(a: &SimArgs, file: &Path, draws: u32, inv: &Invocation) -> Result<()> 
                 uncertainty: draws,
                 draw_seed: a.draw_seed,
                 rows: !a.no_rows,
+                against: &a.against,
             },
             None,
         );
