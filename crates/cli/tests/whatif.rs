@@ -294,6 +294,22 @@ fn the_rows_on_the_scenario_are_named_with_their_verdicts() {
     }
     let skipped = ok(WS);
     assert!(skipped.contains("not judged (--no-rows)"), "{skipped}");
+    // Seed 003's runs all set the clock and the fitted per-frame cost: a what-if that leaves
+    // one out is told so; one it sets is not named again.
+    let text = ok(&[
+        "sim",
+        "seed003/flood",
+        "--samples",
+        "200",
+        "--uncertainty",
+        "2",
+        "--set",
+        "kernel.net.rx_packet=1350",
+    ]);
+    assert!(
+        text.contains("sets --set platform.cpu.clock_hz=800e6, which this run does not"),
+        "{text}"
+    );
 }
 
 #[test]

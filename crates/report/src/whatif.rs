@@ -115,7 +115,7 @@ pub fn whatif_text(w: &WhatIfReport) -> String {
         }
     }
     out.push('\n');
-    out.push_str(&rows_text(w.rows.as_deref(), &w.scenario));
+    out.push_str(&rows_text(w.rows.as_deref(), &w.scenario, &w.set));
     out
 }
 
@@ -160,7 +160,8 @@ fn drivers(out: &mut String, quantities: &[WhatIfQuantity]) {
 }
 
 /// The validation rows on the scenario, one sentence each.
-pub fn rows_text(rows: Option<&[WhatIfRow]>, scenario: &str) -> String {
+/// `set`: the what-if's own overrides (a key it sets is not named again).
+pub fn rows_text(rows: Option<&[WhatIfRow]>, scenario: &str, set: &[String]) -> String {
     let Some(rows) = rows else {
         return "Rows on this scenario: not judged (--no-rows); irqlab validate judges them.\n"
             .into();
@@ -191,6 +192,29 @@ pub fn rows_text(rows: Option<&[WhatIfRow]>, scenario: &str) -> String {
     ordered.extend(rows.iter().filter(|r| r.verdict == Verdict::Pass));
     for r in ordered {
         out.push_str(&wrap(&row_sentence(r), "  ", "    "));
+    }
+    // What every row's runs set beyond the scenario file: a what-if without it is not the
+    // configuration the rows validate.
+    let common: Vec<&String> = rows[0]
+        .set
+        .iter()
+        .filter(|f| rows.iter().all(|r| r.set.contains(f)))
+        .filter(|f| {
+            let key = |s: &str| s.split_once('=').map(|(k, _)| k.trim().to_string());
+            !set.iter().any(|s| key(s) == key(f))
+        })
+        .collect();
+    if !common.is_empty() {
+        let flags: Vec<&str> = common.iter().map(|f| f.as_str()).collect();
+        out.push_str(&wrap(
+            &format!(
+                "Every one of these rows' runs sets --set {}, which this run does not: the \
+                 configuration they validate has it, the scenario file alone does not.",
+                flags.join(" --set ")
+            ),
+            "",
+            "  ",
+        ));
     }
     out
 }

@@ -640,13 +640,31 @@ pub fn rows_on(
             Ok(e.evaluate_all(&checks, &results)
                 .into_iter()
                 .zip(&checks)
-                .map(|(row, c)| WhatIfRow {
-                    runs: c
+                .map(|(row, c)| {
+                    let runs: Vec<String> = c
                         .runs()
                         .into_iter()
                         .filter(|r| on.iter().any(|o| o.as_str() == *r))
                         .map(str::to_string)
-                        .collect(),
+                        .collect();
+                    let specs: Vec<&crate::experiment::RunSpec> =
+                        e.file.run.iter().filter(|s| runs.contains(&s.id)).collect();
+                    // The flags every run of the row takes, in the first run's order.
+                    let set: Vec<String> = specs
+                        .first()
+                        .map(|f| {
+                            f.set
+                                .iter()
+                                .filter(|flag| specs.iter().all(|s| s.set.contains(flag)))
+                                .cloned()
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (row, runs, set)
+                })
+                .map(|(row, runs, set)| WhatIfRow {
+                    runs,
+                    set,
                     id: row.id,
                     experiment: row.experiment,
                     verdict: row.verdict,

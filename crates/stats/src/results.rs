@@ -633,6 +633,10 @@ pub struct WhatIfRow {
     pub detail: String,
     /// The row's runs on this scenario.
     pub runs: Vec<String>,
+    /// The `--set` flags every one of those runs takes (the experiment's, before the run's
+    /// own): what the validated configuration sets beyond the scenario file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
 }
 
 /// `irqlab sim SCENARIO --uncertainty N`: the scenario's summary quantities over N
