@@ -253,8 +253,13 @@ pub struct SweepPlanArgs {
     pub out: PathBuf,
     /// Uncertainty draws: N Latin-hypercube draws over the ranges the experiments' files
     /// declare, as validate --uncertainty N draws them.
+    ///
+    /// With --scenario: N draws over the ranges that scenario's files declare, as
+    /// `irqlab sim SCENARIO --uncertainty N` draws them (with its --set, --samples, --seed and
+    /// --draw-seed), the plain run and the validation rows on the scenario; the merge prints
+    /// what `sim --uncertainty N` prints.
     #[arg(long, value_name = "N", required_unless_present = "scenario",
-          conflicts_with = "scenario", allow_negative_numbers = true,
+          conflicts_with = "grid", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub draws: Option<u32>,
     /// The seed of the draws (as validate's --draw-seed).
@@ -262,18 +267,29 @@ pub struct SweepPlanArgs {
           allow_negative_numbers = true, value_parser = whole::<u64, 0, { u64::MAX }>)]
     pub draw_seed: u64,
     /// Directory of experiment files (default: the experiments shipped in irqlab).
-    #[arg(long, value_name = "DIR", requires = "draws")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "draws",
+        conflicts_with = "scenario"
+    )]
     pub experiments: Option<PathBuf>,
     /// Only the rows of an experiment (`seed002`) or the rows whose id matches (a substring,
     /// or a pattern with `*`), as validate's --only.
-    #[arg(long, value_name = "PATTERN", requires = "draws", value_parser = parse_only)]
+    #[arg(long, value_name = "PATTERN", requires = "draws", value_parser = parse_only,
+          conflicts_with = "scenario")]
     pub only: Option<String>,
     /// Run the published sample counts where they are long (as validate --full).
-    #[arg(long, requires = "draws", conflicts_with = "samples")]
+    #[arg(long, requires = "draws", conflicts_with_all = ["samples", "scenario"])]
     pub full: bool,
-    /// A what-if grid over this scenario: a file, or the name of a shipped one (`seed000/ws`).
-    #[arg(long, value_name = "SCENARIO", requires = "grid")]
+    /// A what-if over this scenario: a file, or the name of a shipped one (`seed000/ws`); a
+    /// grid with --grid, draws over its ranges with --draws.
+    #[arg(long, value_name = "SCENARIO", required_unless_present = "draws")]
     pub scenario: Option<PathBuf>,
+    /// With --scenario and --draws: leave out the validation rows on the scenario (as sim
+    /// --no-rows).
+    #[arg(long, requires = "scenario", requires = "draws")]
+    pub no_rows: bool,
     /// One axis of the grid: a --set key and its values, e.g. `delivery=msi,ioapic,xtpic`.
     /// Repeatable; the grid is every combination of the axes' values (the first axis varies
     /// slowest).
@@ -290,7 +306,7 @@ pub struct SweepPlanArgs {
     /// Points per grid cell, each with its own seed; the merge adds their histograms (N times
     /// the samples, run in parallel).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "scenario",
-          allow_negative_numbers = true,
+          conflicts_with = "draws", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub repeat: u32,
     /// Interrupts per run: for draws every run's count (as validate --samples), for a grid each
@@ -378,6 +394,30 @@ pub struct SimArgs {
     #[arg(long, value_name = "US", default_value_t = 10_000, allow_negative_numbers = true,
           value_parser = whole::<u64, 1, 1_000_000>)]
     pub histogram_max_us: u64,
+    /// A what-if with its uncertainty: N Latin-hypercube draws over the ranges the scenario's
+    /// files declare (a parameter --set pins is not drawn), each a run with its own seed, on
+    /// all cores. Prints each metric's mean, p50, p99 and max and each counter that changes:
+    /// the plain run's value, the 5-95% band over the draws and the three parameters that
+    /// drive it; then the validation rows that run this scenario and their verdicts.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(2..=100_000),
+          conflicts_with_all = ["trace", "plot", "histogram_out"])]
+    pub uncertainty: Option<u32>,
+    /// The seed of the uncertainty draws (as validate's --draw-seed): the same seed gives the
+    /// same draws and the same output.
+    #[arg(long, value_name = "SEED", default_value_t = 1, requires = "uncertainty",
+          allow_negative_numbers = true, value_parser = whole::<u64, 0, { u64::MAX }>)]
+    pub draw_seed: u64,
+    /// With --uncertainty: compare with a baseline. Each draw (and the plain run) runs again
+    /// with these overrides after --set, with the same drawn values and seed, and each
+    /// quantity's difference (what-if less baseline) gets its band and drivers: "how much does
+    /// a switch add" is --set device.0.switches=1 --against device.0.switches=0. Repeatable.
+    #[arg(long, value_name = "KEY=VALUE", requires = "uncertainty")]
+    pub against: Vec<String>,
+    /// With --uncertainty: leave out the validation rows that run this scenario (their runs
+    /// take about as long as the plain run's, once per row's run).
+    #[arg(long, requires = "uncertainty")]
+    pub no_rows: bool,
 }
 
 #[derive(Args)]

@@ -297,3 +297,101 @@ fn every_output_validates_against_the_shipped_schema() {
     broken["kind"] = "sweep-shard".into();
     assert!(!v.is_valid(&broken));
 }
+
+/// `sim --uncertainty N --json`: with rows and without (`--no-rows`: rows null), and a
+/// scenario's what-if with a `--set` that pins a drawn parameter.
+#[test]
+fn a_what_if_validates_against_the_shipped_schema() {
+    let v = validator();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let with_rows = output(
+        &[
+            "sim",
+            "seed000/ws",
+            "--samples",
+            "200",
+            "--uncertainty",
+            "4",
+        ],
+        d,
+        "whatif.json",
+    );
+    let pinned = output(
+        &[
+            "sim",
+            "seed003/flood",
+            "--samples",
+            "100",
+            "--uncertainty",
+            "3",
+            "--no-rows",
+            "--set",
+            "kernel.net.rx_packet=1350",
+            "--against",
+            "kernel.sched.preemption=rt",
+        ],
+        d,
+        "whatif-pinned.json",
+    );
+    for (what, out) in [("with rows", &with_rows), ("pinned, no rows", &pinned)] {
+        assert_eq!(out["kind"], "sim-uncertainty");
+        let errors: Vec<String> = v
+            .iter_errors(out)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{what}: {errors:#?}");
+    }
+    // Its sweep: the manifest, a shard's results, and the merge (a what-if again).
+    let irqlab = |args: &[&str]| {
+        let out = Command::cargo_bin("irqlab")
+            .unwrap()
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "irqlab {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    irqlab(&[
+        "sweep",
+        "plan",
+        "--out",
+        "wm.json",
+        "--scenario",
+        "seed000/ws",
+        "--samples",
+        "200",
+        "--draws",
+        "3",
+    ]);
+    irqlab(&[
+        "sweep", "run", "wm.json", "--shard", "0", "--of", "1", "--out", "wr",
+    ]);
+    irqlab(&["sweep", "merge", "wm.json", "wr", "--json", "wmerged.json"]);
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap()
+    };
+    for name in ["wm.json", "wr/shard-0-of-1.json", "wmerged.json"] {
+        let out = read(name);
+        let errors: Vec<String> = v
+            .iter_errors(&out)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+    assert!(with_rows["result"]["rows"].is_array());
+    assert!(pinned["result"]["rows"].is_null());
+    assert_eq!(pinned["result"]["pinned"][0], "kernel.net.rx_packet");
+    assert!(pinned["result"]["differences"].is_array());
+    // The schema can fail: a what-if dressed as a run, a quantity in another unit.
+    let mut broken = with_rows.clone();
+    broken["kind"] = "sim".into();
+    assert!(!v.is_valid(&broken));
+    let mut broken = with_rows.clone();
+    broken["result"]["quantities"][0]["unit"] = "us".into();
+    assert!(!v.is_valid(&broken));
+}

@@ -19,6 +19,9 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub enum Kind {
     /// `irqlab sim`: a run report.
     Sim,
+    /// `irqlab sim --uncertainty N`: a what-if report (the run's quantities over draws of the
+    /// model's estimates).
+    SimUncertainty,
     /// `irqlab validate`: a validation report.
     Validate,
     /// `irqlab measure timer`: a run report.
@@ -47,6 +50,7 @@ impl Kind {
             .and_then(|k| k.as_str().map(str::to_string))
             .unwrap_or_default();
         match self {
+            Kind::SimUncertainty => "irqlab sim --uncertainty".into(),
             Kind::SweepShard => "irqlab sweep run".into(),
             Kind::Sweep => "irqlab sweep merge".into(),
             Kind::PlanAffinityHost => "irqlab plan affinity --host".into(),

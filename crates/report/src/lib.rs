@@ -19,6 +19,7 @@ pub mod spike;
 pub mod sweep;
 pub mod table;
 pub mod text;
+pub mod whatif;
 
 use std::io::Write;
 use std::path::Path;
@@ -27,6 +28,7 @@ pub use activity::irq_activity_text;
 pub use inventory::inventory_text;
 pub use sweep::grid_text;
 pub use text::{run_text, uncertainty_text, validation_text};
+pub use whatif::whatif_text;
 
 /// Errors writing results.
 #[derive(Debug, thiserror::Error)]

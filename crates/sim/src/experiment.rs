@@ -120,7 +120,7 @@ pub struct RunSpec {
 impl RunSpec {
     /// The samples the run takes: `--samples`, else the published count under `--full`, else
     /// in an uncertainty draw its `draw_samples`, else the scenario's own (`default`).
-    fn samples(&self, opts: &ValidateOptions, default: u64) -> u64 {
+    pub(crate) fn samples(&self, opts: &ValidateOptions, default: u64) -> u64 {
         opts.samples
             .unwrap_or(match (self.full_samples, self.draw_samples) {
                 (Some(full), _) if opts.full => full,

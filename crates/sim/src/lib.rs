@@ -33,4 +33,5 @@ pub mod sweep;
 pub(crate) mod text;
 pub mod topology;
 pub mod uncertainty;
+pub mod whatif;
 pub mod workload;

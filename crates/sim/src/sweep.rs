@@ -27,7 +27,10 @@ use crate::result::{Count, Measured, RunResult, Shown};
 use crate::scenario::{replication_seed, ScenarioError};
 use crate::simulation::Simulation;
 use crate::uncertainty::{self, point_seed, Plan, PointRows};
-use irqlab_stats::results::{GridAxis, GridCell, GridReport, ValidationReport};
+use crate::whatif::{rows_on, rows_planned_samples, WhatIf};
+use irqlab_stats::results::{
+    GridAxis, GridCell, GridReport, RunReport, ValidationReport, WhatIfReport, WhatIfRow,
+};
 use irqlab_stats::{LatencyHistogram, SerializedHistogram, SerializedHistogramError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -45,6 +48,49 @@ pub enum Manifest {
     Draws(DrawsPlan),
     /// The cartesian product of what-if values over one scenario.
     Grid(GridPlan),
+    /// `sim SCENARIO --uncertainty N` in points: N draws over the scenario's ranges, the
+    /// plain run, and the validation rows on the scenario.
+    WhatIf(WhatIfPlan),
+}
+
+/// A what-if's draws over one scenario's ranges (`sim --uncertainty N`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WhatIfPlan {
+    /// The scenario as given, and the file it is read from: absolute, or under `<shipped>`.
+    pub scenario: String,
+    pub scenario_file: String,
+    /// The user's overrides: every run takes them; a parameter they set is not drawn.
+    pub set: Vec<String>,
+    /// The plain run's seed, every run's samples and replications.
+    pub seed: u64,
+    pub samples: u64,
+    pub replications: u32,
+    /// The seed the draws and every draw's run seed derive from.
+    pub draw_seed: u64,
+    /// The experiments directory whose rows on the scenario are judged; `None`: no rows.
+    pub rows: Option<String>,
+    /// The parameters drawn, in the order of every draw's `set`.
+    pub parameters: Vec<PlannedParameter>,
+    /// The draws, index 0 to N-1, the plain run (index N), then the rows (N+1) if judged.
+    pub points: Vec<WhatIfPoint>,
+}
+
+/// One point of a what-if's sweep.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WhatIfPoint {
+    /// Draw `index`: the scenario with `set`, then the user's overrides, and the run seed
+    /// `seed` (`WhatIf::draw_seed_of`).
+    Draw {
+        index: u64,
+        seed: u64,
+        set: Vec<String>,
+    },
+    /// The plain run.
+    Nominal { index: u64 },
+    /// The validation rows that run the scenario file, with their nominal verdicts.
+    Rows { index: u64 },
 }
 
 /// Uncertainty draws over the experiments' ranges.
@@ -230,6 +276,11 @@ pub enum PointResult {
         metrics: Vec<MetricResult>,
         counters: Vec<CounterResult>,
     },
+    /// A what-if's run (a draw or the plain run): its header, metric summaries and counters,
+    /// what the what-if's report is made of.
+    Report { index: u64, run: Box<RunReport> },
+    /// A what-if's validation rows.
+    Rows { index: u64, rows: Vec<WhatIfRow> },
 }
 
 impl PointResult {
@@ -237,7 +288,9 @@ impl PointResult {
         match self {
             PointResult::Draw { index, .. }
             | PointResult::Nominal { index, .. }
-            | PointResult::Run { index, .. } => *index,
+            | PointResult::Run { index, .. }
+            | PointResult::Report { index, .. }
+            | PointResult::Rows { index, .. } => *index,
         }
     }
 
@@ -246,6 +299,8 @@ impl PointResult {
             PointResult::Draw { .. } => "draw",
             PointResult::Nominal { .. } => "nominal",
             PointResult::Run { .. } => "run",
+            PointResult::Report { .. } => "report",
+            PointResult::Rows { .. } => "rows",
         }
     }
 }
@@ -292,6 +347,8 @@ pub enum Merged {
     /// --uncertainty N` makes it.
     Validation(Box<ValidationReport>),
     Grid(GridReport),
+    /// A what-if: the report `sim --uncertainty N` makes.
+    WhatIf(Box<WhatIfReport>),
 }
 
 /// Why a sweep cannot be planned, run or merged.
@@ -446,6 +503,7 @@ impl Manifest {
         match self {
             Manifest::Draws(d) => d.points.len(),
             Manifest::Grid(g) => g.points.len(),
+            Manifest::WhatIf(w) => w.points.len(),
         }
     }
 
@@ -524,6 +582,50 @@ impl Manifest {
                 }
                 if n < 2 {
                     return bad("a sweep of draws has at least one draw and the nominal run".into());
+                }
+            }
+            Manifest::WhatIf(w) => {
+                let draws = w
+                    .points
+                    .iter()
+                    .filter(|p| matches!(p, WhatIfPoint::Draw { .. }))
+                    .count();
+                let expected = draws + 1 + usize::from(w.rows.is_some());
+                if w.points.len() != expected {
+                    return bad(format!(
+                        "{} points, not {draws} draws, the plain run{}",
+                        w.points.len(),
+                        if w.rows.is_some() {
+                            " and the rows"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                for (i, p) in w.points.iter().enumerate() {
+                    let ok = match p {
+                        WhatIfPoint::Draw { index, seed, set } => {
+                            *index as usize == i
+                                && i < draws
+                                && *seed
+                                    == replication_seed(point_seed(w.draw_seed, *index), w.seed)
+                                && set.len() == w.parameters.len()
+                                && set.iter().zip(&w.parameters).all(|(s, p)| {
+                                    s.split_once('=').is_some_and(|(k, v)| {
+                                        k == p.key && parse_value(v).is_some()
+                                    })
+                                })
+                        }
+                        WhatIfPoint::Nominal { index } => *index as usize == i && i == draws,
+                        WhatIfPoint::Rows { index } => *index as usize == i && i == draws + 1,
+                    };
+                    if !ok {
+                        return bad(format!(
+                            "point {i} ({p:?}) is not the what-if's point {i}: draws (each with \
+                             its seed and one value per parameter), then the plain run, then \
+                             the rows"
+                        ));
+                    }
                 }
             }
             Manifest::Grid(g) => {
@@ -722,6 +824,70 @@ pub fn plan_grid(
     }))
 }
 
+/// Plan `sim SCENARIO --uncertainty N` as a sweep: N draws over the ranges the scenario's
+/// files declare (those `set` pins are not drawn), the plain run, and (with `rows`, an
+/// experiments directory) the validation rows that run the scenario file.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_whatif(
+    scenario: &str,
+    file: &Path,
+    set: &[String],
+    samples: Option<u64>,
+    seed: Option<u64>,
+    draws: u32,
+    draw_seed: u64,
+    rows: Option<&Path>,
+) -> Result<Manifest, SweepError> {
+    let w = WhatIf::prepare(scenario, file, set, seed, samples, 1, draws, draw_seed)?;
+    let n = w.points.len();
+    let mut points: Vec<WhatIfPoint> = (0..n)
+        .map(|i| WhatIfPoint::Draw {
+            index: i as u64,
+            seed: w.draw_seed_of(i),
+            set: w
+                .parameters
+                .iter()
+                .zip(&w.points[i])
+                .map(|(p, &v)| p.flag(v))
+                .collect(),
+        })
+        .collect();
+    points.push(WhatIfPoint::Nominal { index: n as u64 });
+    if rows.is_some() {
+        points.push(WhatIfPoint::Rows {
+            index: n as u64 + 1,
+        });
+    }
+    Ok(Manifest::WhatIf(WhatIfPlan {
+        scenario: scenario.into(),
+        scenario_file: file.display().to_string(),
+        set: set.to_vec(),
+        seed: w.seed,
+        samples: w.samples,
+        replications: w.replications,
+        draw_seed,
+        rows: rows.map(|d| d.display().to_string()),
+        parameters: whatif_parameters(&w),
+        points,
+    }))
+}
+
+fn whatif_parameters(w: &WhatIf) -> Vec<PlannedParameter> {
+    w.parameters
+        .iter()
+        .map(|p| PlannedParameter {
+            name: p.key.clone(),
+            key: p.key.clone(),
+            file: p.file.display().to_string(),
+            integer: p.integer,
+            nominal: p.nominal,
+            low: p.range.low,
+            high: p.range.high,
+            dist: p.range.dist.name().into(),
+        })
+        .collect()
+}
+
 /// The grid's points: cell by cell in the product's order (the first axis slowest), each
 /// cell's `repeat` points together.
 fn grid_points(axes: &[GridAxis], seed: u64, repeat: u32) -> Vec<GridPoint> {
@@ -763,6 +929,7 @@ struct DrawsSetup {
 pub struct Sweep {
     manifest: Manifest,
     draws: Option<DrawsSetup>,
+    whatif: Option<WhatIf>,
 }
 
 impl Sweep {
@@ -809,9 +976,69 @@ impl Sweep {
                         .collect();
                     Some(DrawsSetup { experiments, plan })
                 }
-                Manifest::Grid(_) => None,
+                Manifest::Grid(_) | Manifest::WhatIf(_) => None,
             };
-        Ok(Sweep { manifest, draws })
+        let whatif =
+            match &manifest {
+                Manifest::WhatIf(m) => {
+                    let draws = m
+                        .points
+                        .iter()
+                        .filter(|p| matches!(p, WhatIfPoint::Draw { .. }))
+                        .count() as u32;
+                    let w = WhatIf::prepare(
+                        &m.scenario,
+                        Path::new(&m.scenario_file),
+                        &m.set,
+                        Some(m.seed),
+                        Some(m.samples),
+                        m.replications,
+                        draws,
+                        m.draw_seed,
+                    )?;
+                    let now = whatif_parameters(&w);
+                    if now != m.parameters {
+                        return Err(SweepError::Stale(format!(
+                        "the scenario's files declare {} drawn parameters ({}), the manifest {} \
+                         ({})",
+                        now.len(),
+                        now.iter().map(|p| p.key.as_str()).collect::<Vec<_>>().join(", "),
+                        m.parameters.len(),
+                        m.parameters
+                            .iter()
+                            .map(|p| p.key.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                    }
+                    // The draws are the Latin hypercube of the draw seed: the manifest's values are
+                    // the ones this irqlab draws, or the merge would not be sim --uncertainty's.
+                    for p in &m.points {
+                        if let WhatIfPoint::Draw { index, set, .. } = p {
+                            let i = *index as usize;
+                            let flags: Vec<String> = w
+                                .parameters
+                                .iter()
+                                .zip(&w.points[i])
+                                .map(|(p, &v)| p.flag(v))
+                                .collect();
+                            if &flags != set {
+                                return Err(SweepError::Manifest(format!(
+                                    "draw {i}'s values are not draw {i} of draw seed {}",
+                                    m.draw_seed
+                                )));
+                            }
+                        }
+                    }
+                    Some(w)
+                }
+                _ => None,
+            };
+        Ok(Sweep {
+            manifest,
+            draws,
+            whatif,
+        })
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -858,6 +1085,21 @@ impl Sweep {
                 let sim = Simulation::load(&g.scenario_file, &g.set)?;
                 sim.interrupts(g.samples, 1)
                     .saturating_mul(points.len() as u64)
+            }
+            (Manifest::WhatIf(m), _) => {
+                let w = self.whatif.as_ref().expect("prepare sets up a what-if");
+                let per_run = w.simulation().interrupts(m.samples, m.replications);
+                let mut total = 0u64;
+                for &i in &points {
+                    total += match m.points[i] {
+                        WhatIfPoint::Rows { .. } => rows_planned_samples(
+                            Path::new(m.rows.as_deref().unwrap_or_default()),
+                            &w.file,
+                        )?,
+                        _ => per_run,
+                    };
+                }
+                total
             }
             (Manifest::Draws(_), None) => unreachable!("prepare sets up draws"),
         })
@@ -929,6 +1171,27 @@ impl Sweep {
                     counters,
                 }
             }
+            (Manifest::WhatIf(m), _) => {
+                let w = self.whatif.as_ref().expect("prepare sets up a what-if");
+                match m.points[i] {
+                    WhatIfPoint::Draw { index, .. } => PointResult::Report {
+                        index,
+                        run: Box::new(w.run_draw(i, progress)?),
+                    },
+                    WhatIfPoint::Nominal { index } => PointResult::Report {
+                        index,
+                        run: Box::new(w.run_nominal(progress)?),
+                    },
+                    WhatIfPoint::Rows { index } => PointResult::Rows {
+                        index,
+                        rows: rows_on(
+                            Path::new(m.rows.as_deref().unwrap_or_default()),
+                            &w.file,
+                            progress,
+                        )?,
+                    },
+                }
+            }
             (Manifest::Draws(_), None) => unreachable!("prepare sets up draws"),
         })
     }
@@ -974,7 +1237,7 @@ impl Sweep {
                     Simulation::load(&g.scenario_file, &all)
                 })
                 .collect::<Result<_, _>>()?,
-            Manifest::Draws(_) => Vec::new(),
+            Manifest::Draws(_) | Manifest::WhatIf(_) => Vec::new(),
         };
         let manifest = manifest_sha256(&self.manifest);
         let rejected: Vec<Rejected> = shards
@@ -1067,6 +1330,21 @@ impl Sweep {
                 Ok(Merged::Validation(Box::new(merge_draws(d, s, &found))))
             }
             (Manifest::Grid(g), _) => merge_grid(g, &cells, &found).map(Merged::Grid),
+            (Manifest::WhatIf(_), _) => {
+                let w = self.whatif.as_ref().expect("prepare sets up a what-if");
+                let mut draws = Vec::new();
+                let mut rows = None;
+                for (_, p) in &found {
+                    match p {
+                        PointResult::Report { run, .. } => draws.push((**run).clone()),
+                        PointResult::Rows { rows: r, .. } => rows = Some(r.clone()),
+                        _ => unreachable!("kinds are checked against the manifest"),
+                    }
+                }
+                // The plain run is the point after the draws.
+                let nominal = draws.remove(w.points.len());
+                Ok(Merged::WhatIf(Box::new(w.aggregate(nominal, &draws, rows))))
+            }
             (Manifest::Draws(_), None) => unreachable!("prepare sets up draws"),
         }
     }
@@ -1149,6 +1427,10 @@ impl Sweep {
                 DrawPoint::Nominal { .. } => "nominal",
             },
             Manifest::Grid(_) => "run",
+            Manifest::WhatIf(w) => match w.points[i] {
+                WhatIfPoint::Rows { .. } => "rows",
+                _ => "report",
+            },
         }
     }
 }
@@ -1191,7 +1473,7 @@ fn merge_draws(d: &DrawsPlan, s: &DrawsSetup, found: &[(&str, &PointResult)]) ->
                 fitted: fitted.clone(),
             }),
             PointResult::Nominal { validation, .. } => nominal = Some(validation.clone()),
-            PointResult::Run { .. } => unreachable!("kinds are checked against the manifest"),
+            _ => unreachable!("kinds are checked against the manifest"),
         }
     }
     let mut v = nominal.expect("the manifest's last point is the nominal validation");

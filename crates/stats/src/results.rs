@@ -612,3 +612,97 @@ pub struct GridReport {
     /// In the product's order: the first axis varies slowest.
     pub cells: Vec<GridCell>,
 }
+
+/// One quantity of a what-if (`irqlab sim --uncertainty N`): a statistic of a latency metric or
+/// a counter, its value in the plain run, its band over the draws and what drives it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfQuantity {
+    /// `cyclictest_latency mean`, `eth0_interrupts`.
+    pub name: String,
+    /// The metric's label (`thread_latency[cpu1]`), or the counter's.
+    pub of: String,
+    /// `mean`, `p50`, `p99` or `max` of a metric; `value` of a counter.
+    pub statistic: String,
+    /// `ns` for a metric's statistic, `count` for a counter (a rate counter's name says
+    /// `per_s`).
+    pub unit: String,
+    /// The plain run's value (the files' nominal estimates, the run's seed); `None` where the
+    /// plain run has no samples of the metric.
+    pub nominal: Option<f64>,
+    /// The draws' 1/5/50/95/99% quantiles; `None` when no draw gave a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<crate::uncertainty::Band>,
+    /// Draws that gave a value.
+    pub draws: u32,
+    /// The (up to) three parameters with the largest |rho| (Spearman's rank correlation of the
+    /// quantity with the parameter's draws); none where the quantity does not vary.
+    pub drivers: Vec<Driver>,
+}
+
+/// A validation row whose runs use the what-if's scenario file, and its nominal verdict (as
+/// `irqlab validate` gives it, on the files as shipped: the what-if's `--set` does not enter).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfRow {
+    pub id: String,
+    pub experiment: String,
+    pub verdict: Verdict,
+    /// As validate prints them.
+    pub simulated: String,
+    pub published: String,
+    /// What was compared, in more detail (a shape row's runs, say), as validate's row detail.
+    pub detail: String,
+    /// The row's runs on this scenario.
+    pub runs: Vec<String>,
+    /// The `--set` flags every one of those runs takes (the experiment's, before the run's
+    /// own): what the validated configuration sets beyond the scenario file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
+}
+
+/// `irqlab sim SCENARIO --uncertainty N`: the scenario's summary quantities over N
+/// Latin-hypercube draws of the ranges its files declare, beside the plain run, with the
+/// validation rows that run on the same scenario file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfReport {
+    /// The scenario as given, and its title.
+    pub scenario: String,
+    pub title: String,
+    /// The user's `--set`, in order: every run takes them; a declared parameter they set is
+    /// pinned, not drawn.
+    pub set: Vec<String>,
+    /// The plain run's seed, the samples of every run, and replications per run.
+    pub seed: u64,
+    pub samples: u64,
+    pub replications: u32,
+    /// Latin-hypercube draws, and the seed they and each draw's run seed derive from.
+    pub draws: u32,
+    pub draw_seed: u64,
+    /// The |rho| that chance alone reaches, with these draws, for the largest of the drawn
+    /// parameters in 5% of what-ifs (Bonferroni over the parameters, rho's normal
+    /// approximation): a driver below it may be noise. `None` with fewer than 4 draws.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chance_rho: Option<f64>,
+    pub parameters: Vec<UncertainParameter>,
+    /// Declared parameters the `--set` pins (not drawn).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<FixedEstimate>,
+    /// Each shown metric's mean, p50, p99 and max, then every counter that changes in some
+    /// draw; empty when nothing is drawn.
+    pub quantities: Vec<WhatIfQuantity>,
+    /// Counters with the same value in the plain run and every draw.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<String>,
+    /// `--against`: the baseline's overrides (after `set`), and each quantity's difference, the
+    /// what-if's run less the baseline's with the same drawn values and seed (every metric's
+    /// statistics; the counters that differ somewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub against: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<WhatIfQuantity>,
+    /// The validation rows on this scenario file; `None` when skipped (`--no-rows`).
+    pub rows: Option<Vec<WhatIfRow>>,
+    /// The plain run: its header, metrics and counters (no histograms, series or trace).
+    pub nominal: RunReport,
+}

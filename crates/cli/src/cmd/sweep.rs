@@ -34,7 +34,20 @@ struct DrawsSettings<'a> {
     draw_seed: u64,
 }
 
-/// `sweep plan --scenario`'s settings.
+/// `sweep plan --scenario --draws`'s settings.
+#[derive(Serialize)]
+struct WhatIfPlanSettings<'a> {
+    scenario: String,
+    scenario_file: String,
+    overrides: &'a [String],
+    samples: Option<u64>,
+    seed: Option<u64>,
+    draws: u32,
+    draw_seed: u64,
+    rows: bool,
+}
+
+/// `sweep plan --scenario --grid`'s settings.
 #[derive(Serialize)]
 struct GridSettings<'a> {
     scenario: String,
@@ -54,6 +67,35 @@ fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
     }
     report::check_writable(&a.out).with_context(|| "--out")?;
     let (manifest, made) = match a.draws {
+        Some(draws) if a.scenario.is_some() => {
+            let scenario = a.scenario.as_deref().expect("matched");
+            let file = scenario_file(scenario)?;
+            let rows = (!a.no_rows).then(irqlab_sim::shipped::experiments_dir);
+            let m = sweep::plan_whatif(
+                &scenario.display().to_string(),
+                &file,
+                &a.set,
+                a.samples,
+                a.seed,
+                draws,
+                a.draw_seed,
+                rows.as_deref(),
+            )?;
+            let made = inv.made(
+                &WhatIfPlanSettings {
+                    scenario: scenario.display().to_string(),
+                    scenario_file: file.display().to_string(),
+                    overrides: &a.set,
+                    samples: a.samples,
+                    seed: a.seed,
+                    draws,
+                    draw_seed: a.draw_seed,
+                    rows: !a.no_rows,
+                },
+                None,
+            );
+            (m, made)
+        }
         Some(draws) => {
             let dir = match &a.experiments {
                 Some(dir) if !dir.is_dir() => bail!(
@@ -93,11 +135,7 @@ fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
                 .scenario
                 .as_deref()
                 .expect("clap requires --scenario without --draws");
-            let mut file = super::sim::resolve(scenario)?;
-            if !irqlab_sim::shipped::is_shipped(&file) {
-                file = std::fs::canonicalize(&file)
-                    .with_context(|| format!("--scenario {}", scenario.display()))?;
-            }
+            let file = scenario_file(scenario)?;
             let m = sweep::plan_grid(
                 &scenario.display().to_string(),
                 &file,
@@ -135,6 +173,20 @@ fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
             count(g.repeat as usize, "point"),
             irqlab_stats::thousands(g.samples)
         ),
+        Manifest::WhatIf(w) => format!(
+            "{} draws over {} of {}, the plain run{}",
+            w.points
+                .iter()
+                .filter(|p| matches!(p, sweep::WhatIfPoint::Draw { .. }))
+                .count(),
+            count(w.parameters.len(), "parameter"),
+            w.scenario,
+            if w.rows.is_some() {
+                " and the validation rows on it"
+            } else {
+                ""
+            }
+        ),
     };
     let m = a.out.display();
     print(&format!(
@@ -142,6 +194,17 @@ fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
          DIR\nthen: irqlab sweep merge {m} DIR\n",
         count(manifest.len(), "point")
     ))
+}
+
+/// The file of `--scenario`: a shipped one by its `<shipped>` path, one on disk absolute (the
+/// shards may run in another directory).
+fn scenario_file(scenario: &Path) -> Result<PathBuf> {
+    let mut file = super::sim::resolve(scenario)?;
+    if !irqlab_sim::shipped::is_shipped(&file) {
+        file = std::fs::canonicalize(&file)
+            .with_context(|| format!("--scenario {}", scenario.display()))?;
+    }
+    Ok(file)
 }
 
 /// `1 point`, `2 points`.
@@ -302,6 +365,23 @@ struct MergedDrawsSettings<'a> {
     results: String,
 }
 
+/// `sweep merge` of a what-if: `sim --uncertainty`'s settings, and where the points came
+/// from.
+#[derive(Serialize)]
+struct MergedWhatIfSettings<'a> {
+    scenario: &'a str,
+    scenario_file: &'a str,
+    overrides: &'a [String],
+    seed: u64,
+    samples: u64,
+    replications: u32,
+    uncertainty: u32,
+    draw_seed: u64,
+    rows: bool,
+    manifest: String,
+    results: String,
+}
+
 /// `sweep merge` of a grid.
 #[derive(Serialize)]
 struct MergedGridSettings {
@@ -397,8 +477,43 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
             }
             Ok(true)
         }
-        (Merged::Validation(_), Manifest::Grid(_)) => {
-            unreachable!("a grid merges into a grid report")
+        (Merged::WhatIf(w), Manifest::WhatIf(m)) => {
+            // The file `sim --uncertainty N --json` writes, with where the points came from.
+            if let Some(path) = &a.json {
+                let made = inv.made(
+                    &MergedWhatIfSettings {
+                        scenario: &m.scenario,
+                        scenario_file: &m.scenario_file,
+                        overrides: &m.set,
+                        seed: m.seed,
+                        samples: m.samples,
+                        replications: m.replications,
+                        uncertainty: w.draws,
+                        draw_seed: m.draw_seed,
+                        rows: m.rows.is_some(),
+                        manifest,
+                        results,
+                    },
+                    None,
+                );
+                write_json(path, Kind::SimUncertainty, &made, &*w).with_context(|| "--json")?;
+            }
+            if a.plot.is_some() {
+                note("--plot: a what-if has no figures yet; nothing drawn");
+            }
+            print(&report::whatif_text(&w))?;
+            super::warn_all(&w.nominal.warnings);
+            Ok(true)
+        }
+        (merged, _) => {
+            unreachable!(
+                "a sweep merges into its manifest's kind of report ({})",
+                match merged {
+                    Merged::Validation(_) => "validation",
+                    Merged::Grid(_) => "grid",
+                    Merged::WhatIf(_) => "what-if",
+                }
+            )
         }
     }
 }
