@@ -222,9 +222,17 @@ pub fn rows_text(rows: Option<&[WhatIfRow]>, scenario: &str, set: &[String]) -> 
 /// How a row's verdict reads beside a what-if's answer.
 pub fn row_sentence(r: &WhatIfRow) -> String {
     let said = match r.verdict {
+        _ if r.fit_at_bound.is_some() => {
+            "is in tension on this model (its calibration's fit ends at a bound of its range)"
+        }
         Verdict::Pass => "passes",
         Verdict::Fail => "fails on this model",
         Verdict::Undecided => "is undecided on this model",
+    };
+    let said = if r.calibration.is_empty() {
+        said.to_string()
+    } else {
+        format!("{said} (calibration, not evidence)")
     };
     // A shape or sequence row's "holds" says less than what it compared.
     let simulated =

@@ -637,7 +637,10 @@ pub fn rows_on(
             let ran = e.run_all(&needed, &opts, &|_| Vec::new(), &|seed| seed)?;
             let results: BTreeMap<String, RunResult> =
                 ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
-            Ok(e.evaluate_all(&checks, &results)
+            let mut rows = e.evaluate_all(&checks, &results);
+            // As validate judges them: calibration rows and a fit at its bound said so.
+            e.mark(&mut rows, e.nominal_at_bound.is_some());
+            Ok(rows
                 .into_iter()
                 .zip(&checks)
                 .map(|(row, c)| {
@@ -671,6 +674,8 @@ pub fn rows_on(
                     simulated: row.simulated,
                     published: row.published,
                     detail: row.detail,
+                    calibration: row.calibration,
+                    fit_at_bound: row.fit_at_bound,
                 })
                 .collect())
         })

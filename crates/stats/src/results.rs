@@ -657,6 +657,12 @@ pub struct WhatIfRow {
     /// own): what the validated configuration sets beyond the scenario file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
+    /// As [`ValidationRow::calibration`]: values chosen from this row's target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<String>,
+    /// As [`ValidationRow::fit_at_bound`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_at_bound: Option<String>,
 }
 
 /// `irqlab sim SCENARIO --uncertainty N`: the scenario's summary quantities over N
