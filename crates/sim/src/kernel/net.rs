@@ -437,6 +437,28 @@ mod tests {
     }
 
     #[test]
+    fn a_net_device_line_moves_to_whichever_core_wrote_it_last() {
+        let ns = SimDuration::from_ns;
+        // A split flow: cpu0 queues on adapter 0 (trans_start), cpu1 receives from it
+        // (last_rx). The line moves on each change of writer, and never on one core.
+        let mut net = Net {
+            devs: vec![adapter()],
+            netdev: line_table(2, |_, _| ns(12)),
+            cpus: 2,
+            ..Net::default()
+        };
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "nobody wrote it before");
+        assert_eq!(net.rx_lines(0, 1), ns(12), "to the receiving core");
+        assert_eq!(net.rx_lines(0, 1), ns(0), "and stays");
+        assert_eq!(net.xmit_lines(0, 0), ns(12), "back to the queuing core");
+        assert_eq!(
+            net.rx_lines(0, 0),
+            ns(0),
+            "a flow on one core moves nothing"
+        );
+    }
+
+    #[test]
     fn a_small_frame_flood_holds_at_twenty_thousand_interrupts_a_second_in_conservative_mode() {
         // 64-byte frames, any number per poll: every branch of low_latency keeps or lowers the
         // class, and conservative mode turns lowest into low.
