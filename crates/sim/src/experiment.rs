@@ -180,6 +180,28 @@ impl LatencyMetric {
     }
 }
 
+/// A split flow's penalty (seed 001, Table 4): per busy core, `1/pps_split - 1/pps_unsplit`
+/// in nanoseconds a frame, the row's against `unsplit_run`'s, simulated and published.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitPenalty {
+    /// Cores the split row's flows keep busy.
+    pub busy_cores: u32,
+    /// The unsplit run, its busy cores and its published rate.
+    pub unsplit_run: String,
+    pub unsplit_busy_cores: u32,
+    pub unsplit_published_pps: f64,
+    /// What the source's rows give for it, in words ("113-137 ns over Table 4's split rows").
+    pub published_text: String,
+}
+
+impl SplitPenalty {
+    /// Nanoseconds a frame per busy core: the split rate's against the unsplit rate's.
+    pub fn ns(&self, pps: f64, unsplit_pps: f64) -> f64 {
+        (f64::from(self.busy_cores) / pps - f64::from(self.unsplit_busy_cores) / unsplit_pps) * 1e9
+    }
+}
+
 /// One validation row.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -334,6 +356,10 @@ pub enum Check {
         tolerance_rel: f64,
         #[serde(default)]
         calibration: bool,
+        /// A split flow's row (RX on one core, TX on another): its penalty per frame and busy
+        /// core against an unsplit row, beside the published one.
+        #[serde(default)]
+        split: Option<SplitPenalty>,
         published_text: String,
         source: String,
     },
@@ -511,8 +537,12 @@ impl Check {
             Check::QuantileRange { run, .. }
             | Check::Exceedance { run, .. }
             | Check::StepPeriod { run, .. }
-            | Check::PhaseOrder { run, .. }
-            | Check::Throughput { run, .. } => vec![run],
+            | Check::PhaseOrder { run, .. } => vec![run],
+            Check::Throughput { run, split, .. } => {
+                let mut runs = vec![run.as_str()];
+                runs.extend(split.as_ref().map(|s| s.unsplit_run.as_str()));
+                runs
+            }
             Check::CyclictestShape { runs, .. }
             | Check::FramesLost { runs, .. }
             | Check::InterruptsFall { runs, .. } => runs.iter().map(String::as_str).collect(),
@@ -1664,6 +1694,7 @@ impl Experiment {
                 published_pps,
                 tolerance_rel,
                 calibration,
+                split,
                 published_text,
                 source,
             } => {
@@ -1706,6 +1737,24 @@ impl Experiment {
                         ""
                     }
                 );
+                if let Some(s) = split {
+                    let u = &runs[&s.unsplit_run];
+                    let u_us = u
+                        .counters
+                        .iter()
+                        .find(|c| c.name == "run_length_us")
+                        .map_or(0, |c| c.value);
+                    let u_pps = nic_sum(u, "_frames_transmitted_in_run") as f64
+                        / (u_us.max(1) as f64 * 1e-6);
+                    row.detail += &format!(
+                        "; split penalty {:.0} ns a frame per busy core against {} (published \
+                         {:.0} ns; {})",
+                        s.ns(pps, u_pps),
+                        s.unsplit_run,
+                        s.ns(*published_pps, s.unsplit_published_pps),
+                        s.published_text
+                    );
+                }
                 row
             }
             Check::FramesLost {

@@ -217,6 +217,24 @@ pub struct NetCosts {
     /// fold them into `rx_packet`).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub rx_memory_lines: f64,
+    /// Cache lines per forwarded frame the core must own before a store of its own completes,
+    /// where the chip's DMA took them since the core last wrote them (a transmit descriptor
+    /// line the chip fetched or wrote back, a recycled buffer's lines the chip's transmit read
+    /// snooped): each a request for ownership at the platform's `[cpu.coherence]
+    /// memory_line_ns`, waited for at the next locked instruction, which drains the stores.
+    /// Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub rfo_memory_lines: f64,
+    /// How many of a frame's memory lines (`rx_memory_lines` and `rfo_memory_lines`) the core
+    /// has in flight at once, on average; 1: one after another. Absent: 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub memory_lines_in_flight: f64,
+    /// Cache lines of an output device's `struct net_device` that both the core queuing frames
+    /// on it (`e1000_xmit_frame`: `netdev->trans_start`) and the core receiving from it
+    /// (`e1000_clean_rx_irq`: `netdev->last_rx`) write per frame: when the two are different
+    /// cores, the line moves to whichever wrote it last. Absent: 0.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub netdev_lines: u32,
     /// Cache lines of a transmit ring's shared state (its indices, the `tx_lock`, the device's
     /// queue state) that move when the core that queues frames on the ring (`xmit`) is not
     /// the one that cleans it (the transmitting adapter's poll): once each time the other core

@@ -89,6 +89,10 @@ pub struct NetDev {
     pub tx_owner: Option<u8>,
     pub xmit_cpu: Option<u8>,
     pub refcnt_owner: Option<u8>,
+    /// The CPU that last wrote the adapter's `struct net_device` line holding `trans_start`
+    /// (written by `e1000_xmit_frame` on the queuing CPU) and `last_rx` (written by
+    /// `e1000_clean_rx_irq` on the CPU polling the adapter): `None`, nobody yet.
+    pub netdev_owner: Option<u8>,
 }
 
 /// `e1000_maybe_stop_tx(netdev, count + 2)` for a 64-byte frame without a checksum context
@@ -243,6 +247,9 @@ pub struct Net {
     /// What the route entry's reference count costs when it comes to `to` from `from` (see
     /// `free` above).
     pub hold: Vec<SimDuration>,
+    /// What an adapter's `net_device` line (`trans_start`, `last_rx`) costs when it comes to
+    /// `to` from `from` ([`NetCosts::netdev_lines`](super::costs::NetCosts::netdev_lines)).
+    pub netdev: Vec<SimDuration>,
     pub cpus: usize,
     /// The receive path's reads of lines the chip's DMA left in memory, per frame.
     pub rx_miss: SimDuration,
@@ -271,7 +278,20 @@ impl Net {
     pub fn xmit_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
         let d = &mut self.devs[usize::from(dev)];
         d.xmit_cpu = Some(cpu);
-        self.take_refcnt(dev, cpu) + self.take_ring(dev, cpu)
+        self.take_refcnt(dev, cpu) + self.take_ring(dev, cpu) + self.take_netdev(dev, cpu)
+    }
+
+    /// A frame received from adapter `dev` on `cpu` (`netdev->last_rx = jiffies`): the
+    /// adapter's `net_device` line comes to this CPU if another (queuing frames on the
+    /// adapter: `trans_start`) wrote it last.
+    pub fn rx_lines(&mut self, dev: u16, cpu: u8) -> SimDuration {
+        self.take_netdev(dev, cpu)
+    }
+
+    /// The adapter's `net_device` line to `cpu`, which now wrote it last: its move's cost.
+    fn take_netdev(&mut self, dev: u16, cpu: u8) -> SimDuration {
+        let owner = self.devs[usize::from(dev)].netdev_owner.replace(cpu);
+        self.moved(&self.netdev, owner, cpu)
     }
 
     /// `e1000_clean_tx_irq` on `cpu` frees one frame of adapter `dev`: its lines come from
@@ -354,6 +374,7 @@ mod tests {
             tx_owner: None,
             xmit_cpu: None,
             refcnt_owner: None,
+            netdev_owner: None,
         }
     }
 
@@ -413,6 +434,28 @@ mod tests {
         assert_eq!(net.xmit_lines(0, 0), ns(0), "once");
         assert_eq!(net.free_lines(0, 0), ns(0), "queued and freed on cpu0");
         assert_eq!(net.xmit_lines(0, 0), ns(0), "and it stays");
+    }
+
+    #[test]
+    fn a_net_device_line_moves_to_whichever_core_wrote_it_last() {
+        let ns = SimDuration::from_ns;
+        // A split flow: cpu0 queues on adapter 0 (trans_start), cpu1 receives from it
+        // (last_rx). The line moves on each change of writer, and never on one core.
+        let mut net = Net {
+            devs: vec![adapter()],
+            netdev: line_table(2, |_, _| ns(12)),
+            cpus: 2,
+            ..Net::default()
+        };
+        assert_eq!(net.xmit_lines(0, 0), ns(0), "nobody wrote it before");
+        assert_eq!(net.rx_lines(0, 1), ns(12), "to the receiving core");
+        assert_eq!(net.rx_lines(0, 1), ns(0), "and stays");
+        assert_eq!(net.xmit_lines(0, 0), ns(12), "back to the queuing core");
+        assert_eq!(
+            net.rx_lines(0, 0),
+            ns(0),
+            "a flow on one core moves nothing"
+        );
     }
 
     #[test]

@@ -376,8 +376,10 @@ pub enum Step {
     FreeLines(u16),
     /// `e1000_clean_tx_irq`'s end on this CPU: the ring's shared lines (`Net::clean_lines`).
     CleanLines(u16),
-    /// The lines of a received frame that the chip's DMA left in memory (`Net::rx_miss`).
-    RxMiss,
+    /// A frame received from adapter `dev`: the lines the chip's DMA took from the caches
+    /// that the frame's path reads or writes (`Net::rx_miss`), and the adapter's `net_device`
+    /// line if another CPU wrote it last (`Net::rx_lines`).
+    RxMiss(u16),
     /// A stage's serialising instructions for one frame, beyond their slots at the CPI
     /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves; a stall of the core.
     Serializing(super::costs::NetStage),
@@ -1206,7 +1208,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::XmitLines(dev) => held!(net.xmit_lines(dev, cx.cpu)),
             Step::FreeLines(dev) => held!(net.free_lines(dev, cx.cpu)),
             Step::CleanLines(dev) => held!(net.clean_lines(dev, cx.cpu)),
-            Step::RxMiss => held!(net.rx_miss),
+            Step::RxMiss(dev) => held!(net.rx_miss + net.rx_lines(dev, cx.cpu)),
             Step::Serializing(stage) => held!(net.serializing(stage)),
             Step::BranchIfNapiScheduled { napi, to } => {
                 if net.napi[usize::from(napi)].scheduled {

@@ -108,6 +108,7 @@ fn e1000e_probe(
         tx_owner: None,
         xmit_cpu: None,
         refcnt_owner: None,
+        netdev_owner: None,
     });
     let xmit = if old {
         drivers::e1000::xmit(kernel, nc, &d.name, d.reg_bar, dev)
@@ -568,7 +569,15 @@ impl Scenario {
             kernel.net.ring = crate::kernel::net::line_table(cpus, |a, b| {
                 ns(line(a, b) * f64::from(nc.tx_shared_lines))
             });
-            kernel.net.rx_miss = ns(co.memory_line_ns * nc.rx_memory_lines);
+            kernel.net.netdev = crate::kernel::net::line_table(cpus, |a, b| {
+                ns(line(a, b) * f64::from(nc.netdev_lines))
+            });
+            // The lines the chip's DMA took: read (`rx_memory_lines`) or owned again before a
+            // store completes (`rfo_memory_lines`), `memory_lines_in_flight` at a time.
+            kernel.net.rx_miss = ns(
+                co.memory_line_ns * (nc.rx_memory_lines + nc.rfo_memory_lines)
+                    / nc.memory_lines_in_flight,
+            );
         }
         if let Some(nc) = &self.kernel.net {
             // Each serialising instruction is one of its stage's instructions, timed at the

@@ -1030,20 +1030,20 @@ impl Scenario {
         self.check_bars()?;
         self.check_modern()?;
         self.check_workload()?;
-        if let Some(n) = self
-            .kernel
-            .net
-            .as_ref()
-            .map(|n| n.tx_packet_lines_in_flight)
-        {
-            if !(n >= 1.0 && n.is_finite()) {
-                return Err(self.invalid(
-                    "kernel.net.tx_packet_lines_in_flight",
-                    format!(
-                        "{n} misses in flight: give 1 (one after another) or more (a core \
-                         overlapping that many)"
-                    ),
-                ));
+        if let Some(net) = self.kernel.net.as_ref() {
+            for (key, n) in [
+                ("tx_packet_lines_in_flight", net.tx_packet_lines_in_flight),
+                ("memory_lines_in_flight", net.memory_lines_in_flight),
+            ] {
+                if !(n >= 1.0 && n.is_finite()) {
+                    return Err(self.invalid(
+                        &format!("kernel.net.{key}"),
+                        format!(
+                            "{n} misses in flight: give 1 (one after another) or more (a core \
+                             overlapping that many)"
+                        ),
+                    ));
+                }
             }
         }
         if let Some(co) = &self.platform.cpu.coherence {

@@ -97,7 +97,7 @@ pub fn poll(
         c,
         &rx,
         Step::RxQuotaReached { weight, done: 0 },
-        Some(Step::RxMiss),
+        Some(Step::RxMiss(dev)),
     );
     // "If no Tx and not enough Rx work done, exit the polling mode": `quit_polling:
     // netif_rx_complete(poll_dev); e1000_irq_enable(adapter); return 0;` else `return 1`.
