@@ -354,8 +354,6 @@ pub enum Check {
         run: String,
         published_pps: f64,
         tolerance_rel: f64,
-        #[serde(default)]
-        calibration: bool,
         /// A split flow's row (RX on one core, TX on another): its penalty per frame and busy
         /// core against an unsplit row, beside the published one.
         #[serde(default)]
@@ -1693,7 +1691,6 @@ impl Experiment {
                 run,
                 published_pps,
                 tolerance_rel,
-                calibration,
                 split,
                 published_text,
                 source,
@@ -1725,17 +1722,12 @@ impl Experiment {
                 row.value = Some(pps);
                 row.holds = Some(ok);
                 row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+                // Whether it is a calibration row is the experiment's to say (`mark`).
                 row.detail = format!(
-                    "{} frames on the wire in {:.1} ms, {:+.1}% from the published rate{}",
+                    "{} frames on the wire in {:.1} ms, {:+.1}% from the published rate",
                     thousands(frames),
                     length_us as f64 / 1e3,
                     err * 100.0,
-                    if *calibration {
-                        "; CALIBRATION ROW: the free parameter was inferred from it, so it is \
-                         not evidence"
-                    } else {
-                        ""
-                    }
                 );
                 if let Some(s) = split {
                     let u = &runs[&s.unsplit_run];
