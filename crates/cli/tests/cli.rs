@@ -328,7 +328,7 @@ fn validate_fits_100_columns_and_wide_keeps_the_metric() {
     assert!(!out.lines().next().unwrap().contains("metric"));
     let wide = run(&["--wide"]);
     assert!(wide.lines().next().unwrap().contains("metric"));
-    assert!(wide.contains("2.9x (almost 3x)"), "{wide}");
+    assert!(wide.contains("2.70x-3.00x (almost 3x)"), "{wide}");
 }
 
 #[test]
