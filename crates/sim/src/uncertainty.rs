@@ -52,6 +52,21 @@ impl Parameter {
         }
     }
 
+    /// As a report lists it, under `name`.
+    pub fn described(&self, name: String) -> UncertainParameter {
+        UncertainParameter {
+            name,
+            key: self.key.clone(),
+            file: self.file.display().to_string(),
+            nominal: self.nominal,
+            low: self.range.low,
+            high: self.range.high,
+            dist: self.range.dist.name().into(),
+            basis: self.range.basis.clone(),
+            inferred_from: self.range.inferred_from.clone(),
+        }
+    }
+
     /// The `--set` flag that gives it `v`.
     pub fn flag(&self, v: f64) -> String {
         if self.integer {
@@ -576,17 +591,7 @@ pub fn aggregate(
             .parameters
             .iter()
             .zip(&names)
-            .map(|(p, name)| UncertainParameter {
-                name: name.clone(),
-                key: p.key.clone(),
-                file: p.file.display().to_string(),
-                nominal: p.nominal,
-                low: p.range.low,
-                high: p.range.high,
-                dist: p.range.dist.name().into(),
-                basis: p.range.basis.clone(),
-                inferred_from: p.range.inferred_from.clone(),
-            })
+            .map(|(p, name)| p.described(name.clone()))
             .collect(),
         fixed: plan.fixed.clone(),
         fitted: fitted(experiments, points),

@@ -26,7 +26,7 @@ use crate::scenario::{replication_seed, ScenarioError};
 use crate::simulation::Simulation;
 use crate::uncertainty::{latin_hypercube, point_seed, Parameter};
 use irqlab_stats::results::{
-    Driver, FixedEstimate, RunReport, UncertainParameter, WhatIfQuantity, WhatIfReport, WhatIfRow,
+    Driver, FixedEstimate, RunReport, WhatIfQuantity, WhatIfReport, WhatIfRow,
 };
 use irqlab_stats::uncertainty::{spearman, Band};
 use std::collections::BTreeMap;
@@ -427,17 +427,7 @@ impl WhatIf {
             parameters: self
                 .parameters
                 .iter()
-                .map(|p| UncertainParameter {
-                    name: p.key.clone(),
-                    key: p.key.clone(),
-                    file: p.file.display().to_string(),
-                    nominal: p.nominal,
-                    low: p.range.low,
-                    high: p.range.high,
-                    dist: p.range.dist.name().into(),
-                    basis: p.range.basis.clone(),
-                    inferred_from: p.range.inferred_from.clone(),
-                })
+                .map(|p| p.described(p.key.clone()))
                 .collect(),
             pinned: self.pinned.clone(),
             fixed: self.fixed.clone(),

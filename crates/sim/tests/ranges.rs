@@ -210,6 +210,18 @@ fn no_shipped_value_lies_outside_its_range() {
 
 /// An experiment file in a temporary directory whose run uses the shipped seed-001 scenario.
 fn experiment(body: &str) -> Result<irqlab_sim::experiment::Experiment, String> {
+    experiment_file(body, "")
+}
+
+/// As [`experiment`], with the run setting `set`.
+fn experiment_with_set(set: &str) -> Result<irqlab_sim::experiment::Experiment, String> {
+    experiment_file("", &format!("set = [{set:?}]"))
+}
+
+fn experiment_file(
+    body: &str,
+    run_set: &str,
+) -> Result<irqlab_sim::experiment::Experiment, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let scenario = root.join("experiments/seed001/forward.toml");
     let dir = tempfile::tempdir().unwrap();
@@ -218,12 +230,11 @@ fn experiment(body: &str) -> Result<irqlab_sim::experiment::Experiment, String> 
         &path,
         format!(
             "id = \"e\"\ntitle = \"t\"\nseed_document = \"d\"\n{body}\n\
-             [[run]]\nid = \"r\"\nscenario = {:?}\n{{SET}}\n\
+             [[run]]\nid = \"r\"\nscenario = {:?}\n{run_set}\n\
              [[check]]\nkind = \"throughput\"\nid = \"row\"\nrun = \"r\"\npublished_pps = 1e6\n\
              tolerance_rel = 0.1\npublished_text = \"t\"\nsource = \"s\"\n",
             scenario.display().to_string()
-        )
-        .replace("{SET}", ""),
+        ),
     )
     .unwrap();
     irqlab_sim::experiment::Experiment::load(&path).map_err(|e| e.to_string())
@@ -238,25 +249,6 @@ fn a_run_value_outside_its_range_is_refused_when_the_experiment_loads() {
     assert!(err.contains("outside the range 300..515"), "{err}");
     assert!(err.contains("run r"), "{err}");
     assert!(experiment_with_set("kernel.net.forward=515").is_ok());
-}
-
-fn experiment_with_set(set: &str) -> Result<irqlab_sim::experiment::Experiment, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let scenario = root.join("experiments/seed001/forward.toml");
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("e.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "id = \"e\"\ntitle = \"t\"\nseed_document = \"d\"\n\
-             [[run]]\nid = \"r\"\nscenario = {:?}\nset = [{set:?}]\n\
-             [[check]]\nkind = \"throughput\"\nid = \"row\"\nrun = \"r\"\npublished_pps = 1e6\n\
-             tolerance_rel = 0.1\npublished_text = \"t\"\nsource = \"s\"\n",
-            scenario.display().to_string()
-        ),
-    )
-    .unwrap();
-    irqlab_sim::experiment::Experiment::load(&path).map_err(|e| e.to_string())
 }
 
 #[test]
