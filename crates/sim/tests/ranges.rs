@@ -311,7 +311,7 @@ fn shipped_calibration_rows_are_labelled() {
         find("swizzle-pps-swz-8port"),
         Some(vec!["kernel.net.forward".to_string()])
     );
-    assert!(find("rt-van-irqs")
+    assert!(find("rt-rt-hi-lost")
         .unwrap()
         .contains(&"kernel.net.rx_packet".to_string()));
     let thr = find("rt-thr-hi-serve").unwrap();

@@ -47,15 +47,18 @@ fn a_threaded_kernel_runs_the_handler_in_its_irq_thread_switching_to_it_per_inte
     // same throttled rate. A threaded interrupt from idle adds the switch to its IRQ thread
     // and back (2); one that comes while the other port's thread runs adds only the switch
     // from that thread to its own (1). The two controllers' throttle timers run in step, so
-    // half their interrupts come as such pairs: 1.5 per interrupt.
+    // half their interrupts come as such pairs: 1.5 per interrupt. And each IRQ thread wakes
+    // sirq-net-rx, which runs when it is done (2.6.29.4-rt17: no IRQ thread runs NET_RX
+    // itself): one switch more per interrupt, 2.5 in all.
     let vanilla = flood(10.0, &[], 1000);
     let threaded = flood(10.0, &THREADED, 1000);
     let irqs = |o: &Outcome| o.nics.iter().map(|n| n.interrupts).sum::<u64>();
-    assert_eq!(irqs(&vanilla), irqs(&threaded));
+    // Both stop with the traffic; the last interval may hold one interrupt more in one.
+    assert!(irqs(&vanilla).abs_diff(irqs(&threaded)) <= 2);
     let extra = threaded.tasks.context_switches - vanilla.tasks.context_switches;
     let per_irq = extra as f64 / irqs(&threaded) as f64;
     assert!(
-        (1.45..=1.55).contains(&per_irq),
+        (2.45..=2.55).contains(&per_irq),
         "{per_irq} more switches per interrupt"
     );
     for n in &threaded.nics {
@@ -64,20 +67,13 @@ fn a_threaded_kernel_runs_the_handler_in_its_irq_thread_switching_to_it_per_inte
 }
 
 #[test]
-fn under_a_saturating_flood_a_task_below_the_irq_threads_is_starved_and_its_lag_grows_linearly() {
-    // The FIFO-50 threads never sleep while NAPI polls, so cyclictest at 40 never runs until
-    // the traffic ends; 2009's cyclictest (no catch-up of `next`) then reports a lag that fell
-    // from the whole run to zero: the average is half the maximum (the tables' 0.48-0.51).
-    for kernel in [&THREADED[..], &RT[..]] {
-        let o = flood(5.0, &with(kernel, &[LOW, HEAVY]), 1000);
-        let avg = o.cyclictest.mean_ns().unwrap();
-        let max = o.cyclictest.max_ns().unwrap() as f64;
-        assert!(max > 0.9 * 500e6 * 1e-3, "{kernel:?}: max {max} ns");
-        assert!(
-            (0.45..=0.55).contains(&(avg / max)),
-            "{kernel:?}: {avg} / {max}"
-        );
-    }
+fn under_a_saturating_flood_a_task_below_the_irq_threads_never_runs_until_it_is_stopped() {
+    // The FIFO-50 threads never sleep while NAPI polls (and when their class is throttled,
+    // cyclictest at 40 is throttled with them), so cyclictest never completes a loop before it
+    // is stopped with the traffic: the threaded LOW table printed no min and no avg at 5 us.
+    let o = flood(5.0, &with(&THREADED, &[LOW, HEAVY]), 4000);
+    assert_eq!(o.cyclictest.count(), 0);
+    assert!(o.tasks.rt_throttles >= 1);
 }
 
 #[test]
@@ -98,22 +94,27 @@ fn above_the_irq_threads_preempt_rt_serves_cyclictest_where_threaded_irqs_only_h
 }
 
 #[test]
-fn softirq_threads_below_the_irq_threads_take_the_softirq_work_out_of_the_irq_thread() {
-    // rt21's fix (softirq threads at 49): no merge, so each interrupt also wakes sirq-net-rx,
-    // and a task at 40 still starves behind the flood; with rt13's equal priorities the IRQ
-    // thread runs NET_RX itself.
+fn every_irq_thread_wakes_sirq_net_rx_whatever_the_softirq_threads_priority() {
+    // 2.6.29.4-rt17: `___do_softirq(same_prio_only = 1)` has no caller, so no IRQ thread runs
+    // NET_RX itself: each interrupt wakes sirq-net-rx at 50 (rt13) as at 49 (rt21), and the
+    // switches per interrupt are the same to within the order in which equal and lower
+    // priorities run.
     let rt13 = flood(10.0, &THREADED, 1000);
     let rt21 = flood(
         10.0,
         &with(&THREADED, &["kernel.threads.softirq_priority=49"]),
         1000,
     );
-    assert!(
-        rt21.tasks.context_switches > rt13.tasks.context_switches,
-        "{} against {}",
-        rt21.tasks.context_switches,
-        rt13.tasks.context_switches
+    let irqs = |o: &Outcome| o.nics.iter().map(|n| n.interrupts).sum::<u64>() as f64;
+    for o in [&rt13, &rt21] {
+        let per_irq = o.tasks.context_switches as f64 / irqs(o);
+        assert!(per_irq > 2.0, "{per_irq} switches per interrupt");
+    }
+    let (a, b) = (
+        rt13.tasks.context_switches as f64,
+        rt21.tasks.context_switches as f64,
     );
+    assert!((a / b - 1.0).abs() < 0.02, "{a} against {b}");
 }
 
 #[test]
@@ -182,4 +183,53 @@ fn a_thread_priority_outside_sched_fifo_is_refused_with_the_range() {
             assert!(e.contains(key) && e.contains("1-99"), "{e}");
         }
     }
+}
+
+#[test]
+fn past_its_bandwidth_the_rt_class_is_throttled_and_the_nic_loses_what_its_buffers_cannot_hold() {
+    // PREEMPT_RT, cyclictest at 80 and both ports at 5 us: the IRQ and softirq threads want
+    // more than 950 ms of every second (kernel/sched_rt.c `sched_rt_runtime_exceeded`), so the
+    // whole class waits for the period's end, cyclictest with it (the table's max 50,153 us),
+    // and the controllers drop what their ring and packet buffer cannot hold meanwhile.
+    let o = flood(5.0, &with(&RT, &[HEAVY]), 4000);
+    assert!(o.tasks.rt_throttles >= 1, "{:?}", o.tasks);
+    let max = o.cyclictest.max_ns().unwrap();
+    assert!((30_000_000..=51_000_000).contains(&max), "max {max} ns");
+    for n in &o.nics {
+        let lost = n.dropped as f64 / n.frames as f64;
+        assert!((0.02..0.06).contains(&lost), "{n:?}");
+    }
+    // sched_rt_runtime_us = -1: no limit, no throttle, and at this gap the threads keep up.
+    let o = flood(
+        5.0,
+        &with(&RT, &[HEAVY, "kernel.sched.rt_runtime_us=-1"]),
+        4000,
+    );
+    assert_eq!(o.tasks.rt_throttles, 0);
+    assert!(o.cyclictest.max_ns().unwrap() < 100_000);
+    assert!(o.nics.iter().all(|n| n.dropped == 0), "{:?}", o.nics);
+}
+
+#[test]
+fn on_the_threaded_only_kernel_a_sleeper_past_due_waits_for_the_tick_and_never_catches_up() {
+    // Once cyclictest (at 80) is a whole interval late, its next expiry is already past when
+    // it sleeps: 2.6.29.4-rt17 without PREEMPT_RT leaves that timer queued until the next
+    // timer interrupt (the tick, 4 ms at HZ 250), so each loop adds 3.5 ms to the lag and it
+    // never recovers. With mainline's behaviour (`past_due = run`) the same throttle costs one
+    // 50 ms lag that cyclictest works off.
+    let stuck = flood(5.0, &with(&THREADED, &[HEAVY]), 4000);
+    let run = flood(
+        5.0,
+        &with(&THREADED, &[HEAVY, "kernel.threads.past_due=run"]),
+        4000,
+    );
+    let stuck_max = stuck.cyclictest.max_ns().unwrap();
+    let run_max = run.cyclictest.max_ns().unwrap();
+    assert!(stuck.tasks.rt_throttles >= 1 && run.tasks.rt_throttles >= 1);
+    assert!(stuck_max > 500_000_000, "next-event: max {stuck_max} ns");
+    assert!(run_max < 60_000_000, "run: max {run_max} ns");
+    assert!(
+        stuck.cyclictest.count() < run.cyclictest.count() / 2,
+        "one loop per tick once behind"
+    );
 }

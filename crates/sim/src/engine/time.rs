@@ -88,6 +88,10 @@ impl SimDuration {
     pub fn as_ns_f64(self) -> f64 {
         self.0 as f64 / PS_PER_NS as f64
     }
+    /// `self - other`, or zero if `other` is longer.
+    pub const fn saturating_sub(self, other: SimDuration) -> SimDuration {
+        SimDuration(self.0.saturating_sub(other.0))
+    }
     /// Whole nanoseconds, rounded to nearest (what the histograms record).
     pub fn as_ns_rounded(self) -> u64 {
         (self.0 + PS_PER_NS / 2) / PS_PER_NS

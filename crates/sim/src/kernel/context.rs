@@ -22,6 +22,13 @@ pub enum SchedClass {
     Fifo { priority: u8 },
 }
 
+impl SchedClass {
+    /// SCHED_FIFO (or RR): the real-time class, whose bandwidth is limited.
+    pub fn is_rt(self) -> bool {
+        matches!(self, SchedClass::Fifo { .. })
+    }
+}
+
 /// What kind of code a CPU is executing right now.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum ExecContext {

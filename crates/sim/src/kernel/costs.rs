@@ -124,6 +124,31 @@ pub struct SchedCosts {
     /// function: `prepare_to_wait`/`finish_wait`, the list lock, `list_del_init`,
     /// `work_clear_pending`, the call.
     pub run_workqueue: u32,
+    /// Real-time bandwidth (`/proc/sys/kernel/sched_rt_runtime_us` and `sched_rt_period_us`):
+    /// SCHED_FIFO tasks may run `rt_runtime_us` of every `rt_period_us`, then wait for the
+    /// period's end (`kernel/sched_rt.c`); -1: unlimited.
+    #[serde(default = "rt_runtime_default")]
+    pub rt_runtime_us: i64,
+    #[serde(default = "rt_period_default")]
+    pub rt_period_us: u64,
+    /// `sched_rt_period_timer` besides its work: `hrtimer_forward`, the loop over the root
+    /// domain's CPUs, the locks.
+    #[serde(default = "rt_period_timer_default")]
+    pub rt_period_timer: u32,
+}
+
+/// kernel/sched.c (2.6.25 on): `int sysctl_sched_rt_runtime = 950000;`.
+fn rt_runtime_default() -> i64 {
+    950_000
+}
+
+/// kernel/sched.c: `unsigned int sysctl_sched_rt_period = 1000000;`.
+fn rt_period_default() -> u64 {
+    1_000_000
+}
+
+fn rt_period_timer_default() -> u32 {
+    150
 }
 
 /// The -rt patch's threaded interrupt handling (2.6.29-rt: `CONFIG_PREEMPT_HARDIRQS` and
@@ -144,6 +169,11 @@ pub struct Threads {
     /// Where a sleeper's hrtimer (`hrtimer_wakeup`) runs: in the timer's hard interrupt, or
     /// deferred to the HRTIMER softirq's thread (-rt's softirq split).
     pub hrtimer_wakeup: HrtimerWakeup,
+    /// What `hrtimer_start` does with a sleeper already past its expiry on this kernel
+    /// without PREEMPT_RT (PREEMPT_RT runs it in place whatever this says):
+    /// `next-event` (2.6.29.4-rt17's code) or `run` (mainline's).
+    #[serde(default = "past_due_default")]
+    pub past_due: super::hrtimer::PastDue,
     /// Instructions of the hard part of a threaded interrupt (`redirect_hardirq`: mark the
     /// descriptor in progress, `wake_up_process` of its thread besides `try_to_wake_up`) and
     /// of the IRQ thread's loop around the handler (`do_irqd` -> `do_hardirq`).
@@ -151,6 +181,11 @@ pub struct Threads {
     pub irq_thread_loop: u32,
     /// A softirq thread's loop around one handler run (`ksoftirqd` of -rt).
     pub softirq_thread_loop: u32,
+}
+
+/// 2.6.29.4-rt17 without PREEMPT_RT ([`super::hrtimer::PastDue::NextEvent`]).
+fn past_due_default() -> super::hrtimer::PastDue {
+    super::hrtimer::PastDue::NextEvent
 }
 
 /// Where a sleeper's hrtimer callback runs in a threaded kernel.

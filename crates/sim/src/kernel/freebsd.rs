@@ -183,6 +183,7 @@ pub fn link(
         interrupt_pic,
         tick_sched_timer: NO_ENTRY,
         hrtimer_wakeup: NO_ENTRY,
+        sched_rt_period_timer: NO_ENTRY,
         ksoftirqd: NO_ENTRY,
         events_worker: NO_ENTRY,
     };

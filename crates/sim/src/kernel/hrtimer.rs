@@ -36,12 +36,37 @@ pub struct Hrtimer {
     pub period: Option<SimDuration>,
 }
 
+/// What `hrtimer_start` does with a sleeper whose expiry has already passed
+/// (`hrtimer_enqueue_reprogram`, when `hrtimer_reprogram` finds the clock-event device cannot be
+/// programmed in the past: -ETIME).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PastDue {
+    /// The sleeper does not sleep. Mainline 2.6.29 raises HRTIMER_SOFTIRQ, whose
+    /// `run_hrtimer_softirq` -> `hrtimer_peek_ahead_timers` runs it at once; PREEMPT_RT
+    /// (2.6.29.4-rt17) runs an expired `irqsafe` timer in place (`__run_hrtimer`). Either way
+    /// `do_nanosleep` finds the timer inactive and returns without `schedule()`.
+    #[default]
+    Run,
+    /// The timer stays queued and the clock-event device keeps its programmed expiry: the
+    /// sleeper sleeps until the next `hrtimer_interrupt` (the next tick, at the latest). The
+    /// -rt patch without PREEMPT_RT: 2.6.29.4-rt17 replaced `run_hrtimer_softirq`'s body by
+    /// `hrtimer_rt_run_pending()`, an empty stub without CONFIG_PREEMPT_RT (kernel/hrtimer.c
+    /// L1343, L1499-1502), so the HRTIMER_SOFTIRQ that `hrtimer_enqueue_reprogram` raises runs
+    /// nothing.
+    NextEvent,
+}
+
 /// Every hrtimer of the kernel.
 #[derive(Clone, Debug, Default)]
 pub struct Hrtimers {
     pub timers: Vec<Hrtimer>,
     /// Callbacks run.
     pub expired: u64,
+    /// What a sleeper started in the past does.
+    pub past_due: PastDue,
+    /// Sleepers started in the past and left queued ([`PastDue::NextEvent`]).
+    pub past_due_queued: u64,
 }
 
 impl Hrtimers {

@@ -41,6 +41,8 @@ pub struct Entries {
     /// sleeper's (`hrtimer_wakeup`).
     pub tick_sched_timer: Entry,
     pub hrtimer_wakeup: Entry,
+    /// With real-time bandwidth limited: its period timer's callback.
+    pub sched_rt_period_timer: Entry,
     /// A kernel with tasks: ksoftirqd's loop.
     pub ksoftirqd: Entry,
     /// With drivers' deferred work: keventd's `worker_thread` loop (`events/N`).
@@ -223,28 +225,6 @@ pub fn link(k: &mut Kernel) {
             k.softirq_thread_entries.push((nr, name, e));
         }
     }
-    // An IRQ thread of the softirq threads' own priority runs pending softirqs itself after
-    // its handler (`do_softirq_from_hardirq` -> `___do_softirq(1)`), restarting while any is
-    // pending.
-    let merged = threads
-        .as_ref()
-        .filter(|t| t.irq_priority == t.softirq_priority)
-        .map(|_| {
-            let mut b = Builder::new();
-            if !rt {
-                b.push(SoftirqEnter);
-            }
-            b.push(Run(c.do_softirq));
-            let restart = b.here();
-            softirq_round(&mut b, &handlers);
-            b.push(Cli).push(BranchIfSoftirqPending(restart));
-            if !rt {
-                b.push(SoftirqLeave);
-            }
-            b.push(Sti).push(Return(Operand::Const(0)));
-            k.code.add("do_softirq_from_hardirq", b)
-        });
-
     // The 8259's chip operations, per line, as i8259.c runs them.
     let mut chip_ops = ChipOps::default();
     let eoi = LapicWrite(lapic::REG_EOI, 0);
@@ -331,14 +311,14 @@ pub fn link(k: &mut Kernel) {
             .push(Run(t.irq_thread_loop))
             .push(Call(chain))
             .push(Sti);
-            match merged {
-                Some(m) => b.push(Call(m)),
-                None => {
-                    b.push(Cli);
-                    trigger_softirqs(&mut b, try_to_wake_up);
-                    b.push(Sti)
-                }
-            };
+            // On the threaded-only kernel the handler runs inside `irq_enter()`/`irq_exit()`,
+            // and `irq_exit` -> `__do_softirq` pushes every pending softirq to its thread
+            // (`trigger_softirqs`); PREEMPT_RT's `do_irqd` reaches the same wake-ups through
+            // `raise_softirq_irqoff` -> `wakeup_softirqd`. No IRQ thread runs a softirq itself:
+            // 2.6.29.4-rt17's `___do_softirq(same_prio_only = 1)` has no caller.
+            b.push(Cli);
+            trigger_softirqs(&mut b, try_to_wake_up);
+            b.push(Sti);
             b.push(Resched { irq_return: false }).push(Jump(0));
             let sleep = b.here();
             b.patch(test, sleep);
@@ -373,12 +353,28 @@ pub fn link(k: &mut Kernel) {
                 Inc(TICKS),
                 RaiseSoftirq(TIMER_SOFTIRQ as u8),
                 t.handler.step(),
+                SchedTick,
                 RestartTimer,
                 Return(Operand::Const(0)),
             ]
             .into(),
         );
         k.entries.hrtimer_wakeup = super::tasks::hrtimer_wakeup(&mut k.code, &sc);
+        // The real-time bandwidth's period timer (kernel/sched.c `sched_rt_period_timer`, an
+        // `irqsafe` hrtimer run in `hrtimer_interrupt` on every kernel):
+        // `hrtimer_forward` by the period, `do_sched_rt_period_timer`, restart.
+        if sc.rt_runtime_us >= 0 {
+            k.entries.sched_rt_period_timer = k.code.add(
+                "sched_rt_period_timer",
+                vec![
+                    Run(sc.rt_period_timer),
+                    RtPeriod,
+                    RestartTimer,
+                    Return(Operand::Const(0)),
+                ]
+                .into(),
+            );
+        }
     }
     let hrtimer_interrupt = k.sched.clone().map(|sc| {
         let mut b: Builder = vec![

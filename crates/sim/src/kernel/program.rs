@@ -24,6 +24,7 @@
 //! outputs were made so).
 
 use super::context::PreemptCount;
+use super::hrtimer::PastDue;
 use super::softirq::{SoftirqState, TaskletId};
 use super::Kernel;
 use crate::engine::{SimDuration, SimTime};
@@ -187,8 +188,10 @@ pub enum Step {
     /// an interrupt cuts at the next instruction boundary, after a privilege change.
     User(u32),
     /// `do_nanosleep` for cyclictest thread `thread` (`clock_nanosleep(TIMER_ABSTIME)` at its
-    /// next wake-up time): queue its hrtimer there; a time already past does not sleep (go to
-    /// `skip`, as `hrtimer_start` finds the timer expired and clears the sleeper's task).
+    /// next wake-up time): queue its hrtimer there. A time already past is the kernel's
+    /// [`PastDue`](super::hrtimer::PastDue) policy's: it does not sleep (go to `skip`, as
+    /// `hrtimer_start` finds the timer expired and clears the sleeper's task), or it sleeps
+    /// until the next programmed timer interrupt.
     Nanosleep {
         thread: u8,
         skip: Entry,
@@ -219,6 +222,13 @@ pub enum Step {
     /// `tick_program_event`: program the Local APIC timer (one-shot) for this CPU's earliest
     /// queued hrtimer (a write of its initial-count register).
     ArmTimer,
+    /// The scheduler's part of the tick (`scheduler_tick` -> `task_tick_rt` ->
+    /// `update_curr_rt`): charge the running real-time task and throttle its class past its
+    /// bandwidth (`kernel/sched.rs`).
+    SchedTick,
+    /// `sched_rt_period_timer`'s work (`do_sched_rt_period_timer`): give one period's
+    /// real-time runtime back and unthrottle.
+    RtPeriod,
     /// cyclictest's arithmetic after `clock_gettime`: the latency of thread `thread` is now
     /// minus the time it asked to wake at; then `next += interval` (2009's rt-tests: no
     /// catch-up, so a thread that falls behind reports a lag that grows).
@@ -497,9 +507,7 @@ pub enum Op {
     Block,
     /// Wake this task (`try_to_wake_up`): it becomes runnable on its CPU's run queue.
     Wake(super::context::TaskId),
-    /// `wakeup_softirqd(nr)` of a threaded kernel: wake this CPU's thread of softirq `nr`,
-    /// unless the running task is an IRQ thread of the same priority outside hard-IRQ context
-    /// (it runs the softirq itself, `do_softirq_from_hardirq`).
+    /// `wakeup_softirqd(nr)` of a threaded kernel: wake this CPU's thread of softirq `nr`.
     WakeSoftirq(u8),
     /// A preemption point ([`Step::Resched`]).
     Resched {
@@ -507,6 +515,10 @@ pub enum Op {
     },
     /// Program the Local APIC timer for the CPU's earliest hrtimer.
     ArmTimer,
+    /// The scheduler's tick and its real-time period timer ([`Step::SchedTick`],
+    /// [`Step::RtPeriod`]).
+    SchedTick,
+    RtPeriod,
     /// Take the next written-back receive descriptor of machine device `k`, if there is one
     /// (the value: 1 or 0).
     RxNext(u8),
@@ -977,10 +989,17 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             }
             Step::Nanosleep { thread, skip } => {
                 let t = &cyclic[usize::from(thread)];
-                if t.next <= cx.now + cx.ahead {
+                if t.next > cx.now + cx.ahead {
+                    if hrtimers.start(t.timer, t.next) {
+                        break Op::ArmTimer;
+                    }
+                } else if hrtimers.past_due == PastDue::NextEvent {
+                    // Queued, but the Local APIC keeps its programmed expiry: the task
+                    // sleeps until the next `hrtimer_interrupt`.
+                    hrtimers.start(t.timer, t.next);
+                    hrtimers.past_due_queued += 1;
+                } else {
                     pc = skip;
-                } else if hrtimers.start(t.timer, t.next) {
-                    break Op::ArmTimer;
                 }
             }
             Step::Block => break Op::Block,
@@ -1008,6 +1027,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 t.queued = true;
             }
             Step::ArmTimer => break Op::ArmTimer,
+            Step::SchedTick => break Op::SchedTick,
+            Step::RtPeriod => break Op::RtPeriod,
             Step::CyclicSample(thread) => {
                 cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
             }

@@ -17,6 +17,7 @@
 pub use super::context::TaskId;
 use super::context::{PreemptCount, SchedClass};
 use super::program::{Frame, Op};
+use crate::engine::{SimDuration, SimTime};
 
 /// A task's state.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -99,13 +100,16 @@ impl RunQueue {
     }
 
     /// The task the scheduler picks: the best class and priority, the longest waiting among
-    /// equals. It stays queued until [`RunQueue::take`].
-    pub fn pick(&self, tasks: &[Task]) -> Option<TaskId> {
+    /// equals. It stays queued until [`RunQueue::take`]. `rt_throttled`: the real-time class
+    /// has used its bandwidth (`pick_next_task_rt` returns NULL while `rt_rq_throttled`), so
+    /// only the fair and idle classes are picked.
+    pub fn pick(&self, tasks: &[Task], rt_throttled: bool) -> Option<TaskId> {
         // `max_by_key` keeps the last of equal keys: walk in reverse so the first queued wins.
         self.runnable
             .iter()
             .rev()
             .copied()
+            .filter(|&t| !(rt_throttled && tasks[usize::from(t)].class.is_rt()))
             .max_by_key(|&t| rank(tasks[usize::from(t)].class))
     }
 
@@ -121,6 +125,32 @@ impl RunQueue {
     }
 }
 
+/// Real-time bandwidth (`kernel/sched.c` and `kernel/sched_rt.c` of 2.6.29, in every kernel
+/// since 2.6.25, the -rt patches included): `sched_rt_runtime_us` of every
+/// `sched_rt_period_us` may go to SCHED_FIFO/RR tasks; past that the real-time class is
+/// throttled until the period timer gives it time back.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RtBandwidth {
+    /// `sysctl_sched_rt_runtime` (950,000 us by default).
+    pub runtime: SimDuration,
+    /// `sysctl_sched_rt_period` (1,000,000 us by default): the period timer's interval.
+    pub period: SimDuration,
+}
+
+/// One core's `rt_rq` bandwidth state.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct RtRq {
+    /// `rt_rq->rt_time`: real-time execution charged and not yet given back by the period
+    /// timer.
+    pub time: SimDuration,
+    /// `rt_rq->rt_throttled`.
+    pub throttled: bool,
+    /// `curr->se.exec_start`: since when the running task's time is not yet charged.
+    pub exec_start: SimTime,
+    /// When the current throttle began.
+    pub throttled_at: SimTime,
+}
+
 /// Every task, each core's run queue and the task each core runs.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
@@ -130,6 +160,13 @@ pub struct Scheduler {
     pub current: Vec<TaskId>,
     /// Context switches made.
     pub switches: u64,
+    /// The real-time class's bandwidth limit; `None`: unlimited (`sched_rt_runtime_us = -1`).
+    pub rt_bandwidth: Option<RtBandwidth>,
+    /// Each core's real-time run queue's bandwidth state.
+    pub rt: Vec<RtRq>,
+    /// Times the real-time class was throttled, and the time it spent throttled.
+    pub rt_throttles: u64,
+    pub rt_throttled_time: SimDuration,
 }
 
 impl Scheduler {
@@ -151,6 +188,49 @@ impl Scheduler {
             queues: vec![RunQueue::default(); usize::from(cores)],
             current: (0..u16::from(cores)).collect(),
             switches: 0,
+            rt_bandwidth: None,
+            rt: vec![RtRq::default(); usize::from(cores)],
+            rt_throttles: 0,
+            rt_throttled_time: SimDuration::ZERO,
+        }
+    }
+
+    /// `update_curr_rt` (kernel/sched_rt.c): charge the running task's time since it was last
+    /// charged, at `now`, to its core's `rt_time` if it is a real-time task (the time of the
+    /// interrupts it took included: 2.6.29 charges `rq->clock - exec_start`, and interrupt time
+    /// is not taken out of it), then `sched_rt_runtime_exceeded`: past the runtime the class
+    /// is throttled (and `resched_task(curr)`: [`Scheduler::need_resched`] says so from now).
+    /// Called where the kernel calls it: at a context switch (`put_prev_task_rt`) and at the
+    /// tick (`scheduler_tick` -> `task_tick_rt`).
+    pub fn update_curr(&mut self, core: u8, now: SimTime) {
+        let c = usize::from(core);
+        let rt = &mut self.rt[c];
+        let ran = now.since_or_zero(rt.exec_start);
+        rt.exec_start = rt.exec_start.max(now);
+        if !self.tasks[usize::from(self.current[c])].class.is_rt() {
+            return;
+        }
+        let Some(b) = self.rt_bandwidth else { return };
+        rt.time += ran;
+        if !rt.throttled && rt.time > b.runtime {
+            rt.throttled = true;
+            rt.throttled_at = now;
+            self.rt_throttles += 1;
+        }
+    }
+
+    /// `sched_rt_period_timer` -> `do_sched_rt_period_timer` at `now` on `core`: one period's
+    /// runtime is given back (`rt_time -= min(rt_time, overrun * runtime)`, not a reset: a
+    /// class that ran over keeps its debt) and a throttled class whose time is under the
+    /// runtime again runs (`sched_rt_rq_enqueue`).
+    pub fn rt_period(&mut self, core: u8, now: SimTime) {
+        let Some(b) = self.rt_bandwidth else { return };
+        self.update_curr(core, now);
+        let rt = &mut self.rt[usize::from(core)];
+        rt.time = rt.time.saturating_sub(b.runtime);
+        if rt.throttled && rt.time < b.runtime {
+            rt.throttled = false;
+            self.rt_throttled_time += now.since_or_zero(rt.throttled_at);
         }
     }
 
@@ -187,19 +267,28 @@ impl Scheduler {
 
     /// Should `core` switch now: is a queued task of a better class or priority than the one
     /// running? (Whether it may, at this point of the running code, is the preemption model's.)
+    /// A throttled real-time task must give the core up to whatever else is runnable.
     pub fn need_resched(&self, core: u8) -> bool {
-        let running = self.tasks[usize::from(self.current[usize::from(core)])].class;
-        self.queues[usize::from(core)]
-            .pick(&self.tasks)
-            .is_some_and(|t| rank(self.tasks[usize::from(t)].class) > rank(running))
+        let c = usize::from(core);
+        let running = self.tasks[usize::from(self.current[c])].class;
+        let throttled = self.rt[c].throttled;
+        let pick = self.queues[c].pick(&self.tasks, throttled);
+        if throttled && running.is_rt() {
+            return pick.is_some();
+        }
+        pick.is_some_and(|t| rank(self.tasks[usize::from(t)].class) > rank(running))
     }
 
     /// Switch `core` to the task its queue picks, saving `loaded` (the core's context) into the
     /// task that ran and returning the next task's context to load. The task that ran goes back
-    /// on the queue if it is still runnable. `None`: nothing else to run.
-    pub fn switch(&mut self, core: u8, loaded: &mut TaskContext) -> Option<TaskId> {
+    /// on the queue if it is still runnable. `None`: nothing else to run. `now`: when the
+    /// switch is made, up to which the task that ran is charged (`put_prev_task`).
+    pub fn switch(&mut self, core: u8, loaded: &mut TaskContext, now: SimTime) -> Option<TaskId> {
         let c = usize::from(core);
-        let next = self.queues[c].pick(&self.tasks)?;
+        // `schedule()`: `put_prev_task` charges the task that ran (and may throttle its
+        // class) before `pick_next_task` looks.
+        self.update_curr(core, now);
+        let next = self.queues[c].pick(&self.tasks, self.rt[c].throttled)?;
         self.queues[c].take(next);
         let prev = self.current[c];
         let p = &mut self.tasks[usize::from(prev)];
@@ -242,10 +331,10 @@ mod tests {
         let sirq = s.spawn("sirq-net-rx", SchedClass::Fifo { priority: 50 }, 0, entry());
         let cyclic = s.spawn("cyclictest", SchedClass::Fifo { priority: 80 }, 0, entry());
         let q = &s.queues[0];
-        assert_eq!(q.pick(&s.tasks), Some(cyclic));
+        assert_eq!(q.pick(&s.tasks, false), Some(cyclic));
         let mut order = Vec::new();
         let mut core = TaskContext::default();
-        while let Some(t) = s.switch(0, &mut core) {
+        while let Some(t) = s.switch(0, &mut core, SimTime::ZERO) {
             order.push(t);
             // The one that ran blocks, so it leaves the queue.
             s.tasks[usize::from(t)].state = TaskState::Sleeping;
@@ -265,9 +354,9 @@ mod tests {
         // Runnable (preempted after queueing its timer): the timer's wake is not lost.
         s.wake(t);
         assert!(s.tasks[usize::from(t)].wake_pending);
-        assert_eq!(s.queues[0].pick(&s.tasks), Some(t), "queued once");
+        assert_eq!(s.queues[0].pick(&s.tasks, false), Some(t), "queued once");
         let mut core = TaskContext::default();
-        s.switch(0, &mut core);
+        s.switch(0, &mut core, SimTime::ZERO);
         s.tasks[usize::from(t)].state = TaskState::Sleeping;
         s.tasks[usize::from(t)].wake_pending = false;
         s.wake(t);
@@ -286,7 +375,7 @@ mod tests {
         );
         assert!(s.need_resched(0), "a fair task goes before the idle task");
         let mut core = TaskContext::starting(entry()); // the idle task's stack, in the core
-        assert_eq!(s.switch(0, &mut core), Some(t));
+        assert_eq!(s.switch(0, &mut core, SimTime::ZERO), Some(t));
         assert_eq!(core.stack, vec![Frame::at(7)]);
         assert_eq!(
             s.tasks[0].context.stack,
@@ -295,5 +384,54 @@ mod tests {
         );
         assert_eq!(s.tasks[0].state, TaskState::Runnable);
         assert!(!s.need_resched(0), "the idle task does not preempt");
+    }
+
+    #[test]
+    fn a_class_past_its_runtime_is_throttled_until_the_period_gives_it_back() {
+        let ms = |n: u64| SimDuration::from_ns(n * 1_000_000);
+        let at = |n: u64| SimTime::ZERO + ms(n);
+        let mut s = Scheduler::new(1);
+        s.rt_bandwidth = Some(RtBandwidth {
+            runtime: ms(950),
+            period: ms(1000),
+        });
+        let sirq = s.spawn(
+            "sirq-net-rx/0",
+            SchedClass::Fifo { priority: 50 },
+            0,
+            entry(),
+        );
+        let mut core = TaskContext::default();
+        assert_eq!(s.switch(0, &mut core, at(0)), Some(sirq));
+        // It never sleeps: charged at each tick; 950 ms is not yet past the runtime.
+        s.update_curr(0, at(950));
+        assert!(!s.rt[0].throttled && !s.need_resched(0));
+        s.update_curr(0, at(954));
+        assert!(s.rt[0].throttled, "past 950 ms of the period");
+        assert!(
+            s.need_resched(0),
+            "a throttled FIFO task yields to the idle task"
+        );
+        assert_eq!(s.switch(0, &mut core, at(954)), Some(0));
+        assert_eq!(s.rt_throttles, 1);
+        // The idle task's time is not charged; the period timer gives 950 ms back.
+        s.update_curr(0, at(990));
+        assert_eq!(s.rt[0].time, ms(954));
+        assert!(!s.need_resched(0), "still throttled before the period ends");
+        s.rt_period(0, at(1000));
+        assert!(!s.rt[0].throttled);
+        assert_eq!(s.rt[0].time, ms(4), "the debt past the runtime is kept");
+        assert_eq!(s.rt_throttled_time, ms(46));
+        assert!(s.need_resched(0), "the FIFO task runs again");
+    }
+
+    #[test]
+    fn without_a_bandwidth_limit_nothing_is_throttled() {
+        let mut s = Scheduler::new(1);
+        let t = s.spawn("irq/16", SchedClass::Fifo { priority: 50 }, 0, entry());
+        let mut core = TaskContext::default();
+        s.switch(0, &mut core, SimTime::ZERO);
+        s.update_curr(0, SimTime::ZERO + SimDuration::from_ns(5_000_000_000));
+        assert!(!s.rt[0].throttled && s.current[0] == t);
     }
 }

@@ -512,26 +512,23 @@ impl Machine {
                             acc += core.timing.instructions(schedule_cost);
                             core.in_user = false;
                             self.sched
-                                .switch(c as u8, &mut core.ctx)
+                                .switch(c as u8, &mut core.ctx, now + acc)
                                 .expect("the idle task is always runnable");
                         }
                     }
                     Op::Wake(t) => self.sched.wake(t),
                     Op::WakeSoftirq(nr) => {
-                        // -rt's `wakeup_softirqd`: an IRQ thread of the softirq thread's own
-                        // priority, outside hard-IRQ context, runs the softirq itself
-                        // (`do_softirq_from_hardirq`), so the wake is skipped.
-                        let cur = self.sched.current[c];
-                        let merge = self.kernel.threads.as_ref().is_some_and(|t| {
-                            t.irq_priority == t.softirq_priority
-                                && core.ctx.preempt.hardirq == 0
-                                && self.kernel.irq_threads.contains(&cur)
-                        });
-                        let t = self.kernel.softirq_threads[c][usize::from(nr)];
-                        if let (Some(t), false) = (t, merge) {
+                        // -rt's `wakeup_softirqd`: wake the softirq's thread (2.6.29.4-rt17's
+                        // kernel/softirq.c; its "same-prio hardirq thread" branch of
+                        // `___do_softirq` is dead code: the only caller passes 0).
+                        if let Some(t) = self.kernel.softirq_threads[c][usize::from(nr)] {
                             self.sched.wake(t);
                         }
                     }
+                    // `scheduler_tick` -> `task_tick_rt` -> `update_curr_rt`.
+                    Op::SchedTick => self.sched.update_curr(c as u8, now + acc),
+                    // `sched_rt_period_timer` -> `do_sched_rt_period_timer`.
+                    Op::RtPeriod => self.sched.rt_period(c as u8, now + acc),
                     Op::Resched { irq_return } => {
                         let p = core.ctx.preempt;
                         // Returning from an interrupt: to user mode (the entry frame's second
@@ -547,7 +544,7 @@ impl Machine {
                         if may && self.sched.need_resched(c as u8) {
                             acc += core.timing.instructions(schedule_cost);
                             core.in_user = false;
-                            self.sched.switch(c as u8, &mut core.ctx);
+                            self.sched.switch(c as u8, &mut core.ctx, now + acc);
                         }
                     }
                     Op::RxNext(k) | Op::TxNext(k) => {

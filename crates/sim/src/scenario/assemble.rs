@@ -539,6 +539,17 @@ impl Scenario {
                 ),
             ));
         }
+        // A sleeper started in the past: the -rt patch without PREEMPT_RT leaves it queued
+        // until the next timer interrupt (the kernel file's `past_due`); mainline and
+        // PREEMPT_RT run it at once (`kernel/hrtimer.rs`).
+        let rt = kernel
+            .sched
+            .as_ref()
+            .is_some_and(|s| s.preemption == crate::kernel::context::Preemption::Rt);
+        kernel.hrtimers.past_due = match &kernel.threads {
+            Some(t) if !rt => t.past_due,
+            _ => crate::kernel::hrtimer::PastDue::Run,
+        };
         kernel.net.budget = self.kernel.net.as_ref().map_or(0, |n| n.netdev_budget);
         kernel.net.time_limit_jiffies = self
             .kernel
@@ -610,6 +621,18 @@ impl Scenario {
                     kernel.hrtimers.start(t, SimTime::ZERO + p);
                 }
             }
+            // The real-time bandwidth's period timer, on the boot CPU (a UP kernel's one
+            // `rt_bandwidth`). The kernel starts it when a real-time task is first queued (at
+            // boot: the migration and watchdog threads) and stops it while nothing real-time
+            // runs, but `start_rt_bandwidth` forwards it from its old expiry by whole periods:
+            // its phase is kept, so a timer that runs every period is the same timer.
+            if sc.rt_runtime_us >= 0 {
+                let period = ns(sc.rt_period_us as f64 * 1e3);
+                let e = kernel.entries.sched_rt_period_timer;
+                let t = kernel.hrtimers.add("sched_rt_period_timer", 0, e, None);
+                kernel.hrtimers.timers[usize::from(t)].period = Some(period);
+                kernel.hrtimers.start(t, SimTime::ZERO + period);
+            }
             if let Some(ct) = &self.file.cyclictest {
                 for i in 0..ct.threads {
                     let e = tasks::cyclictest(&mut kernel.code, sc, i, ct.loop_instructions);
@@ -640,6 +663,12 @@ impl Scenario {
         );
         machine.smi = smi;
         machine.intx_lines = intx_lines;
+        if let Some(sc) = self.kernel.sched.as_ref().filter(|s| s.rt_runtime_us >= 0) {
+            machine.sched.rt_bandwidth = Some(crate::kernel::sched::RtBandwidth {
+                runtime: ns(sc.rt_runtime_us as f64 * 1e3),
+                period: ns(sc.rt_period_us as f64 * 1e3),
+            });
+        }
         if self.file.duration_ms > 0.0 {
             let end = SimTime::ZERO + ns(self.file.duration_ms * 1e6);
             machine.end_at = Some(end);
@@ -713,6 +742,12 @@ impl Scenario {
             // The traffic lasts as long as cyclictest's loops would on time (`-l`): then the
             // generators stop, and a cyclictest that fell behind catches up, as it did when
             // the seed's traffic ended.
+            // cyclictest itself is stopped then too (one interval later, for the last loop
+            // on time to finish), whatever loops it has run: a thread that fell behind for
+            // good (a past-due sleeper left to the next tick, `kernel/hrtimer.rs`) would
+            // otherwise run on for as long as its lag lets it finish its loops, where the
+            // seed's starved maxima (268-311 s, 0.88 of the ~305 s its interrupt counts give
+            // the run) say it was stopped with the traffic.
             if let Some(t) = machine.kernel.cyclic.first() {
                 let end = t.next + interval * (samples + warmup).saturating_sub(1);
                 for d in &mut machine.devices {
@@ -720,6 +755,7 @@ impl Scenario {
                         n.cfg.traffic_end = Some(end);
                     }
                 }
+                machine.end_at = Some(end + interval);
             }
         }
         Ok(machine)

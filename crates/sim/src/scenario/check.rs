@@ -839,7 +839,27 @@ impl Scenario {
                 ));
             }
         }
-        if self.kernel.sched.is_some() {
+        if let Some(sc) = &self.kernel.sched {
+            if sc.rt_period_us == 0 || sc.rt_period_us > 1_000_000_000 {
+                return Err(self.invalid(
+                    "kernel.sched.rt_period_us",
+                    format!(
+                        "{} us is not an RT period: give 1 to 1,000,000,000 microseconds \
+                         (the sysctl's default is 1,000,000)",
+                        sc.rt_period_us
+                    ),
+                ));
+            }
+            if sc.rt_runtime_us < -1 || sc.rt_runtime_us > sc.rt_period_us as i64 {
+                return Err(self.invalid(
+                    "kernel.sched.rt_runtime_us",
+                    format!(
+                        "{} us of every {} us: the RT runtime is 0 to the period, or -1 for no \
+                         limit (as sched_rt_runtime_us takes it; the default is 950,000)",
+                        sc.rt_runtime_us, sc.rt_period_us
+                    ),
+                ));
+            }
             let tick = self.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
             if !tick || self.file.delivery == Delivery::Xtpic {
                 return Err(self.invalid(

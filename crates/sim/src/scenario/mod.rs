@@ -79,6 +79,10 @@ pub struct TaskCounters {
     pub hrtimers_expired: u64,
     /// Works the `events` threads ran (drivers' deferred work: e1000e's watchdog).
     pub works_run: u64,
+    /// Times the real-time class was throttled (`sched_rt_runtime_us` used up) and the time,
+    /// in microseconds, it spent throttled.
+    pub rt_throttles: u64,
+    pub rt_throttled_us: u64,
 }
 
 /// One network controller's counts: what `/proc/interrupts` and `ethtool -S` would show.
@@ -111,6 +115,8 @@ impl Outcome {
         self.tasks.context_switches += o.tasks.context_switches;
         self.tasks.hrtimers_expired += o.tasks.hrtimers_expired;
         self.tasks.works_run += o.tasks.works_run;
+        self.tasks.rt_throttles += o.tasks.rt_throttles;
+        self.tasks.rt_throttled_us += o.tasks.rt_throttled_us;
         self.run_length_us += o.run_length_us;
         for (a, b) in self.nics.iter_mut().zip(&o.nics) {
             a.interrupts += b.interrupts;
@@ -189,6 +195,11 @@ impl Outcome {
             self.tasks.hrtimers_expired,
         ));
         counters.push(Count::if_nonzero("works_run", self.tasks.works_run));
+        counters.push(Count::if_nonzero("rt_throttles", self.tasks.rt_throttles));
+        counters.push(Count::if_nonzero(
+            "rt_throttled_us",
+            self.tasks.rt_throttled_us,
+        ));
         for n in &self.nics {
             counters.extend([
                 Count::always(format!("{}_interrupts", n.name), n.interrupts),
@@ -422,6 +433,8 @@ impl Scenario {
             context_switches: m.sched.switches,
             hrtimers_expired: m.kernel.hrtimers.expired,
             works_run: m.kernel.deferred.runs,
+            rt_throttles: m.sched.rt_throttles,
+            rt_throttled_us: m.sched.rt_throttled_time.as_ps() / 1_000_000,
         };
         let netdev = |k: usize| (m.kernel.net.devs.iter()).find(|x| usize::from(x.device) == k);
         let nics = (m.devices.iter().enumerate())
