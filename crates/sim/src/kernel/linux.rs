@@ -503,10 +503,13 @@ pub fn link(k: &mut Kernel) {
 
     // With a workload, the idle task runs its process work first (with interrupts on, as
     // process code runs) and idles when a busy stretch is spent (`workload.rs`).
-    let mut idle: Builder = if k.workload {
-        vec![Sti, Work { idle: 2 }].into()
-    } else {
-        Builder::new()
+    // With tasks, the idle loop looks for a woken task before it takes up process work again
+    // (`cpu_idle`'s `while (!need_resched())`): the process work stands for other tasks'
+    // time, which a woken task of a better class does not wait for.
+    let mut idle: Builder = match (k.workload, tasks) {
+        (true, true) => vec![Sti, Resched { irq_return: false }, Work { idle: 3 }].into(),
+        (true, false) => vec![Sti, Work { idle: 2 }].into(),
+        (false, _) => Builder::new(),
     };
     let start = idle.here();
     let name = match &k.idle {
@@ -543,7 +546,11 @@ pub fn link(k: &mut Kernel) {
             "do_idle"
         }
     };
-    debug_assert_eq!(start, 2 * u32::from(k.workload));
+    debug_assert_eq!(
+        start,
+        u32::from(k.workload) * (2 + u32::from(tasks)),
+        "the process work's `idle` target is the loop's start"
+    );
     debug_assert!(
         !tasks || k.tick.is_some(),
         "hrtimers need the timer's vector"

@@ -450,6 +450,9 @@ impl Machine {
                             break Next::Resume;
                         }
                         if core.interrupt_pending() {
+                            // The interrupt cuts process code: it comes from user mode if the
+                            // work is (`ret_from_intr` may then switch to a woken task).
+                            core.in_user = user;
                             core.ctx.parked.push((core.ctx.stack.len(), op));
                             continue;
                         }
