@@ -125,18 +125,6 @@ impl RunQueue {
     }
 }
 
-/// Real-time bandwidth (`kernel/sched.c` and `kernel/sched_rt.c` of 2.6.29, in every kernel
-/// since 2.6.25, the -rt patches included): `sched_rt_runtime_us` of every
-/// `sched_rt_period_us` may go to SCHED_FIFO/RR tasks; past that the real-time class is
-/// throttled until the period timer gives it time back.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub struct RtBandwidth {
-    /// `sysctl_sched_rt_runtime` (950,000 us by default).
-    pub runtime: SimDuration,
-    /// `sysctl_sched_rt_period` (1,000,000 us by default): the period timer's interval.
-    pub period: SimDuration,
-}
-
 /// One core's `rt_rq` bandwidth state.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct RtRq {
@@ -160,8 +148,12 @@ pub struct Scheduler {
     pub current: Vec<TaskId>,
     /// Context switches made.
     pub switches: u64,
-    /// The real-time class's bandwidth limit; `None`: unlimited (`sched_rt_runtime_us = -1`).
-    pub rt_bandwidth: Option<RtBandwidth>,
+    /// Real-time bandwidth (kernel/sched.c and kernel/sched_rt.c of 2.6.29, in every kernel
+    /// since 2.6.25, the -rt patches included): `sysctl_sched_rt_runtime` of every period may
+    /// go to SCHED_FIFO/RR tasks; past it the class is throttled until the period timer (an
+    /// hrtimer of the kernel's, which holds the period) gives time back. `None`: unlimited
+    /// (`sched_rt_runtime_us = -1`).
+    pub rt_runtime: Option<SimDuration>,
     /// Each core's real-time run queue's bandwidth state.
     pub rt: Vec<RtRq>,
     /// Times the real-time class was throttled, and the time it spent throttled.
@@ -188,7 +180,7 @@ impl Scheduler {
             queues: vec![RunQueue::default(); usize::from(cores)],
             current: (0..u16::from(cores)).collect(),
             switches: 0,
-            rt_bandwidth: None,
+            rt_runtime: None,
             rt: vec![RtRq::default(); usize::from(cores)],
             rt_throttles: 0,
             rt_throttled_time: SimDuration::ZERO,
@@ -210,9 +202,11 @@ impl Scheduler {
         if !self.tasks[usize::from(self.current[c])].class.is_rt() {
             return;
         }
-        let Some(b) = self.rt_bandwidth else { return };
+        let Some(runtime) = self.rt_runtime else {
+            return;
+        };
         rt.time += ran;
-        if !rt.throttled && rt.time > b.runtime {
+        if !rt.throttled && rt.time > runtime {
             rt.throttled = true;
             rt.throttled_at = now;
             self.rt_throttles += 1;
@@ -224,11 +218,13 @@ impl Scheduler {
     /// class that ran over keeps its debt) and a throttled class whose time is under the
     /// runtime again runs (`sched_rt_rq_enqueue`).
     pub fn rt_period(&mut self, core: u8, now: SimTime) {
-        let Some(b) = self.rt_bandwidth else { return };
+        let Some(runtime) = self.rt_runtime else {
+            return;
+        };
         self.update_curr(core, now);
         let rt = &mut self.rt[usize::from(core)];
-        rt.time = rt.time.saturating_sub(b.runtime);
-        if rt.throttled && rt.time < b.runtime {
+        rt.time = rt.time.saturating_sub(runtime);
+        if rt.throttled && rt.time < runtime {
             rt.throttled = false;
             self.rt_throttled_time += now.since_or_zero(rt.throttled_at);
         }
@@ -391,10 +387,7 @@ mod tests {
         let ms = |n: u64| SimDuration::from_ns(n * 1_000_000);
         let at = |n: u64| SimTime::ZERO + ms(n);
         let mut s = Scheduler::new(1);
-        s.rt_bandwidth = Some(RtBandwidth {
-            runtime: ms(950),
-            period: ms(1000),
-        });
+        s.rt_runtime = Some(ms(950));
         let sirq = s.spawn(
             "sirq-net-rx/0",
             SchedClass::Fifo { priority: 50 },

@@ -664,10 +664,7 @@ impl Scenario {
         machine.smi = smi;
         machine.intx_lines = intx_lines;
         if let Some(sc) = self.kernel.sched.as_ref().filter(|s| s.rt_runtime_us >= 0) {
-            machine.sched.rt_bandwidth = Some(crate::kernel::sched::RtBandwidth {
-                runtime: ns(sc.rt_runtime_us as f64 * 1e3),
-                period: ns(sc.rt_period_us as f64 * 1e3),
-            });
+            machine.sched.rt_runtime = Some(ns(sc.rt_runtime_us as f64 * 1e3));
         }
         if self.file.duration_ms > 0.0 {
             let end = SimTime::ZERO + ns(self.file.duration_ms * 1e6);
