@@ -6,12 +6,8 @@
 use super::{Answer, Effects};
 use crate::engine::{SimDuration, SimTime};
 
-/// The index and data ports.
-pub const PORTS: (u16, u16) = (0x70, 0x71);
-/// Register C: the interrupt flags; reading it clears them and the IRQ line.
-pub const REG_C: u8 = 0x0C;
-/// Register C's periodic-interrupt flag (`RTCIR_PERIOD`).
-pub const PERIODIC_FLAG: u32 = 0x40;
+// The register map is the datasheet's, shared with the drivers written against it.
+pub use crate::hw::regs::mc146818::*;
 
 #[derive(Clone, Debug)]
 pub struct Rtc {

@@ -140,7 +140,8 @@ mod tests {
     #[test]
     fn pirq_reaches_the_8259_line_it_is_routed_to() {
         let mut h = ich();
-        h.pics.linux_init(1 << 11);
+        h.pics.set_elcr(1 << 11);
+        crate::kernel::pic::init_pair(&mut h.pics, 0x20, 0x28);
         h.pics.port_write(0xA1, !(1 << 3));
         assert_eq!(
             h.intx(0, true),
@@ -154,7 +155,8 @@ mod tests {
     #[test]
     fn wired_or_lines_drop_only_when_every_source_deasserts() {
         let mut h = ich();
-        h.pics.linux_init(1 << 11);
+        h.pics.set_elcr(1 << 11);
+        crate::kernel::pic::init_pair(&mut h.pics, 0x20, 0x28);
         h.intx(0, true);
         h.intx(0, true);
         h.intx(0, false);
@@ -172,7 +174,8 @@ mod tests {
         let mut h = ich();
         h.pirq_rout[2] = 11; // PIRQC joins PIRQA on IRQ11
         h.pirq_ioapic_pin[2] = 16; // and on IO-APIC pin 16
-        h.pics.linux_init(1 << 11);
+        h.pics.set_elcr(1 << 11);
+        crate::kernel::pic::init_pair(&mut h.pics, 0x20, 0x28);
         h.intx(0, true);
         h.intx(2, true);
         h.intx(0, false);

@@ -10,3 +10,4 @@ pub mod lapic;
 pub mod msi;
 pub mod pcie;
 pub mod pic8259;
+pub mod regs;

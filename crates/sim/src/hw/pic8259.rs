@@ -226,23 +226,11 @@ pub struct PicPair {
 }
 
 impl PicPair {
-    /// Program both chips as Linux 2.6's `init_8259A` does (arch/i386/kernel/i8259.c): ICW1
-    /// 0x11, vectors 0x20 and 0x28, slave on IR2, 8086 mode with normal EOI; then mask all but the
-    /// cascade. `elcr` is the BIOS's edge/level setting (bit n = IRQ n level-sensitive).
-    pub fn linux_init(&mut self, elcr: u16) {
+    /// The chipset's edge/level control registers, as the BIOS sets them (bit n = IRQ n
+    /// level-sensitive): port writes, as any software makes them.
+    pub fn set_elcr(&mut self, elcr: u16) {
         self.port_write(ELCR_MASTER, elcr as u8);
         self.port_write(ELCR_SLAVE, (elcr >> 8) as u8);
-        for (cmd, data, base, icw3) in [
-            (MASTER_CMD, MASTER_DATA, 0x20, 1 << CASCADE_IR),
-            (SLAVE_CMD, SLAVE_DATA, 0x28, CASCADE_IR),
-        ] {
-            self.port_write(cmd, 0x11);
-            self.port_write(data, base);
-            self.port_write(data, icw3);
-            self.port_write(data, 0x01);
-        }
-        self.port_write(MASTER_DATA, !(1 << CASCADE_IR));
-        self.port_write(SLAVE_DATA, 0xFF);
     }
 
     /// Drive IRQ line 0-15.
@@ -326,7 +314,8 @@ mod tests {
 
     fn booted() -> PicPair {
         let mut p = PicPair::default();
-        p.linux_init(1 << 10); // IRQ10 level-sensitive, as a BIOS sets a PCI line
+        p.set_elcr(1 << 10); // IRQ10 level-sensitive, as a BIOS sets a PCI line
+        crate::kernel::pic::init_pair(&mut p, 0x20, 0x28);
         p
     }
 

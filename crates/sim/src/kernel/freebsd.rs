@@ -194,7 +194,7 @@ pub fn link(
 
 /// `rtcintr`: `while (rtcin(RTC_INTR) & RTCIR_PERIOD) statclock()`, the flags kept in `reg_c`.
 pub fn rtcintr(k: &mut Kernel, statclock: u32, reg_c: Var) -> Entry {
-    use crate::devices::rtc::{PERIODIC_FLAG, REG_C};
+    use crate::hw::regs::mc146818::{PERIODIC_FLAG, REG_C};
     let mut b: Builder = vec![
         Out(0x70, Operand::Const(u32::from(REG_C))),
         In(DELAY_PORT),

@@ -15,6 +15,7 @@ pub mod freebsd;
 pub mod hrtimer;
 pub mod linux;
 pub mod net;
+pub mod pic;
 pub mod program;
 pub mod sched;
 pub mod softirq;

@@ -579,7 +579,10 @@ pub(super) fn build(
         [PIRQ_ROUT_DISABLE; 8],
         [NOT_WIRED; 8],
     );
-    ich.pics.linux_init(elcr); // ICU_OFFSET 0x20 as Linux; edge except the PCI lines
+    // The BIOS's edge/level setting (edge except the PCI lines), then the ICWs FreeBSD's
+    // `isa_defaultirq` writes (without its priority rotation: see `kernel::pic::init_pair`).
+    ich.pics.set_elcr(elcr);
+    crate::kernel::pic::init_pair(&mut ich.pics, 0x20, 0x28);
     let imen = kernel.var(vars.imen) as u16;
     ich.pics.port_write(MASTER_DATA, imen as u8);
     ich.pics.port_write(SLAVE_DATA, (imen >> 8) as u8);

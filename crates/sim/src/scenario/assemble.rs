@@ -294,7 +294,9 @@ impl Scenario {
             pirq_rout,
             pirq_pins,
         );
-        ich.pics.linux_init(elcr);
+        // The BIOS's edge/level setting, then Linux's `init_8259A`.
+        ich.pics.set_elcr(elcr);
+        crate::kernel::pic::init_pair(&mut ich.pics, 0x20, 0x28);
         let lapic_on = delivery != Delivery::Xtpic;
         let lapic_access_cycles = self.lapic_access_cycles()?;
         let apic_ids = self.apic_ids(&topology, &ends);

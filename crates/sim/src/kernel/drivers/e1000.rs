@@ -26,7 +26,7 @@
 //! caches ([`Step::XmitLines`], [`Step::FreeLines`], [`Step::CleanLines`]; the counts in the
 //! kernel file's `[net]`, the costs in the platform's `[cpu.coherence]`).
 
-use crate::devices::nic;
+use crate::hw::regs::e1000 as regs;
 use crate::kernel::costs::NetCosts;
 use crate::kernel::drivers::e1000e::{
     clean_rx_ring, clean_tx_ring, xmit_frame, RxRing, IMS_ENABLE_MASK,
@@ -40,9 +40,9 @@ pub const DEFAULT_ITR: u32 = 8000;
 
 /// `e1000_intr` for adapter `dev` (NAPI context `napi`, registers at `bar`) on a shared line.
 pub fn isr(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, napi: NapiId) -> Entry {
-    let icr = k.code.mmio(bar + nic::ICR);
-    let ims = k.code.mmio(bar + nic::IMS);
-    let status = k.code.mmio(bar + nic::STATUS);
+    let icr = k.code.mmio(bar + regs::ICR);
+    let ims = k.code.mmio(bar + regs::IMS);
+    let status = k.code.mmio(bar + regs::STATUS);
     let mut b = Builder::new();
     b.push(Step::Run(c.isr / 2)).push(Step::Read(icr));
     let none = b.here();
@@ -78,8 +78,8 @@ pub fn poll(
     transmits: bool,
 ) -> Entry {
     let rx = RxRing::of(k, bar, dev);
-    let ims = k.code.mmio(bar + nic::IMS);
-    let status = k.code.mmio(bar + nic::STATUS);
+    let ims = k.code.mmio(bar + regs::IMS);
+    let status = k.code.mmio(bar + regs::STATUS);
     let weight = u16::try_from(c.weight).unwrap_or(u16::MAX);
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));

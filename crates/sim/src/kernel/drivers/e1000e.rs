@@ -15,7 +15,7 @@
 //!   ensure Rx ring is cleaned" (an interrupt, and a poll, even without traffic) and re-arms
 //!   its timer.
 
-use crate::devices::nic;
+use crate::hw::regs::e1000 as regs;
 use crate::kernel::costs::{NetCosts, NetStage};
 use crate::kernel::net::NapiId;
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
@@ -42,14 +42,14 @@ pub const IMS_ENABLE_MASK: u32 = 0x0000_009D;
 /// The ISR for adapter `dev` (with NAPI context `napi`) whose registers start at `bar`; `msi`:
 /// `e1000_intr_msi`, else the shared-line `e1000_intr`.
 pub fn isr(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, napi: NapiId, msi: bool) -> Entry {
-    let icr = k.code.mmio(bar + nic::ICR);
+    let icr = k.code.mmio(bar + regs::ICR);
     let mut b = Builder::new();
     b.push(Step::Run(c.isr / 2)).push(Step::Read(icr));
     let test = (!msi).then(|| {
         let at = b.here();
         // "IMS will not auto-mask if INT_ASSERTED is not set, and if it is not set, then the
         // adapter didn't send an interrupt": not ours.
-        b.push(Step::BranchIfClear(nic::ICR_INT_ASSERTED, 0));
+        b.push(Step::BranchIfClear(regs::ICR_INT_ASSERTED, 0));
         at
     });
     b.push(Step::Run(c.isr - c.isr / 2))
@@ -80,9 +80,9 @@ pub fn poll(
 ) -> Entry {
     let itr_var = k.net.devs[usize::from(dev)].itr_reg;
     let rx = RxRing::of(k, bar, dev);
-    let itr = k.code.mmio(bar + nic::ITR);
-    let ims = k.code.mmio(bar + nic::IMS);
-    let status = k.code.mmio(bar + nic::STATUS);
+    let itr = k.code.mmio(bar + regs::ITR);
+    let ims = k.code.mmio(bar + regs::IMS);
+    let status = k.code.mmio(bar + regs::STATUS);
     let weight = u16::try_from(c.weight).unwrap_or(u16::MAX);
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
@@ -158,7 +158,7 @@ impl RxRing {
         let (rdt_var, forward_to) = (d.rdt, d.forward_to);
         RxRing {
             dev,
-            rdt: k.code.mmio(bar + nic::RDT),
+            rdt: k.code.mmio(bar + regs::RDT),
             rdt_var,
             forward_to,
         }
@@ -249,9 +249,9 @@ pub fn watchdog(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, wake: u32) -
         let r = k.code.mmio(bar + off);
         b.push(Step::Read(r));
     }
-    let ics = k.code.mmio(bar + nic::ICS);
+    let ics = k.code.mmio(bar + regs::ICS);
     b.push(Step::Run(c.watchdog_task - c.watchdog_task / 2))
-        .push(Step::Write(ics, Operand::Const(nic::ICR_RXDMT0)))
+        .push(Step::Write(ics, Operand::Const(regs::ICR_RXDMT0)))
         .push(Step::ModTimerSeconds {
             timer,
             seconds: WATCHDOG_SECONDS,
@@ -296,7 +296,7 @@ pub(super) fn xmit_frame(
     locked: Option<Step>,
 ) -> Entry {
     let tdt_var = k.net.devs[usize::from(dev)].tdt;
-    let tdt = k.code.mmio(bar + nic::TDT);
+    let tdt = k.code.mmio(bar + regs::TDT);
     let mut b = Builder::new();
     b.push(Step::Run(c.xmit / 4));
     if let Some(step) = locked {
