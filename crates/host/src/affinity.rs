@@ -84,6 +84,7 @@ use crate::pci::read_trimmed;
 use crate::state::{self, Change, LockedDir, ProcessId, StateDir};
 use crate::timer::parse_cpu_list;
 use crate::HostError;
+pub use irqlab_stats::cpus::{mask_words, parse_mask};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -540,48 +541,6 @@ pub fn read_mask(root: &Path, irq: u32) -> IrqMask {
 
 fn is_writable(file: &Path) -> bool {
     std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o222 != 0)
-}
-
-/// The CPUs of a mask as `smp_affinity` prints and takes it: hexadecimal in 32-bit groups, most
-/// significant first, separated by commas (`bitmap_print_to_pagebuf`, `cpumask_parse_user`):
-/// `3`, `00000000,00000100`.
-pub fn parse_mask(text: &str) -> Result<Vec<u32>, String> {
-    let words = mask_words(text)?;
-    let mut cpus = Vec::new();
-    for (group, bits) in words.iter().enumerate() {
-        for bit in 0..32 {
-            if bits & (1 << bit) != 0 {
-                cpus.push(group as u32 * 32 + bit);
-            }
-        }
-    }
-    Ok(cpus)
-}
-
-/// A mask's 32-bit groups, least significant first, without the zero groups above the highest
-/// CPU: two masks name the same CPUs exactly when these are equal (as [`parse_mask`]'s lists
-/// are, and with its errors), compared a group at a time rather than a CPU at a time.
-pub fn mask_words(text: &str) -> Result<Vec<u32>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("an empty mask".into());
-    }
-    let mut words = Vec::new();
-    for hex in text.rsplit(',') {
-        if hex.is_empty() || hex.len() > 8 {
-            return Err(format!(
-                "'{text}': groups of 1 to 8 hexadecimal digits expected"
-            ));
-        }
-        words.push(
-            u32::from_str_radix(hex, 16)
-                .map_err(|_| format!("'{text}': '{hex}' is not hexadecimal"))?,
-        );
-    }
-    while words.last() == Some(&0) {
-        words.pop();
-    }
-    Ok(words)
 }
 
 /// Whether two masks name the same CPUs (as text if either does not parse).

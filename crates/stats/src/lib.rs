@@ -35,6 +35,7 @@
 
 pub mod activity;
 pub mod boxwidth;
+pub mod cpus;
 pub mod decide;
 pub mod fence;
 mod histogram;

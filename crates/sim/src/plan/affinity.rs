@@ -293,16 +293,9 @@ fn natural(name: &str) -> (&str, u64) {
     (stem, n.parse().unwrap_or(0))
 }
 
-/// The mask `/proc/irq/N/smp_affinity` takes for one CPU: hexadecimal in 32-bit groups, most
-/// significant first, separated by commas (Linux `bitmap_print_to_pagebuf`, as it prints them).
-pub fn cpumask(cpu: usize) -> String {
-    let group = cpu / 32;
-    let mut out = format!("{:x}", 1u32 << (cpu % 32));
-    for _ in 0..group {
-        out.push_str(",00000000");
-    }
-    out
-}
+// One definition of Linux's mask format, shared with the host's planner (which cannot depend on
+// this crate): `irqlab_stats::cpus`.
+pub use irqlab_stats::cpus::cpumask;
 
 #[cfg(test)]
 mod tests {
