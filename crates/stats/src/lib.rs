@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod affinity;
 pub mod boxwidth;
 pub mod cpus;
 pub mod decide;
