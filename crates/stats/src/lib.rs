@@ -41,6 +41,7 @@ pub mod decide;
 pub mod fence;
 mod histogram;
 pub mod inventory;
+pub mod pcie;
 pub mod plan;
 pub mod results;
 pub mod series;
