@@ -30,7 +30,8 @@
 //! Units of two sides are placed before units of one, each in flow and queue order. The load of
 //! a CPU is the number of sides (NIC queues) it takes, as the model counts NICs. For one IRQ per
 //! NIC, the greedy plan takes the model's exhaustive plan's busiest CPU and splits
-//! (`the_greedy_plan_matches_the_exhaustive_one_where_both_run`).
+//! (`the_greedy_plan_matches_the_exhaustive_one_where_both_run`, in `crates/cli/tests/planners.rs`:
+//! the one crate that depends on both planners).
 //!
 //! IRQs that are not queues (virtio's config vector, a link interrupt), IRQs the kernel manages
 //! (a read-only `smp_affinity`), NICs in no flow, and CPUs kept for isolation (`isolcpus=`,
