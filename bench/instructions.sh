@@ -1,13 +1,20 @@
 #!/bin/sh
 # Instructions per simulated interrupt, the repeatable speed figure on a shared machine: the
 # difference between callgrind runs of LOW and HIGH samples, divided by HIGH - LOW (start-up and
-# loading cancel out). Needs valgrind. Usage: bench/instructions.sh [LOW HIGH]
+# loading cancel out). Seed 001's figure is per forwarded frame: runs of 20 and 60 ms of traffic,
+# the difference divided by the difference in frames transmitted. Needs valgrind and python3.
+# Usage: bench/instructions.sh [LOW HIGH]; IRQLAB_BIN=path measures that binary instead of
+# building this tree's (to compare a commit before and after).
 set -eu
 low=${1:-100000}
 high=${2:-300000}
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
-bin=target/release/irqlab
+if [ -n "${IRQLAB_BIN:-}" ]; then
+    bin=$IRQLAB_BIN
+else
+    cargo build --release --quiet
+    bin=target/release/irqlab
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -20,6 +27,17 @@ instructions() {
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/log"
 }
 
+# forward_instructions MS: total instructions of one seed-001 run of MS ms, and (in $tmp/frames)
+# the frames it forwarded.
+forward_instructions() {
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+        "$bin" sim seed001/forward --set duration_ms="$1" --json "$tmp/fwd.json" >/dev/null 2>"$tmp/log"
+    python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))["result"]["counters"]
+print(sum(x["value"] for x in c if x["name"].endswith("_frames_transmitted")))' "$tmp/fwd.json" >"$tmp/frames"
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/log"
+}
+
 printf '%-32s %s\n' "case" "instructions per interrupt"
 for case in "seed000/ws --set delivery=msi" "seed000/ws --set delivery=xtpic" "seed002/fpga"; do
     set -- $case
@@ -29,3 +47,8 @@ for case in "seed000/ws --set delivery=msi" "seed000/ws --set delivery=xtpic" "s
     b=$(instructions "$scenario" "$high" "$@")
     printf '%-32s %d\n' "$case" $(( (b - a) / (high - low) ))
 done
+a=$(forward_instructions 20)
+fa=$(cat "$tmp/frames")
+b=$(forward_instructions 60)
+fb=$(cat "$tmp/frames")
+printf '%-32s %d\n' "seed001/forward (per frame)" $(( (b - a) / (fb - fa) ))

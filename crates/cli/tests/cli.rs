@@ -710,7 +710,7 @@ const BENSLEY_CARDS: &[&str] = &[
 
 /// Seed 001's board from the population alone: the planner swizzles slot 5's port (port 6) to
 /// 02h, and its text shows Table 3's two rows and the register write (the whole text is the
-/// README's example, checked by tests/readme.rs).
+/// example of docs/plan.md, checked by tests/readme.rs).
 #[test]
 fn plan_swizzle_prints_table_3_and_the_register_write() {
     let out = stdout_of(

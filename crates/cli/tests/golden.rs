@@ -1,5 +1,5 @@
 //! Golden outputs of the simulator, frozen before the move to one machine (issue 13): every
-//! shipped scenario with fixed seeds, the knobs the README documents, and the whole `validate`
+//! shipped scenario with fixed seeds, the knobs docs/sim.md documents, and the whole `validate`
 //! result. Each case runs this build's `irqlab` with `--json` and compares the file's `settings`
 //! and `result` (summaries, counters, analyzer traces, histograms, series) byte for byte with
 //! `tests/golden/CASE.json`.
@@ -20,14 +20,14 @@ const CASES: &[(&str, &[&str])] = &[
     ("seed000-soc-msi", &["sim", "seed000/soc", "--set", "delivery=msi", "--samples", "2000", "--trace", "64"]),
     ("seed000-soc-ioapic", &["sim", "seed000/soc", "--set", "delivery=ioapic", "--samples", "2000", "--trace", "64"]),
     ("seed000-soc-xtpic", &["sim", "seed000/soc", "--set", "delivery=xtpic", "--samples", "2000", "--trace", "64", "--seed", "7"]),
-    // Seed 000's what-ifs (README): the tick, a sharer on the line, the master 8259, a faster link
+    // Seed 000's what-ifs (docs/sim.md): the tick, a sharer on the line, the master 8259, a faster link
     // on a slower CPU.
     ("seed000-ws-ioapic-tick", &["sim", "seed000/ws", "--set", "delivery=ioapic", "--set", "kernel.tick.hz=250", "--samples", "3000"]),
     ("seed000-ws-xtpic-sharer", &["sim", "seed000/ws", "--set", "delivery=xtpic", "--set", "platform.ich.functions=[{name=\"uhci_hcd\", pirq=\"A\", status_port=0xE000, isr_instructions=40}]", "--samples", "1000", "--trace", "32"]),
     ("seed000-soc-ioapic-sharer", &["sim", "seed000/soc", "--set", "delivery=ioapic", "--set", "platform.ich.functions=[{name=\"uhci_hcd\", pirq=\"A\", status_port=0xE000, isr_instructions=40}]", "--samples", "1000", "--trace", "32"]),
     ("seed000-ws-xtpic-master", &["sim", "seed000/ws", "--set", "delivery=xtpic", "--set", "platform.ich.pirq_pic_irq=[5,10,11,10,11,10,11,10]", "--samples", "1000"]),
     ("seed000-ws-msi-gen3-1ghz", &["sim", "seed000/ws", "--set", "device.0.link_generation=3", "--set", "device.0.link_width=8", "--set", "platform.cpu.clock_hz=1.0e9", "--samples", "1000"]),
-    // Seed 002 and every knob of its README table.
+    // Seed 002 and every knob of its table in docs/sim.md.
     ("seed002", &["sim", "seed002/fpga", "--samples", "20000", "--trace", "64"]),
     ("seed002-switches", &["sim", "seed002/fpga", "--samples", "20000", "--set", "device.0.switches=2"]),
     ("seed002-dma-writes", &["sim", "seed002/fpga", "--samples", "5000", "--set", "device.0.dma_write_mb_per_s=4000"]),

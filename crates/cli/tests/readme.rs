@@ -1,15 +1,20 @@
-//! The README's examples cannot drift from what the tool prints: every ```` ```console ````
-//! block in `README.md` is run and its output compared.
+//! The examples cannot drift from what the tool prints: every ```` ```console ```` block in
+//! `README.md` and in every `docs/*.md` (not `docs/research/`) is run and its output compared.
+//! Every relative link in those files leads to a file that exists, and to a heading of it where
+//! the link names an `#anchor`.
 //!
 //! - `$ irqlab ARGS` (or `$ cargo run --release -- ARGS`) runs this build's `irqlab` in a fresh
 //!   directory that holds the repository's `experiments`, `platforms`, `kernels` and `crates`
-//!   (as a checkout does), so files an example writes go nowhere else. `$ sudo irqlab ...` needs
+//!   (as a checkout does), so files an example writes go nowhere else. The commands of one block
+//!   share that directory and run in order: a block may write a file with one command (`sim
+//!   --json ws.json`) and read it with the next (`plot ws.json`). `$ sudo irqlab ...` needs
 //!   root and is skipped, with the reason printed, without it. `# exit N` after a command's
 //!   output states a non-zero exit status.
 //! - Expected lines are stdout, in order; lines starting with `irqlab: ` are stderr, in order.
 //!   `[..]` in a line matches any text; a line `...` matches any number of lines.
-//! - `IRQLAB_README=update cargo test --test readme` rewrites the output of every block without
-//!   wildcards from a fresh run (then read the diff).
+//! - `IRQLAB_README=update cargo test -p irqlab --test readme` rewrites the output of every block
+//!   without wildcards, in every checked file, from a fresh run (then read the diff).
+//! - A failure names the file and the line of the command.
 
 mod hostenv;
 
@@ -25,19 +30,37 @@ fn repo_root() -> PathBuf {
 /// One command of a console block and what it should print.
 #[derive(Debug)]
 struct Example {
-    /// Line of the `$` in README.md (1-based).
+    /// Line of the `$` in its file (1-based).
     line: usize,
     command: String,
     expected: Vec<String>,
-    /// Line range of `expected` in README.md (0-based, end exclusive), for updates.
+    /// Line range of `expected` in its file (0-based, end exclusive), for updates.
     span: (usize, usize),
     exit: i32,
+    /// Which console block of its file it is in (0-based): a block's commands share a directory.
+    block: usize,
 }
 
-/// The examples of every ```console block.
-fn examples(readme: &str) -> Vec<Example> {
-    let lines: Vec<&str> = readme.lines().collect();
+/// The files whose examples and links are checked, relative to the repository: `README.md`, then
+/// every `docs/*.md` in name order.
+fn checked_files() -> Vec<String> {
+    let mut docs: Vec<String> = std::fs::read_dir(repo_root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    docs.sort();
+    let mut out = vec!["README.md".to_string()];
+    out.extend(docs);
+    out
+}
+
+/// The examples of every ```console block of `md` (the file `name`, for messages).
+fn examples(name: &str, md: &str) -> Vec<Example> {
+    let lines: Vec<&str> = md.lines().collect();
     let mut out = Vec::new();
+    let mut block = 0;
     let mut i = 0;
     while i < lines.len() {
         if lines[i].trim_end() != "```console" {
@@ -56,20 +79,24 @@ fn examples(readme: &str) -> Vec<Example> {
                     expected: Vec::new(),
                     span: (i + 1, i + 1),
                     exit: 0,
+                    block,
                 });
             } else if let Some(code) = l.strip_prefix("# exit ") {
-                let e = current.as_mut().expect("`# exit` follows a command");
+                let e = current
+                    .as_mut()
+                    .unwrap_or_else(|| panic!("{name}:{}: `# exit` follows a command", i + 1));
                 e.exit = code.trim().parse().expect("# exit N");
             } else {
                 let e = current
                     .as_mut()
-                    .unwrap_or_else(|| panic!("README.md:{}: output before a `$` command", i + 1));
+                    .unwrap_or_else(|| panic!("{name}:{}: output before a `$` command", i + 1));
                 e.expected.push(l.to_string());
                 e.span.1 = i + 1;
             }
             i += 1;
         }
         out.extend(current.take());
+        block += 1;
         i += 1;
     }
     out
@@ -149,8 +176,8 @@ fn words(cmd: &str) -> Vec<String> {
     out
 }
 
-/// The irqlab arguments of an example's command, and whether it needs root.
-fn irqlab_args(e: &Example) -> (Vec<String>, bool) {
+/// The irqlab arguments of an example's command (in the file `name`), and whether it needs root.
+fn irqlab_args(name: &str, e: &Example) -> (Vec<String>, bool) {
     let mut w = words(&e.command);
     let root = w.first().map(String::as_str) == Some("sudo");
     if root {
@@ -160,7 +187,7 @@ fn irqlab_args(e: &Example) -> (Vec<String>, bool) {
         ["irqlab", ..] => w[1..].to_vec(),
         ["cargo", "run", "--release", "--", ..] => w[4..].to_vec(),
         _ => panic!(
-            "README.md:{}: a console block runs irqlab only (irqlab ... or cargo run --release \
+            "{name}:{}: a console block runs irqlab only (irqlab ... or cargo run --release \
              -- ...); `{}` is not checked: put it in a ```sh block",
             e.line, e.command
         ),
@@ -168,23 +195,29 @@ fn irqlab_args(e: &Example) -> (Vec<String>, bool) {
     (args, root)
 }
 
-#[test]
-fn readme_examples_print_what_the_readme_shows() {
-    let path = repo_root().join("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let examples = examples(&readme);
-    assert!(examples.len() >= 5, "the README's examples are found");
+/// Runs the examples of the file `name` (relative to the repository) and returns what differs,
+/// each naming the file and line. With `IRQLAB_README=update` it rewrites the blocks without
+/// wildcards instead.
+fn check_examples(name: &str) -> Vec<String> {
+    let path = repo_root().join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let examples = examples(name, &text);
     let update = std::env::var("IRQLAB_README").is_ok_and(|v| v == "update");
-    let mut lines: Vec<String> = readme.lines().map(str::to_string).collect();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let mut problems = Vec::new();
-    // Later spans first, so that replacing one keeps the earlier ones' line numbers.
-    for e in examples.iter().rev() {
-        let (args, root) = irqlab_args(e);
+    // (span, new lines) of the examples the update rewrites.
+    let mut updates: Vec<((usize, usize), Vec<String>)> = Vec::new();
+    let mut dir: Option<(usize, tempfile::TempDir)> = None;
+    for e in &examples {
+        let (args, root) = irqlab_args(name, e);
         if root && !hostenv::is_root() {
-            eprintln!("README.md:{}: `{}` skipped: not root", e.line, e.command);
+            eprintln!("{name}:{}: `{}` skipped: not root", e.line, e.command);
             continue;
         }
-        let dir = workdir();
+        if dir.as_ref().is_none_or(|(b, _)| *b != e.block) {
+            dir = Some((e.block, workdir()));
+        }
+        let dir = &dir.as_ref().unwrap().1;
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_irqlab"))
             .current_dir(dir.path())
             .args(&args)
@@ -218,11 +251,11 @@ fn readme_examples_print_what_the_readme_shows() {
                     .filter(|l| l.starts_with("irqlab: "))
                     .map(|l| l.to_string()),
             );
-            lines.splice(e.span.0..e.span.1, new);
+            updates.push((e.span, new));
             continue;
         }
         problems.push(format!(
-            "README.md:{}: `{}` (exit {status}, README says {}):\n--- README\n{}\n--- stdout\n{}\n--- stderr\n{}",
+            "{name}:{}: `{}` (exit {status}, {name} says {}):\n--- {name}\n{}\n--- stdout\n{}\n--- stderr\n{}",
             e.line,
             e.command,
             e.exit,
@@ -231,34 +264,77 @@ fn readme_examples_print_what_the_readme_shows() {
             stderr
         ));
     }
-    if update {
+    if !updates.is_empty() {
+        // Later spans first, so that replacing one keeps the earlier ones' line numbers.
+        for (span, new) in updates.into_iter().rev() {
+            lines.splice(span.0..span.1, new);
+        }
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     }
+    problems
+}
+
+fn assert_no_problems(problems: &[String]) {
     assert!(
         problems.is_empty(),
-        "{}\n\n(IRQLAB_README=update cargo test --test readme rewrites blocks without wildcards)",
+        "{}\n\n(IRQLAB_README=update cargo test -p irqlab --test readme rewrites blocks without \
+         wildcards)",
         problems.join("\n\n")
     );
 }
 
-/// The numbers the README's prose quotes from `irqlab validate` are the example's, which the
-/// test above holds to what the tool prints: the row counts ("16 of 33 rows pass, 15 fail, 2
-/// undecided", however the sentence words them) and each discussed row's simulated value
-/// ("- **msi-ws-xtpic (8.02x against 6.8x).**").
+#[test]
+fn readme_examples_print_what_the_readme_shows() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    assert!(
+        examples("README.md", &readme).len() >= 5,
+        "the README's examples are found"
+    );
+    assert_no_problems(&check_examples("README.md"));
+}
+
+/// Every `docs/*.md`, each example named by its file and line.
+#[test]
+fn docs_examples_print_what_the_docs_show() {
+    let docs: Vec<String> = checked_files()
+        .into_iter()
+        .filter(|f| f.starts_with("docs/"))
+        .collect();
+    let guides = [
+        "docs/sim.md",
+        "docs/validate.md",
+        "docs/measure.md",
+        "docs/plan.md",
+    ];
+    for g in guides {
+        assert!(docs.iter().any(|d| d == g), "{g} is checked");
+    }
+    let problems: Vec<String> = docs.iter().flat_map(|d| check_examples(d)).collect();
+    assert_no_problems(&problems);
+}
+
+/// The numbers the prose of the README and of `docs/validate.md` quotes from `irqlab validate`
+/// are the example's in `docs/validate.md`, which the tests above hold to what the tool prints:
+/// the row counts ("16 of 33 rows pass, 15 fail, 2 undecided", however the sentence words them)
+/// and each discussed row's simulated value ("- **msi-ws-xtpic (8.02x against 6.8x).**").
 #[test]
 fn the_prose_quotes_what_validate_prints() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     // Measured figures are filled in, never left as placeholders (FIG_..., TODO, XXX).
-    for word in readme.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
-        assert!(
-            !(word.starts_with("FIG_") || word == "TODO" || word == "XXX"),
-            "README.md holds the placeholder {word}"
-        );
+    for name in checked_files() {
+        let text = std::fs::read_to_string(repo_root().join(&name)).unwrap();
+        for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            assert!(
+                !(word.starts_with("FIG_") || word == "TODO" || word == "XXX"),
+                "{name} holds the placeholder {word}"
+            );
+        }
     }
-    let validate = examples(&readme)
+    let guide = std::fs::read_to_string(repo_root().join("docs/validate.md")).unwrap();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let validate = examples("docs/validate.md", &guide)
         .into_iter()
         .find(|e| e.command == "irqlab validate")
-        .expect("the README shows `$ irqlab validate`");
+        .expect("docs/validate.md shows `$ irqlab validate`");
     let number =
         |w: &str| -> Option<u64> { w.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok() };
     // (passed, total, failed, undecided) from the text around one " rows pass", when the words
@@ -291,8 +367,9 @@ fn the_prose_quotes_what_validate_prints() {
         .find_map(|l| l.split_once(" rows pass").and_then(|(b, a)| counts(b, a)))
         .expect("the validate example ends with its summary line");
     let mut claims = 0;
-    // Sentences wrap: search the text with its lines joined.
-    let flat = readme.replace('\n', " ");
+    // Sentences wrap: search the prose with its lines joined. An example's own summary line (a
+    // README example of `validate --only`) is not a claim about the whole validation.
+    let flat = format!("{}\n{}", prose(&readme), prose(&guide)).replace('\n', " ");
     let boundary = |i: usize| {
         (0..=i.min(flat.len()))
             .rev()
@@ -308,22 +385,25 @@ fn the_prose_quotes_what_validate_prints() {
         assert_eq!(
             (passed, total),
             (summary.0, summary.1),
-            "README.md: {before} rows pass{after}"
+            "README.md or docs/validate.md: {before} rows pass{after}"
         );
         for (got, want) in [(failed, summary.2), (undecided, summary.3)] {
             if got.is_some() {
-                assert_eq!(got, want, "README.md: {before} rows pass{after}");
+                assert_eq!(
+                    got, want,
+                    "README.md or docs/validate.md: {before} rows pass{after}"
+                );
             }
         }
         claims += 1;
     }
     assert!(
         claims >= 3,
-        "the first screen, the example and where the model stands"
+        "the README's first screen and where the model stands, and docs/validate.md's"
     );
     // The discussed rows: their simulated value, as the example's table prints it.
     let mut rows = 0;
-    for line in readme.lines() {
+    for line in guide.lines() {
         let Some(rest) = line.strip_prefix("- **") else {
             continue;
         };
@@ -337,14 +417,153 @@ fn the_prose_quotes_what_validate_prints() {
             .expected
             .iter()
             .find(|l| l.split_whitespace().nth(1) == Some(id))
-            .unwrap_or_else(|| panic!("README.md discusses {id}, which the example has no row of"));
+            .unwrap_or_else(|| {
+                panic!("docs/validate.md discusses {id}, which the example has no row of")
+            });
         assert!(
             row.contains(&simulated.replace('\u{b5}', "u")),
-            "README.md says {id} simulates {simulated}; the example's row:\n{row}"
+            "docs/validate.md says {id} simulates {simulated}; the example's row:\n{row}"
         );
         rows += 1;
     }
     assert!(rows >= 4, "the failing rows are discussed");
+}
+
+/// `md` without its fenced blocks (their lines left empty).
+fn prose(md: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::new();
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The anchor GitHub gives a heading: lower case, punctuation other than `-` and `_` dropped,
+/// spaces made `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of `md`'s headings, a repeated one numbered as GitHub numbers it (`x`, `x-1`).
+fn anchors(md: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in prose(md).lines() {
+        let Some(rest) = line.strip_prefix('#') else {
+            continue;
+        };
+        let text = rest.trim_start_matches('#');
+        if !text.starts_with(' ') {
+            continue;
+        }
+        // A link in a heading counts by its text.
+        let text = text.replace("](", "\u{0}");
+        let text: String = text
+            .split('\u{0}')
+            .enumerate()
+            .map(|(k, part)| {
+                if k == 0 {
+                    part.to_string()
+                } else {
+                    part.split_once(')')
+                        .map_or("", |(_, after)| after)
+                        .to_string()
+                }
+            })
+            .collect();
+        let base = anchor(&text);
+        let mut a = base.clone();
+        let mut n = 0;
+        while out.contains(&a) {
+            n += 1;
+            a = format!("{base}-{n}");
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// The targets of `md`'s inline links `[text](target)`, with their lines (1-based), outside
+/// fenced blocks and code spans.
+fn links(md: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in prose(md).lines().enumerate() {
+        // Code spans: every other piece between backticks.
+        let text: String = line
+            .split('`')
+            .enumerate()
+            .filter(|(k, _)| k % 2 == 0)
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push((n + 1, after[..end].trim().to_string()));
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+/// Every relative link of the README and of `docs/*.md` leads to a file that exists, and an
+/// `#anchor` to a heading of its file.
+#[test]
+fn every_relative_link_leads_somewhere() {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for name in checked_files() {
+        let path = repo_root().join(&name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let dir = path.parent().unwrap().to_path_buf();
+        for (line, target) in links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, fragment) = match target.split_once('#') {
+                Some((f, a)) => (f, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let file = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(file)
+            };
+            checked += 1;
+            if !file.exists() {
+                problems.push(format!(
+                    "{name}:{line}: ({target}): no file {}",
+                    file.display()
+                ));
+                continue;
+            }
+            let Some(fragment) = fragment else { continue };
+            let target_text = std::fs::read_to_string(&file).unwrap_or_default();
+            if !anchors(&target_text).iter().any(|a| a == fragment) {
+                problems.push(format!(
+                    "{name}:{line}: ({target}): no heading with the anchor #{fragment} in {}",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(checked >= 10, "the links are found ({checked})");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
@@ -372,10 +591,20 @@ fn the_matcher_matches_what_it_should_and_nothing_else() {
         ]
     );
     let md = "text\n```console\n$ irqlab list\nout 1\nirqlab: note: x\n$ irqlab validate\n# exit 1\n```\n";
-    let ex = examples(md);
+    let ex = examples("test.md", md);
     assert_eq!(ex.len(), 2);
     assert_eq!(ex[0].expected, ["out 1", "irqlab: note: x"]);
     assert_eq!(ex[0].span, (3, 5));
     assert_eq!(ex[1].exit, 1);
     let _ = Path::new(".");
+    assert_eq!(
+        anchor("Uncertainty: `validate --uncertainty N`"),
+        "uncertainty-validate---uncertainty-n"
+    );
+    assert_eq!(anchor("Seed 001, Table 4"), "seed-001-table-4");
+    assert_eq!(anchors("# A\n## A\n```\n# not\n```\n#no"), ["a", "a-1"]);
+    assert_eq!(
+        links("see [x](a.md#b), `[c](d)` and [e](f)\n```\n[g](h)\n```"),
+        [(1, "a.md#b".to_string()), (1, "f".to_string())]
+    );
 }

@@ -1,4 +1,4 @@
-//! A sweep on a real Slurm cluster: the README's job script runs as an `sbatch --array=0-3` job
+//! A sweep on a real Slurm cluster: the job script of `docs/sweep.md` runs as an `sbatch --array=0-3` job
 //! on the private one-node cluster of `.ci/slurm/up` (Debian's slurm-wlm and munge), and the
 //! merge of its four shards equals the unsharded run byte for byte.
 //!
@@ -19,15 +19,15 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The README's job script: its ```sh block with `#SBATCH --array`, run as it is.
+/// The job script of `docs/sweep.md`: its ```sh block with `#SBATCH --array`, run as it is.
 fn job_script() -> String {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    readme
+    let guide = std::fs::read_to_string(repo_root().join("docs/sweep.md")).unwrap();
+    guide
         .split("```sh\n")
         .skip(1)
         .filter_map(|b| b.split("\n```").next())
         .find(|b| b.contains("#SBATCH --array=0-3"))
-        .expect("README.md shows the Slurm job script (a ```sh block with #SBATCH --array=0-3)")
+        .expect("docs/sweep.md shows the Slurm job script (a ```sh block with #SBATCH --array=0-3)")
         .to_string()
         + "\n"
 }

@@ -33,5 +33,6 @@ pub mod sweep;
 pub(crate) mod text;
 pub mod topology;
 pub mod uncertainty;
+pub mod validate;
 pub mod whatif;
 pub mod workload;

@@ -33,7 +33,10 @@ impl Gps {
         let next = self.first.as_ps() as f64 + n as f64 * self.second_ps + jitter;
         let next = SimTime::from_ps(next.max(now.as_ps() as f64 + 1e9) as u64);
         Effects {
-            pulse: true,
+            pulse: Some(super::Pulse {
+                number: n,
+                half_period: self.half_second(),
+            }),
             ..Effects::default()
         }
         .timer(next, RISE)

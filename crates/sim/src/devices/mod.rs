@@ -33,8 +33,18 @@ pub struct Effects {
     /// Its timers to set: (when, which).
     pub timers: [Option<(SimTime, u8)>; 2],
     /// A pulse leaves it on the board's wire (the GPS receiver's output): the devices with an
-    /// input on it take it.
-    pub pulse: bool,
+    /// input on it take it, and the machine's observer hears it.
+    pub pulse: Option<Pulse>,
+}
+
+/// A pulse on the board's wire, as its source numbers it.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Pulse {
+    /// Pulses sent so far, this one included.
+    pub number: u64,
+    /// Half the source's period: when what changes between pulses (a workload's phase)
+    /// changes after one.
+    pub half_period: SimDuration,
 }
 
 impl Effects {

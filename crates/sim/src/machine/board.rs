@@ -5,7 +5,7 @@
 
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
-use crate::devices::{Board, Effects};
+use crate::devices::{Board, Effects, Pulse};
 use crate::engine::SimTime;
 use crate::hw::pcie::{Bdf, Tlp, TlpKind};
 use crate::workload::WorkloadSpec;
@@ -49,16 +49,16 @@ impl Machine {
             self.ich.pics.set_irq(irq, level);
             self.update_intr_at(at);
         }
-        if e.pulse {
+        if let Some(pulse) = e.pulse {
             debug_assert_eq!(at, self.q.now(), "pulses come from timers, at events");
-            self.on_pulse(j);
+            self.on_pulse(j, pulse);
         }
     }
 
-    /// The pulse wire rises: every device with an input on it takes it; the probe notes the
-    /// pulse, and the workload moves on to its next phase half a second after the pulse that
-    /// ends the current one.
-    fn on_pulse(&mut self, from: usize) {
+    /// The pulse wire rises: every device with an input on it takes it; the observer hears
+    /// the pulse, and the workload moves on to its next phase half the source's period after
+    /// the pulse that ends the current one.
+    fn on_pulse(&mut self, from: usize, pulse: Pulse) {
         let now = self.q.now();
         for j in 0..self.board.len() {
             if j != from {
@@ -66,16 +66,13 @@ impl Machine {
                 self.apply(j, e, now);
             }
         }
-        let Board::Gps(g) = &self.board[from] else {
-            return;
-        };
-        let (n, half) = (g.pulses, g.half_second());
-        if let Some(p) = &mut self.pps {
-            p.pulse(n);
+        if let Some(o) = &mut self.observer {
+            o.pulse(pulse.number);
         }
         let i = self.phase;
-        if i + 1 < self.phases.len() && n == self.phases[i].until_sample {
-            self.q.schedule_in(half, Ev::Phase(i as u8 + 1));
+        if i + 1 < self.phases.len() && pulse.number == self.phases[i].until_sample {
+            self.q
+                .schedule_in(pulse.half_period, Ev::Phase(i as u8 + 1));
         }
     }
 

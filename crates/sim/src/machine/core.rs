@@ -124,7 +124,7 @@ impl Core {
             state: CpuState::Running,
             intr_line: false,
             // The idle task, which the core runs from boot (its entry is set when the kernel
-            // is linked, `Machine::new`).
+            // is linked, `MachineBuilder::build`).
             ctx: TaskContext::default(),
             cpuidle: None,
             smm_until: SimTime::ZERO,
@@ -430,7 +430,7 @@ impl Machine {
                         // Once the run has its samples, the workload starts no new busy
                         // stretches, so that the run can end.
                         let done = super::has_samples(
-                            &self.pps,
+                            &self.observer,
                             &self.kernel,
                             &self.devices,
                             self.probed_device,

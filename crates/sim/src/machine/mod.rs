@@ -129,10 +129,9 @@ pub struct Machine {
     /// The workload's phases, by sample number, and the current one.
     pub phases: Vec<Phase>,
     phase: usize,
-    /// Seed 004's probe: the kernel's PPS timestamps against the counter card's latch.
-    pub pps: Option<crate::probes::pps::PpsProbe>,
-    /// The counter card the PPS probe reads (a board index).
-    pub pps_card: usize,
+    /// A probe that watches the whole machine after every event and may end the run
+    /// (seed 004's: the kernel's PPS timestamps against the counter card's latch).
+    pub observer: Option<Box<dyn crate::probes::Observer>>,
     packets: Vec<Packet>,
     free: Vec<u32>,
     pub analyzer: Analyzer,
@@ -228,10 +227,11 @@ impl Counters {
     }
 }
 
-/// Has the run its samples: seed 004's pulses, cyclictest's loops, or the measured device's
-/// interrupts? (Of the machine's parts, so that the core's loop can ask while it holds a core.)
+/// Has the run its samples: its end time if it has one, else what its observer says if it has
+/// one, else cyclictest's loops, else the measured device's interrupts? (Of the machine's
+/// parts, so that the core's loop can ask while it holds a core.)
 pub(super) fn has_samples(
-    pps: &Option<crate::probes::pps::PpsProbe>,
+    observer: &Option<Box<dyn crate::probes::Observer>>,
     kernel: &Kernel,
     devices: &[Exerciser],
     probed: u8,
@@ -241,8 +241,8 @@ pub(super) fn has_samples(
     if let Some(ended) = ended {
         return ended;
     }
-    match (pps, kernel.cyclic.first()) {
-        (Some(p), _) => p.done(),
+    match (observer, kernel.cyclic.first()) {
+        (Some(o), _) => o.done(),
         (None, Some(t)) => t.loops >= target,
         (None, None) => devices[usize::from(probed)].generated >= target,
     }
@@ -251,21 +251,125 @@ pub(super) fn has_samples(
 /// How often a run reports its progress, in interrupts of the measured device.
 pub const PROGRESS_EVERY: u64 = 1 << 14;
 
-impl Machine {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        fabric: Fabric,
-        ich: Ich,
-        cores: Vec<Core>,
-        kernel: Kernel,
-        devices: Vec<Exerciser>,
-        analyzer: Analyzer,
-        probe: LatencyProbe,
-        root_requester: Bdf,
-        target_samples: u64,
-    ) -> Self {
-        let analyzed_link = fabric.device_links.first().copied().unwrap_or(u8::MAX);
-        let mut cores = cores;
+/// A machine assembled in stages, each a method: the fabric with its hub and cores
+/// ([`MachineBuilder::new`]), the kernel as it boots, the PCIe devices with their INTx lines,
+/// the board's devices with the workload's phases, the platform's SMIs, the probes, and how
+/// long the run is; then [`MachineBuilder::build`]. A stage left out is the machine without
+/// it (no devices, no SMIs, no observer). Tasks are spawned on the built machine, as the
+/// kernel boots them.
+pub struct MachineBuilder {
+    fabric: Fabric,
+    ich: Ich,
+    cores: Vec<Core>,
+    kernel: Option<Kernel>,
+    devices: Vec<Exerciser>,
+    intx_lines: Vec<(Bdf, u8)>,
+    board: Vec<crate::devices::Board>,
+    phases: Vec<Phase>,
+    smi: Option<Smi>,
+    analyzer: Analyzer,
+    probe: LatencyProbe,
+    observer: Option<Box<dyn crate::probes::Observer>>,
+    root_requester: Bdf,
+    target_samples: u64,
+    end_at: Option<SimTime>,
+    event_limit: Option<u64>,
+}
+
+impl MachineBuilder {
+    /// The hardware's fabric: its links and routes, the I/O hub as the BIOS left it, the cores
+    /// (in CPU number order), and the root complex's requester ID.
+    pub fn new(fabric: Fabric, ich: Ich, cores: Vec<Core>, root_requester: Bdf) -> Self {
+        MachineBuilder {
+            fabric,
+            ich,
+            cores,
+            kernel: None,
+            devices: Vec::new(),
+            intx_lines: Vec::new(),
+            board: Vec::new(),
+            phases: Vec::new(),
+            smi: None,
+            analyzer: Analyzer::new(0),
+            probe: LatencyProbe::new(0, None),
+            observer: None,
+            root_requester,
+            target_samples: 0,
+            end_at: None,
+            event_limit: None,
+        }
+    }
+
+    /// The kernel, with its programs for the registered descriptors.
+    pub fn kernel(mut self, kernel: Kernel) -> Self {
+        self.kernel = Some(kernel);
+        self
+    }
+
+    /// The PCIe devices (the measured one first) and the router input each one's INTx
+    /// arrives on, by requester ID.
+    pub fn devices(mut self, devices: Vec<Exerciser>, intx_lines: Vec<(Bdf, u8)>) -> Self {
+        self.devices = devices;
+        self.intx_lines = intx_lines;
+        self
+    }
+
+    /// The board's devices (on the fabric after the PCIe devices) and the workload's phases.
+    pub fn board(mut self, board: Vec<crate::devices::Board>, phases: Vec<Phase>) -> Self {
+        self.board = board;
+        self.phases = phases;
+        self
+    }
+
+    /// The platform's System Management Interrupts, if it has them.
+    pub fn smi(mut self, smi: Option<Smi>) -> Self {
+        self.smi = smi;
+        self
+    }
+
+    /// The analyzer on the measured device's link and the latency probe that reads its log.
+    pub fn analyzer(mut self, analyzer: Analyzer, probe: LatencyProbe) -> Self {
+        self.analyzer = analyzer;
+        self.probe = probe;
+        self
+    }
+
+    /// A probe that watches the whole machine and says when the run is done.
+    pub fn observer(mut self, observer: Box<dyn crate::probes::Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The samples the run takes (the measured device's interrupts, cyclictest's loops or the
+    /// observer's samples), and, unless given, the event limit from them.
+    pub fn samples(mut self, target: u64) -> Self {
+        self.target_samples = target;
+        self
+    }
+
+    /// A run of fixed length: it ends at `end`, whatever its samples, and its length, not its
+    /// samples, bounds its events.
+    pub fn ends_at(mut self, end: SimTime) -> Self {
+        self.end_at = Some(end);
+        self.event_limit = Some(u64::MAX);
+        self
+    }
+
+    /// Stop after this many events even if not drained.
+    pub fn event_limit(mut self, limit: u64) -> Self {
+        self.event_limit = Some(limit);
+        self
+    }
+
+    pub fn build(self) -> Machine {
+        let kernel = self.kernel.expect("a machine runs a kernel");
+        // The analyzer sits on the measured device's link: the first PCIe device's (a board
+        // device's link is not one; without a PCIe device there is none).
+        let analyzed_link = match self.devices.is_empty() {
+            true => u8::MAX,
+            false => self.fabric.device_links.first().copied().unwrap_or(u8::MAX),
+        };
+        let mut cores = self.cores;
         for core in &mut cores {
             // The idle task, which each core runs from boot.
             core.ctx = TaskContext::starting(Frame::at(kernel.entries.idle));
@@ -274,45 +378,49 @@ impl Machine {
         for (c, core) in cores.iter().enumerate() {
             apic_core[usize::from(core.lapic.id)] = c as u8;
         }
+        let target_samples = self.target_samples;
         Machine {
             q: EventQueue::new(),
-            fabric,
-            ich,
+            fabric: self.fabric,
+            ich: self.ich,
             sched: Scheduler::new(cores.len() as u8),
             cores,
             tag_core: [0; 32],
             apic_core,
             kernel,
-            devices,
-            board: Vec::new(),
-            phases: Vec::new(),
+            devices: self.devices,
+            board: self.board,
+            phases: self.phases,
             phase: 0,
-            pps: None,
-            pps_card: 0,
+            observer: self.observer,
             packets: Vec::with_capacity(16),
             free: Vec::new(),
-            analyzer,
-            probe,
+            analyzer: self.analyzer,
+            probe: self.probe,
             analyzed_link,
-            intx_lines: Vec::new(),
+            intx_lines: self.intx_lines,
             probed_device: 0,
-            root_requester,
+            root_requester: self.root_requester,
             root_tag: 0,
             target_samples,
-            end_at: None,
+            end_at: self.end_at,
             events: 0,
             port_ios: 0,
             interrupt_acknowledges: 0,
             mmio_reads: 0,
-            event_limit: target_samples.saturating_mul(10_000).max(1_000_000),
+            event_limit: self
+                .event_limit
+                .unwrap_or(target_samples.saturating_mul(10_000).max(1_000_000)),
             strict: false,
             progress: None,
             last_inline: SimTime::ZERO,
             next_smi: SimTime::from_ps(u64::MAX),
-            smi: None,
+            smi: self.smi,
         }
     }
+}
 
+impl Machine {
     /// Run until the probed device has raised its interrupts and everything has settled.
     pub fn run(&mut self) -> Counters {
         for c in 0..self.cores.len() {
@@ -409,11 +517,9 @@ impl Machine {
                 Ev::LapicTimer(c, g) => self.on_lapic_timer(usize::from(c), g),
                 Ev::Nic(k, g) => self.on_nic(k, g),
             }
-            if let Some(p) = &mut self.pps {
-                if let crate::devices::Board::CounterCard(card) = &self.board[self.pps_card] {
-                    p.poll(&self.kernel, card);
-                }
-                if p.done() {
+            if let Some(o) = &mut self.observer {
+                o.observe(&self.kernel, &self.board);
+                if o.done() {
                     break;
                 }
             }
@@ -460,7 +566,7 @@ impl Machine {
     /// cyclictest has run its loops).
     pub(super) fn wants_more(&self) -> bool {
         !has_samples(
-            &self.pps,
+            &self.observer,
             &self.kernel,
             &self.devices,
             self.probed_device,

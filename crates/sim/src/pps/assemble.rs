@@ -22,8 +22,7 @@ use crate::kernel::program::{Builder, Operand, Step, Var};
 use crate::kernel::spl::HWI_MASK;
 use crate::kernel::{Kernel, SPURIOUS_8259, TICKS};
 use crate::machine::fabric::{Ends, Fabric};
-use crate::machine::{Core, Machine, Phase};
-use crate::probes::analyzer::{Analyzer, LatencyProbe};
+use crate::machine::{Core, Machine, MachineBuilder, Phase};
 use crate::probes::pps::PpsProbe;
 use crate::result::Count;
 use crate::scenario::{cold_code, cpu_timing, ScenarioError};
@@ -641,28 +640,24 @@ pub(super) fn build(
     work.spl_call_instructions = k.spl_instructions;
     core.work = Some(work);
 
-    let mut m = Machine::new(
-        fabric,
-        ich,
-        vec![core],
-        kernel,
-        Vec::new(),
-        Analyzer::new(0),
-        LatencyProbe::new(0, None),
-        Bdf::new(0, 0, 0),
-        samples,
-    );
-    m.analyzed_link = u8::MAX;
-    m.board = board;
-    m.phases = phases;
-    m.pps_card = 2;
-    m.pps = Some(PpsProbe::new(
+    // The probe reads the counter card the pulse latches (the board's one).
+    let card = (board.iter())
+        .position(|d| matches!(d, Board::CounterCard(_)))
+        .expect("the PC has its counter card");
+    let probe = PpsProbe::new(
+        card,
         stamp,
         sequence,
         f.phase.iter().map(|p| p.until_sample).collect(),
         samples,
-    ));
-    m.event_limit = samples.saturating_mul(2_000_000);
+    );
+    let m = MachineBuilder::new(fabric, ich, vec![core], Bdf::new(0, 0, 0))
+        .kernel(kernel)
+        .board(board, phases)
+        .observer(Box::new(probe))
+        .samples(samples)
+        .event_limit(samples.saturating_mul(2_000_000))
+        .build();
     let lpt_deferrals = deferrals
         .iter()
         .find(|(irq, _)| *irq == lpt)
@@ -677,6 +672,15 @@ pub(super) fn build(
     ))
 }
 
+/// The PC's probe, after its run.
+fn take_probe(m: &mut Machine) -> PpsProbe {
+    let probe = m.observer.take().expect("the PC has its probe");
+    *probe
+        .into_any()
+        .downcast::<PpsProbe>()
+        .expect("the PC's observer is its PPS probe")
+}
+
 /// Run the machine and collect seed 004's result.
 /// `progress`, if given, counts pulses as they are timestamped.
 pub(super) fn run(
@@ -686,11 +690,13 @@ pub(super) fn run(
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<PpsResult, ScenarioError> {
     let (mut m, h) = build(s, seed, samples)?;
-    if let Some(p) = &mut m.pps {
-        p.progress = progress;
+    if let Some(p) = m.observer.as_mut() {
+        if let Some(p) = p.as_any_mut().downcast_mut::<PpsProbe>() {
+            p.progress = progress;
+        }
     }
     let c = m.run();
-    let probe = m.pps.take().expect("the PC has its probe");
+    let probe = take_probe(&mut m);
     if c.truncated {
         return Err(ScenarioError::Runaway {
             path: s.path.clone(),
@@ -736,7 +742,7 @@ pub(super) fn run(
             ));
         }
     }
-    let count_ns = match &m.board[m.pps_card] {
+    let count_ns = match &m.board[probe.card] {
         Board::CounterCard(card) => card.count_ns(),
         _ => unreachable!("the probe's card"),
     };
@@ -777,7 +783,7 @@ mod tests {
                 let (mut m, _) = build(sc, 7, 40).unwrap();
                 m.strict = strict;
                 let c = m.run();
-                let p = m.pps.take().unwrap();
+                let p = take_probe(&mut m);
                 (p.counts, c.mmio_reads, c.port_ios, m.kernel.var(TICKS))
             };
             let (fast, reference) = (run(false), run(true));

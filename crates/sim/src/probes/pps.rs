@@ -12,6 +12,8 @@ use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 
 pub struct PpsProbe {
+    /// The counter card it reads (a board index).
+    pub card: usize,
     /// The kernel's `pps_info`: the assert timestamp (counter counts) and sequence number.
     pub stamp: Var,
     pub sequence: Var,
@@ -34,8 +36,15 @@ pub struct PpsProbe {
 }
 
 impl PpsProbe {
-    pub fn new(stamp: Var, sequence: Var, phase_until: Vec<u64>, target: u64) -> PpsProbe {
+    pub fn new(
+        card: usize,
+        stamp: Var,
+        sequence: Var,
+        phase_until: Vec<u64>,
+        target: u64,
+    ) -> PpsProbe {
         PpsProbe {
+            card,
             stamp,
             sequence,
             seen: 0,
@@ -95,5 +104,26 @@ impl PpsProbe {
 
     pub fn done(&self) -> bool {
         self.samples >= self.target
+    }
+}
+
+impl super::Observer for PpsProbe {
+    fn pulse(&mut self, number: u64) {
+        PpsProbe::pulse(self, number);
+    }
+    #[inline]
+    fn observe(&mut self, kernel: &Kernel, board: &[crate::devices::Board]) {
+        if let crate::devices::Board::CounterCard(card) = &board[self.card] {
+            self.poll(kernel, card);
+        }
+    }
+    fn done(&self) -> bool {
+        PpsProbe::done(self)
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }

@@ -25,7 +25,7 @@ use crate::kernel::tasks::{self, CyclicThread};
 use crate::kernel::Tick;
 use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
-use crate::machine::{ColdCode, Core, Frequency, Machine, Smi};
+use crate::machine::{ColdCode, Core, Frequency, Machine, MachineBuilder, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::SERIES_POINTS;
 use crate::topology::route::Request;
@@ -650,32 +650,24 @@ impl Scenario {
             rng: rng.stream("platform.smi"),
             count: 0,
         });
-        let mut machine = Machine::new(
-            fabric,
-            ich,
-            cores,
-            kernel,
-            devices,
-            Analyzer::new(trace),
-            probe,
-            root,
-            samples + warmup,
-        );
-        machine.smi = smi;
-        machine.intx_lines = intx_lines;
-        if let Some(sc) = self.kernel.sched.as_ref().filter(|s| s.rt_runtime_us >= 0) {
-            machine.sched.rt_runtime = Some(ns(sc.rt_runtime_us as f64 * 1e3));
-        }
+        let mut builder = MachineBuilder::new(fabric, ich, cores, root)
+            .kernel(kernel)
+            .smi(smi)
+            .analyzer(Analyzer::new(trace), probe)
+            .samples(samples + warmup);
         if self.file.duration_ms > 0.0 {
+            // A run of fixed length (a forwarding run's): its traffic ends with it.
             let end = SimTime::ZERO + ns(self.file.duration_ms * 1e6);
-            machine.end_at = Some(end);
-            // The run's length bounds its events, not its samples.
-            machine.event_limit = u64::MAX;
-            for d in &mut machine.devices {
+            builder = builder.ends_at(end);
+            for d in &mut devices {
                 if let Some(n) = &mut d.nic {
                     n.cfg.traffic_end = Some(end);
                 }
             }
+        }
+        let mut machine = builder.devices(devices, intx_lines).build();
+        if let Some(sc) = self.kernel.sched.as_ref().filter(|s| s.rt_runtime_us >= 0) {
+            machine.sched.rt_runtime = Some(ns(sc.rt_runtime_us as f64 * 1e3));
         }
         if machine.kernel.threads.is_some() {
             self.spawn_threads(&mut machine)?;
