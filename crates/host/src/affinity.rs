@@ -84,6 +84,14 @@ use crate::pci::read_trimmed;
 use crate::state::{self, Change, LockedDir, ProcessId, StateDir};
 use crate::timer::parse_cpu_list;
 use crate::HostError;
+pub use irqlab_stats::cpus::{mask_words, parse_mask};
+// What `plan affinity --host` reads of the host and what `--apply` and `--restore` did are the
+// result model's (`irqlab_stats::affinity`), which the renderers read; the readers and writers
+// that fill them in are here.
+pub use irqlab_stats::affinity::{
+    Applied, ApplyEnd, Cache, HostAffinity, HostCpu, IrqMask, IrqNotSet, IrqRestored, IrqSet,
+    IrqSource, Nic, NicIrq, QueueRole, Refusal, Restored,
+};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -94,95 +102,6 @@ pub const APPLIED_FILE: &str = "affinity-applied.json";
 
 /// Version of the applied record's layout; a later one is left to the irqlab that wrote it.
 const APPLIED_FORMAT: u32 = 1;
-
-/// One cache of a CPU (`cpuN/cache/indexM/`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Cache {
-    /// 1, 2, 3.
-    pub level: u32,
-    /// `Data`, `Instruction` or `Unified`.
-    pub kind: String,
-    /// As sysfs prints it (`32768K`).
-    pub size: String,
-    /// The CPUs that share it, itself included (one allocation for every CPU that names the
-    /// same list).
-    pub shared_cpus: CpuList,
-}
-
-impl Cache {
-    /// `L1d`, `L1i`, `L2`, `L3`.
-    pub fn label(&self) -> String {
-        match self.kind.as_str() {
-            "Data" => format!("L{}d", self.level),
-            "Instruction" => format!("L{}i", self.level),
-            _ => format!("L{}", self.level),
-        }
-    }
-}
-
-/// An online CPU.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HostCpu {
-    pub cpu: u32,
-    /// `physical_package_id`: the socket of seed 001's rules 1 and 3 (0 where the firmware says
-    /// -1).
-    pub socket: u32,
-    pub core_id: u32,
-    /// The CPUs of its core: itself and its SMT siblings.
-    pub core_cpus: CpuList,
-    pub caches: Vec<Cache>,
-}
-
-impl HostCpu {
-    /// Its unified cache of `level`, if it has one.
-    pub fn unified(&self, level: u32) -> Option<&Cache> {
-        self.caches
-            .iter()
-            .find(|c| c.level == level && c.kind == "Unified")
-    }
-
-    /// Its last-level cache: the unified cache of the highest level.
-    pub fn last_level_cache(&self) -> Option<&Cache> {
-        self.caches
-            .iter()
-            .filter(|c| c.kind == "Unified")
-            .max_by_key(|c| c.level)
-    }
-}
-
-/// What an IRQ of a NIC serves, from its name ([`queue_role`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(tag = "kind", content = "queue", rename_all = "snake_case")]
-pub enum QueueRole {
-    /// Receive queue N (`eth0-rx-0`, `virtio2-input.0`).
-    Rx(u32),
-    /// Transmit queue N (`eth0-tx-0`, `virtio2-output.0`).
-    Tx(u32),
-    /// Queue pair N, both directions (`eth0-TxRx-0`, `mlx5_comp0@...`), or the one IRQ of a
-    /// single-vector NIC.
-    RxTx(u32),
-    /// Configuration, link and other events (`virtio2-config`, ixgbe's `eth0`).
-    Other,
-}
-
-impl QueueRole {
-    pub fn queue(self) -> Option<u32> {
-        match self {
-            QueueRole::Rx(q) | QueueRole::Tx(q) | QueueRole::RxTx(q) => Some(q),
-            QueueRole::Other => None,
-        }
-    }
-
-    /// `rx 0`, `tx 0`, `rx+tx 0`, `-`.
-    pub fn label(self) -> String {
-        match self {
-            QueueRole::Rx(q) => format!("rx {q}"),
-            QueueRole::Tx(q) => format!("tx {q}"),
-            QueueRole::RxTx(q) => format!("rx+tx {q}"),
-            QueueRole::Other => "-".into(),
-        }
-    }
-}
 
 /// What an IRQ's action name says it serves. Names follow each driver's `request_irq` call;
 /// those recognised: `-rx-N`, `-tx-N`, `-TxRx-N`, `-rxtx-N`, `-Tx-Rx-N` (Intel, Broadcom,
@@ -221,74 +140,6 @@ pub fn queue_role(name: &str, nic: &str) -> QueueRole {
     } else {
         QueueRole::Other
     }
-}
-
-/// An IRQ's masks as read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct IrqMask {
-    /// `smp_affinity` as the kernel printed it (trimmed); none if it cannot be read.
-    pub mask: Option<String>,
-    /// The CPUs in it.
-    pub cpus: Vec<u32>,
-    /// The CPUs the interrupt is delivered to (`effective_affinity_list`, 4.15+): on x86 one
-    /// CPU of the mask.
-    pub effective_cpus: Option<Vec<u32>>,
-    /// Whether `smp_affinity` is writable: from 6.12 the kernel makes it read-only for IRQs it
-    /// manages (module docs).
-    pub writable: bool,
-}
-
-/// One IRQ of a NIC.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct NicIrq {
-    pub irq: u32,
-    /// Its `/proc/interrupts` action(s); empty if it has no handler now.
-    pub name: String,
-    pub role: QueueRole,
-    pub affinity: IrqMask,
-}
-
-/// Where a NIC's IRQs were found.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IrqSource {
-    /// The PCI function's `msi_irqs/`.
-    MsiIrqs,
-    /// The legacy `irq` file (INTx).
-    LegacyIrq,
-    /// `/proc/interrupts` rows named after the interface or its virtio device.
-    ProcInterrupts,
-}
-
-/// A network interface with a device behind it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Nic {
-    /// `eth0`.
-    pub name: String,
-    /// The device that owns its IRQs: a PCI address (`0000:00:03.0`) or a platform device.
-    pub device: String,
-    /// Its virtio device (`virtio2`), for virtio-net.
-    pub virtio: Option<String>,
-    /// The interface's driver (`virtio_net`, `ixgbe`).
-    pub driver: Option<String>,
-    pub source: IrqSource,
-    pub irqs: Vec<NicIrq>,
-}
-
-/// What `plan affinity --host` needs to know about the host.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HostAffinity {
-    /// Where `/proc` and `/sys` were read.
-    pub root: PathBuf,
-    /// The online CPUs, in number order.
-    pub cpus: Vec<HostCpu>,
-    /// CPUs isolated from the scheduler (`isolcpus=`, `sys/devices/system/cpu/isolated`) and
-    /// without the tick (`nohz_full=`): kept free of device interrupts by whoever set them so.
-    pub isolated: Vec<u32>,
-    pub nohz_full: Vec<u32>,
-    pub nics: Vec<Nic>,
-    /// irqbalance's PID, if it runs: it moves IRQs every 10 s and would undo a plan.
-    pub irqbalance_pid: Option<u32>,
 }
 
 /// Read the host under `root` (see the module docs).
@@ -542,48 +393,6 @@ fn is_writable(file: &Path) -> bool {
     std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o222 != 0)
 }
 
-/// The CPUs of a mask as `smp_affinity` prints and takes it: hexadecimal in 32-bit groups, most
-/// significant first, separated by commas (`bitmap_print_to_pagebuf`, `cpumask_parse_user`):
-/// `3`, `00000000,00000100`.
-pub fn parse_mask(text: &str) -> Result<Vec<u32>, String> {
-    let words = mask_words(text)?;
-    let mut cpus = Vec::new();
-    for (group, bits) in words.iter().enumerate() {
-        for bit in 0..32 {
-            if bits & (1 << bit) != 0 {
-                cpus.push(group as u32 * 32 + bit);
-            }
-        }
-    }
-    Ok(cpus)
-}
-
-/// A mask's 32-bit groups, least significant first, without the zero groups above the highest
-/// CPU: two masks name the same CPUs exactly when these are equal (as [`parse_mask`]'s lists
-/// are, and with its errors), compared a group at a time rather than a CPU at a time.
-pub fn mask_words(text: &str) -> Result<Vec<u32>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("an empty mask".into());
-    }
-    let mut words = Vec::new();
-    for hex in text.rsplit(',') {
-        if hex.is_empty() || hex.len() > 8 {
-            return Err(format!(
-                "'{text}': groups of 1 to 8 hexadecimal digits expected"
-            ));
-        }
-        words.push(
-            u32::from_str_radix(hex, 16)
-                .map_err(|_| format!("'{text}': '{hex}' is not hexadecimal"))?,
-        );
-    }
-    while words.last() == Some(&0) {
-        words.pop();
-    }
-    Ok(words)
-}
-
 /// Whether two masks name the same CPUs (as text if either does not parse).
 fn same_cpus(a: &str, b: &str) -> bool {
     match (parse_mask(a), parse_mask(b)) {
@@ -592,67 +401,23 @@ fn same_cpus(a: &str, b: &str) -> bool {
     }
 }
 
-/// Why an IRQ's mask was not set (or not put back).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Refusal {
-    /// User space may not move it (module docs): `how` is `EIO`, `EPERM`, or `read-only
-    /// smp_affinity`.
-    Managed { how: String },
-    /// EINVAL: the mask has no online CPU.
-    NoOnlineCpu,
-    /// The IRQ no longer exists (its driver freed it).
-    Gone,
-    /// Its number is another handler's now (`now`, from `/proc/interrupts`) than the one
-    /// planned for: the driver freed it and another device took it.
-    Reassigned { now: String },
-    /// The kernel took the write, but reading back gives another mask.
-    NotAsWritten { read_back: String },
-    /// Any other error, as the system put it.
-    Other { error: String },
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::Managed { how } => write!(
-                f,
-                "managed by the kernel ({how}): the driver spreads these queues itself"
-            ),
-            Refusal::NoOnlineCpu => write!(f, "the mask has no online CPU (EINVAL)"),
-            Refusal::Gone => write!(
-                f,
-                "the IRQ is gone (its driver freed it: is the interface down?)"
-            ),
-            Refusal::Reassigned { now } => {
-                write!(f, "now '{now}', another device's: left as it is")
-            }
-            Refusal::NotAsWritten { read_back } => {
-                write!(f, "the kernel kept another mask ({read_back} read back)")
-            }
-            Refusal::Other { error } => f.write_str(error),
-        }
-    }
-}
-
-impl Refusal {
-    /// The kernel's answer to a write of `smp_affinity` (module docs).
-    pub fn from_io(e: &std::io::Error) -> Refusal {
-        match e.raw_os_error() {
-            Some(libc::EIO) => Refusal::Managed { how: "EIO".into() },
-            Some(libc::EPERM) => Refusal::Managed {
-                how: "EPERM".into(),
-            },
-            Some(libc::EINVAL) => Refusal::NoOnlineCpu,
-            Some(libc::ENOENT) => Refusal::Gone,
-            // x86's vector allocator (`irq_matrix_alloc`) found no free vector on that CPU.
-            Some(libc::ENOSPC) => Refusal::Other {
-                error: "no free interrupt vector on that CPU (ENOSPC)".into(),
-            },
-            _ => Refusal::Other {
-                error: e.to_string(),
-            },
-        }
+/// The kernel's answer to a write of `smp_affinity` (module docs). A function, not a method of
+/// [`Refusal`]: the type is the result model's (`irqlab_stats::affinity`), the errno is the host's.
+fn refusal_of(e: &std::io::Error) -> Refusal {
+    match e.raw_os_error() {
+        Some(libc::EIO) => Refusal::Managed { how: "EIO".into() },
+        Some(libc::EPERM) => Refusal::Managed {
+            how: "EPERM".into(),
+        },
+        Some(libc::EINVAL) => Refusal::NoOnlineCpu,
+        Some(libc::ENOENT) => Refusal::Gone,
+        // x86's vector allocator (`irq_matrix_alloc`) found no free vector on that CPU.
+        Some(libc::ENOSPC) => Refusal::Other {
+            error: "no free interrupt vector on that CPU (ENOSPC)".into(),
+        },
+        _ => Refusal::Other {
+            error: e.to_string(),
+        },
     }
 }
 
@@ -738,7 +503,7 @@ fn open_no_symlinks(file: &Path) -> std::io::Result<std::fs::File> {
 /// the kernel now prints it.
 fn write_and_read_back(w: &mut dyn MaskWriter, file: &Path, mask: &str) -> Result<String, Refusal> {
     match std::fs::metadata(file) {
-        Err(e) => return Err(Refusal::from_io(&e)),
+        Err(e) => return Err(refusal_of(&e)),
         Ok(m) if m.permissions().mode() & 0o222 == 0 => {
             return Err(Refusal::Managed {
                 how: "read-only smp_affinity".into(),
@@ -746,7 +511,7 @@ fn write_and_read_back(w: &mut dyn MaskWriter, file: &Path, mask: &str) -> Resul
         }
         Ok(_) => {}
     }
-    w.write(file, mask).map_err(|e| Refusal::from_io(&e))?;
+    w.write(file, mask).map_err(|e| refusal_of(&e))?;
     let back = read_trimmed(file).ok_or(Refusal::Gone)?;
     if same_cpus(&back, mask) {
         Ok(back)
@@ -776,49 +541,6 @@ pub struct MaskWrite {
     pub name: String,
     /// The mask to write, in `smp_affinity`'s form.
     pub mask: String,
-}
-
-/// An IRQ whose mask was set.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct IrqSet {
-    pub irq: u32,
-    pub name: String,
-    pub old_mask: String,
-    /// The mask as read back.
-    pub mask: String,
-    /// Read after the write: on x86 one CPU of the mask; the old CPU until the IRQ next fires
-    /// where the move waits for it (`irq_move_masked_irq`, `kernel/irq/migration.c`).
-    pub effective_cpus: Option<Vec<u32>>,
-}
-
-/// An IRQ whose mask was not set, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct IrqNotSet {
-    pub irq: u32,
-    pub name: String,
-    pub reason: Refusal,
-}
-
-/// How an apply ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ApplyEnd {
-    /// The applied record is at `record`; the masks stay after irqlab exits.
-    Committed { record: PathBuf },
-    /// No mask could be set: nothing changed, nothing recorded.
-    NothingSet,
-    /// A stop signal came before the commit; these IRQs were put back, last first.
-    Stopped { rolled_back: Vec<u32> },
-}
-
-/// What [`apply`] did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Applied {
-    pub set: Vec<IrqSet>,
-    pub not_set: Vec<IrqNotSet>,
-    pub end: ApplyEnd,
-    /// A note on an applied record of an earlier boot, discarded.
-    pub discarded: Option<String>,
 }
 
 /// The record of an applied plan, `DIR/affinity-applied.json`.
@@ -1010,7 +732,7 @@ pub fn apply_locked(
         }
         let back = read_trimmed(&file);
         let result = match written {
-            Err(e) => Err(Refusal::from_io(&e)),
+            Err(e) => Err(refusal_of(&e)),
             Ok(()) => match &back {
                 None => Err(Refusal::Gone),
                 Some(b) if same_cpus(b, &wr.mask) => Ok(b.clone()),
@@ -1151,37 +873,6 @@ fn stale_note(rec: &AppliedRecord, dir: &StateDir) -> String {
         dir.path().join(APPLIED_FILE).display(),
         rec.describe()
     )
-}
-
-/// One IRQ of a restored plan.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct IrqRestored {
-    pub irq: u32,
-    pub name: String,
-    /// The mask the plan set.
-    pub applied_mask: String,
-    /// The mask found before restoring (none if the IRQ is gone).
-    pub found_mask: Option<String>,
-    /// The old mask as read back after writing it (none if the IRQ is gone or was left).
-    pub restored_mask: Option<String>,
-    /// Why it was left as it is, or what was unusual.
-    pub note: Option<String>,
-}
-
-/// What [`restore`] did.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Restored {
-    /// No applied record: nothing to put back.
-    Nothing,
-    /// The record was of an earlier boot, and is discarded (`note` says so).
-    EarlierBoot { note: String },
-    /// Every IRQ of the record, last first; the record is removed.
-    Done {
-        record: PathBuf,
-        root: PathBuf,
-        irqs: Vec<IrqRestored>,
-    },
 }
 
 /// Put back the masks the applied record in `dir` saved, last first, each read back; then
@@ -1540,7 +1231,7 @@ mod tests {
 
     #[test]
     fn the_kernels_refusals_are_named() {
-        let e = |n| Refusal::from_io(&std::io::Error::from_raw_os_error(n));
+        let e = |n| refusal_of(&std::io::Error::from_raw_os_error(n));
         assert_eq!(
             e(libc::EIO).to_string(),
             "managed by the kernel (EIO): the driver spreads these queues itself"

@@ -9,7 +9,8 @@
 //! - [`state`]: what irqlab sets up on the host, recorded before it is set up; [`recovery`]: the
 //!   next start undoes from that record what a crashed irqlab left (`irqlab host --cleanup`).
 //! - [`affinity`]: the CPUs, caches and NICs `irqlab plan affinity --host` plans for, and the
-//!   IRQ masks it applies (recorded first, kept after exit, put back by `--restore`).
+//!   IRQ masks it applies (recorded first, kept after exit, put back by `--restore`); [`plan`]:
+//!   the plan, by seed 001's rules.
 //!
 //! Every reader takes a root directory, so tests run on captured fixture trees and on the live
 //! system alike. Results are the `irqlab-stats` data model, rendered by `irqlab-report`.
@@ -24,6 +25,7 @@ pub mod inventory;
 pub mod irqs;
 pub mod load;
 pub mod pci;
+pub mod plan;
 pub mod readers;
 pub mod recovery;
 pub mod ringbuf;
@@ -36,6 +38,12 @@ pub mod timer_trace;
 pub mod tracefs;
 
 use std::path::{Path, PathBuf};
+
+/// Whether this process runs as root (its effective UID is 0), which writing `/proc` and tracefs
+/// takes: commands check it first, to say so before anything is read or set.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
 
 /// Errors of host measurements. Each says what to do about it.
 #[derive(Debug, thiserror::Error)]

@@ -35,10 +35,12 @@
 
 use crate::sys;
 use crate::HostError;
+// Linux's CPU list format lives with the shared result model (`irqlab_stats::cpus`): the
+// renderers format lists too, and they read only that crate.
+pub use irqlab_stats::cpus::{format_cpu_list, parse_cpu_list};
 use irqlab_stats::LatencyHistogram;
 use nix::errno::Errno;
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::Relaxed};
@@ -71,8 +73,6 @@ pub const WARN_NO_DMA_LATENCY: &str = "no /dev/cpu_dma_latency: deep C-state exi
 /// Longest interval accepted: an hour. Keeps deadline arithmetic far from overflowing a `u64`
 /// of nanoseconds.
 pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
-/// Largest CPU number [`parse_cpu_list`] accepts (the kernel's `NR_CPUS` is at most 8192).
-const MAX_CPU: u32 = 65_535;
 /// Stack of each measuring thread. Small, because with `MCL_FUTURE` every byte of it is locked
 /// in RAM; the loop is shallow and the histogram lives on the heap.
 const THREAD_STACK_BYTES: usize = 256 * 1024;
@@ -495,71 +495,6 @@ pub fn online_cpus() -> Result<Vec<u32>, HostError> {
         line: 1,
         message,
     })
-}
-
-/// Parses the kernel's CPU list format (`0-3,6`, as in `/sys/devices/system/cpu/online` and
-/// `Cpus_allowed_list`) into ascending CPU numbers without duplicates. Surrounding whitespace
-/// is ignored; a blank list (the kernel prints an empty mask so) is empty.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(Vec::new());
-    }
-    let number = |s: &str| -> Result<u32, String> {
-        let s = s.trim();
-        let n: u32 = s
-            .parse()
-            .map_err(|_| format!("`{s}` in CPU list `{text}` is not a CPU number"))?;
-        if n > MAX_CPU {
-            return Err(format!("CPU {n} in `{text}` is above {MAX_CPU}"));
-        }
-        Ok(n)
-    };
-    let mut cpus = Vec::new();
-    for item in text.split(',') {
-        let (first, last) = match item.split_once('-') {
-            Some((a, b)) => (number(a)?, number(b)?),
-            None => {
-                let n = number(item)?;
-                (n, n)
-            }
-        };
-        if first > last {
-            return Err(format!(
-                "range `{}` in CPU list `{text}` runs backwards; write it low-high",
-                item.trim()
-            ));
-        }
-        cpus.extend(first..=last);
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// The inverse of [`parse_cpu_list`]: `[0, 1, 2, 3, 6]` gives `0-3,6`.
-pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        match j - i {
-            0 => write!(out, "{}", sorted[i]),
-            _ => write!(out, "{}-{}", sorted[i], sorted[j]),
-        }
-        .expect("writing to a String cannot fail");
-        i = j + 1;
-    }
-    out
 }
 
 /// Stops the measuring threads: the caller's flag (read only) or our own (set by a break, an

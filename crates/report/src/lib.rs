@@ -14,6 +14,7 @@ pub mod activity;
 pub mod cyclictest;
 pub mod inventory;
 pub mod json;
+pub mod plan;
 pub mod plot;
 pub mod spike;
 pub mod sweep;

@@ -478,6 +478,11 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// `1 CPU`, `2 CPUs`: a count and its noun, singular or plural.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `text` as lines of at most [`VALIDATION_WIDTH`] columns, broken at spaces: the first line
 /// starts with `first`, the others with `rest`. A word longer than a line stays whole.
 pub fn wrap(text: &str, first: &str, rest: &str) -> String {

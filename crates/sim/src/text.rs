@@ -8,8 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub mod bdf {
     use super::*;
     use crate::hw::pcie::Bdf;
+    /// The printed form, `003:00:0` (one definition, with the type: `irqlab_stats::pcie`).
     pub fn serialize<S: Serializer>(b: &Bdf, s: S) -> Result<S::Ok, S::Error> {
-        b.to_string().serialize(s)
+        irqlab_stats::pcie::serialize_bdf(b, s)
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Bdf, D::Error> {
         Bdf::parse(&String::deserialize(d)?).map_err(D::Error::custom)

@@ -34,11 +34,15 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod affinity;
 pub mod boxwidth;
+pub mod cpus;
 pub mod decide;
 pub mod fence;
 mod histogram;
 pub mod inventory;
+pub mod pcie;
+pub mod plan;
 pub mod results;
 pub mod series;
 mod summary;

@@ -27,68 +27,13 @@
 //! - the fewest flows split over two sockets (rules 1 and 3);
 //! - the first in CPU order (a deterministic tie-break).
 
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Placements tried at most; a larger problem is refused (use fewer IRQs or cores).
 pub const MAX_PLACEMENTS: u64 = 1 << 22;
 
-/// A CPU: its number and the socket it is in.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Cpu {
-    pub cpu: usize,
-    pub socket: usize,
-}
-
-/// A flow: packets received on `a` leave on `b`, and back (seed 001's "eth2 <-> eth4").
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Flow {
-    pub a: String,
-    pub b: String,
-}
-
-impl std::str::FromStr for Flow {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Flow, String> {
-        let (a, b) = s
-            .split_once(':')
-            .filter(|(a, b)| !a.trim().is_empty() && !b.trim().is_empty() && !b.contains(':'))
-            .ok_or_else(|| {
-                format!("'{s}': expected NIC:NIC, the flow's two interfaces (eth2:eth4)")
-            })?;
-        if a.trim() == b.trim() {
-            return Err(format!("'{s}': a flow joins two different interfaces"));
-        }
-        Ok(Flow {
-            a: a.trim().to_string(),
-            b: b.trim().to_string(),
-        })
-    }
-}
-
-/// Where each IRQ goes and what that gives each flow.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct AffinityPlan {
-    /// IRQ -> CPU, for the IRQs the flows' NICs are on.
-    pub irq_cpu: BTreeMap<u32, usize>,
-    /// CPU -> the flows' NICs whose interrupts it takes.
-    pub cpu_nics: BTreeMap<usize, Vec<String>>,
-    /// The most flow NICs on one CPU, and what an even spread would put there at most.
-    pub busiest: usize,
-    pub even: usize,
-    /// Flows whose two NICs interrupt different CPUs, and different sockets.
-    pub split_cpu: usize,
-    pub split_socket: usize,
-    /// Each flow: "same CPU", "same socket" or "two sockets".
-    pub flows: Vec<(Flow, &'static str)>,
-}
-
-impl AffinityPlan {
-    /// Every CPU carries the same number of flow NICs, to within one.
-    pub fn is_even(&self) -> bool {
-        self.busiest <= self.even
-    }
-}
+// The plan's types are the result model's, which the renderers read (`irqlab_stats::plan`).
+pub use irqlab_stats::plan::{AffinityPlan, Cpu, Flow};
 
 /// What goes wrong in planning.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -293,16 +238,9 @@ fn natural(name: &str) -> (&str, u64) {
     (stem, n.parse().unwrap_or(0))
 }
 
-/// The mask `/proc/irq/N/smp_affinity` takes for one CPU: hexadecimal in 32-bit groups, most
-/// significant first, separated by commas (Linux `bitmap_print_to_pagebuf`, as it prints them).
-pub fn cpumask(cpu: usize) -> String {
-    let group = cpu / 32;
-    let mut out = format!("{:x}", 1u32 << (cpu % 32));
-    for _ in 0..group {
-        out.push_str(",00000000");
-    }
-    out
-}
+// One definition of Linux's mask format, shared with the host's planner (which cannot depend on
+// this crate): `irqlab_stats::cpus`.
+pub use irqlab_stats::cpus::cpumask;
 
 #[cfg(test)]
 mod tests {

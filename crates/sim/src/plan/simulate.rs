@@ -11,14 +11,8 @@ use crate::scenario::{Origin, Scenario, ScenarioError};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// What one placement forwarded.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Throughput {
-    /// Frames on the wire before the traffic ended, per second, every port together.
-    pub pps: f64,
-    /// The CPUs that took a flow NIC's interrupts.
-    pub busy_cpus: usize,
-}
+// The result model's, which the renderers read (`irqlab_stats::plan`).
+pub use irqlab_stats::plan::Throughput;
 
 /// The `--set`s that put `flows` on `scenario`'s devices with `irq_cpu` (IRQ -> CPU; every
 /// other line on CPU 0, Linux's default) and, when given, the swizzle `registers`' planned

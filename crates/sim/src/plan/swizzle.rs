@@ -43,7 +43,6 @@ use crate::topology::{
     LinkKindName, LinkSection, PartKind, PartKindName, PartSection, Topology, TopologyError,
     TopologyFile,
 };
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -79,48 +78,8 @@ impl std::str::FromStr for Card {
     }
 }
 
-/// One function of a card: where it sits and what it signals.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Function {
-    /// eth0, eth1, ... in bus order.
-    pub name: String,
-    pub port: String,
-    #[serde(serialize_with = "crate::text::bdf::serialize")]
-    pub bdf: Bdf,
-    /// The pin the function signals on: A-D.
-    pub pin: char,
-    /// Router input and IRQ without swizzling (every INTXSWZCTRL as the platform file has it)
-    /// and with the plan.
-    pub pirq_before: char,
-    pub irq_before: Option<u8>,
-    pub pirq_after: char,
-    pub irq_after: Option<u8>,
-}
-
-/// A register the plan sets.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Register {
-    /// The root port (a part of the platform).
-    pub port: String,
-    /// Its bus:device.function (bus 0).
-    pub device: u8,
-    pub before: u8,
-    pub after: u8,
-}
-
-/// The plan: the values, and every function's IRQ without and with them.
-#[derive(Clone, Debug, Serialize)]
-pub struct SwizzlePlan {
-    pub platform: String,
-    pub registers: Vec<Register>,
-    pub functions: Vec<Function>,
-    /// IRQ -> the functions on it, without and with the plan.
-    pub table_before: BTreeMap<u8, Vec<String>>,
-    pub table_after: BTreeMap<u8, Vec<String>>,
-    /// The most functions on one IRQ, without and with.
-    pub busiest_before: usize,
-    pub busiest_after: usize,
-}
+// The plan's types are the result model's, which the renderers read (`irqlab_stats::plan`).
+pub use irqlab_stats::plan::{Function, Register, SwizzlePlan};
 
 /// A candidate's score, compared lexicographically (the module doc's criteria in order).
 type Score = (usize, usize, usize, usize, usize, usize);

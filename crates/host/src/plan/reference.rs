@@ -3,11 +3,11 @@
 //! kept only as the reference the indexed planner must agree with, placement for placement
 //! (`the_indexed_planner_places_as_the_scanning_one`).
 
+use super::PlanError;
 use super::{
     cpumask, queues, HostFlow, HostPlan, LeftAlone, LeftOutCpu, PlannedIrq, QueueRole, Side, Unit,
 };
-use anyhow::{bail, Result};
-use irqlab_host::affinity::{HostAffinity, HostCpu};
+use crate::affinity::{HostAffinity, HostCpu};
 use std::collections::BTreeSet;
 
 /// A CPU as the planner sees it.
@@ -18,7 +18,11 @@ struct Slot<'a> {
 }
 
 /// Place the flows' queues on the host's CPUs (module docs).
-pub fn plan(host: &HostAffinity, flows: Vec<HostFlow>, flows_given: bool) -> Result<HostPlan> {
+pub fn plan(
+    host: &HostAffinity,
+    flows: Vec<HostFlow>,
+    flows_given: bool,
+) -> Result<HostPlan, PlanError> {
     let mut cpus_left_out = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for c in &host.cpus {
@@ -35,10 +39,7 @@ pub fn plan(host: &HostAffinity, flows: Vec<HostFlow>, flows_given: bool) -> Res
         }
     }
     if slots.is_empty() {
-        bail!(
-            "no CPU to place interrupts on: every online CPU is isolated or tickless \
-             (isolcpus=, nohz_full=)"
-        );
+        return Err(PlanError::NoCpu);
     }
     let nic = |name: &str| host.nics.iter().find(|n| n.name == name);
     // Units, two-sided first, each in flow and queue order.
