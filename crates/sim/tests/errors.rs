@@ -724,3 +724,34 @@ fn seed002_configurations_that_cannot_be_are_refused() {
     );
     seed002_refuses("warmup_samples=99999999999", "warmup_samples", &["warm-up"]);
 }
+
+/// One checker for the platform's core, whichever kernel runs on it: the same value is refused
+/// with the same limits on seed 000's Linux workstation and seed 004's FreeBSD PC (the two had
+/// drifted: 1e11 against 10e9 Hz, 1 s against 1 ms of halt exit).
+#[test]
+fn the_core_has_one_set_of_limits_for_every_scenario() {
+    use irqlab_sim::simulation::Simulation;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let scenarios = ["experiments/seed000/ws.toml", "experiments/seed004/pps.toml"];
+    let refusal = |scenario: &str, flag: &str| -> Option<String> {
+        Simulation::load(repo.join(scenario), &[flag.to_string()])
+            .err()
+            .map(|e| e.to_string())
+    };
+    for flag in [
+        "platform.cpu.halt_exit_ns=2e6",
+        "platform.cpu.clock_hz=2e11",
+        "platform.cpu.cycles_per_instruction=0.01",
+        "platform.cpu.iret_cycles=2e6",
+        "platform.cpu.privilege_change_cycles=-1",
+    ] {
+        let [a, b] = scenarios.map(|s| refusal(s, flag));
+        let (a, b) = (a.expect(flag), b.expect(flag));
+        let tail = |m: &str| m[m.find(" is outside").expect(flag)..].to_string();
+        assert_eq!(tail(&a), tail(&b), "{flag}");
+    }
+    // Inside the one set of limits, both take it (seed 004's own limit was 10 GHz).
+    for s in scenarios {
+        assert_eq!(refusal(s, "platform.cpu.clock_hz=5e10"), None, "{s}");
+    }
+}

@@ -280,7 +280,6 @@ impl PpsScenario {
     /// Refuse what the hardware or the kernel cannot have, and values the model cannot run.
     fn check(&self) -> Result<(), ScenarioError> {
         let f = &self.file;
-        let p = &self.platform;
         if f.model != MODEL {
             return Err(self.invalid("model", format!("must be \"{MODEL}\" for this file")));
         }
@@ -293,45 +292,8 @@ impl PpsScenario {
                 ),
             ));
         }
-        let c = &p.cpu;
+        self.check_cpu()?;
         for (key, v, lo, hi, unit) in [
-            (
-                "platform.crystal_ppm",
-                p.crystal_ppm,
-                -1000.0,
-                1000.0,
-                "ppm",
-            ),
-            ("platform.cpu.clock_hz", c.clock_hz, 1e6, 10e9, "Hz"),
-            (
-                "platform.cpu.cycles_per_instruction",
-                c.cycles_per_instruction,
-                0.1,
-                100.0,
-                "cycles",
-            ),
-            (
-                "platform.cpu.interrupt_vectoring_cycles",
-                c.interrupt_vectoring_cycles,
-                0.0,
-                1e4,
-                "cycles",
-            ),
-            (
-                "platform.cpu.privilege_change_cycles",
-                c.privilege_change_cycles,
-                0.0,
-                1e4,
-                "cycles",
-            ),
-            (
-                "platform.cpu.iret_cycles",
-                c.iret_cycles,
-                0.0,
-                1e4,
-                "cycles",
-            ),
-            ("platform.cpu.halt_exit_ns", c.halt_exit_ns, 0.0, 1e6, "ns"),
             ("pps.jitter_ns", f.pps.jitter_ns, 0.0, 1e6, "ns"),
             (
                 "pps.pulse_width_ms",
@@ -342,28 +304,6 @@ impl PpsScenario {
             ),
         ] {
             self.in_range(key, v, lo, hi, unit)?;
-        }
-        if let Some(cache) = &c.cache {
-            if cache.line_bytes == 0 || !cache.line_bytes.is_power_of_two() {
-                return Err(self.invalid(
-                    "platform.cpu.cache.line_bytes",
-                    "a cache line is a power of two bytes (32 on the K6)",
-                ));
-            }
-            self.in_range(
-                "platform.cpu.cache.instruction_bytes",
-                cache.instruction_bytes,
-                1.0,
-                15.0,
-                "bytes",
-            )?;
-            self.in_range(
-                "platform.cpu.cache.line_fill_ns",
-                cache.line_fill_ns,
-                0.0,
-                1e6,
-                "ns",
-            )?;
         }
         // The board's devices, read from their parts (each checked there).
         let board = assemble::BoardParts::read(self)?;

@@ -3,13 +3,16 @@
 //! (or the flag) it came from and how to fix it.
 
 use super::error::ScenarioError;
+use super::files::PlatformFile;
 use super::files::{DriverName, IchSection, Interrupts, IntervalFrom};
+use super::read::{Configured, NamesParts};
 use super::Scenario;
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::Bdf;
 use crate::kernel::Delivery;
 use crate::topology::{PartKindName, PartSection};
+use serde::{Deserialize, Serialize};
 
 pub(super) use crate::hw::ich::NOT_WIRED;
 
@@ -664,7 +667,6 @@ impl Scenario {
                 }
             }
         }
-        let p = &self.platform;
         let ich = self.ich()?;
         let lapic_access_cycles = self.lapic_access_cycles()?;
         self.one_per_pirq("platform.ich.pirq_pic_irq", ich.pirq_pic_irq.len())?;
@@ -692,43 +694,14 @@ impl Scenario {
         }
         // Physical quantities in their plausible ranges: beyond them the picosecond clock would
         // overflow or round to nothing, and the model would mean nothing.
-        let c = &p.cpu;
+        self.check_cpu()?;
         let mut ranges: Vec<(String, f64, f64, f64, &str)> = vec![
-            ("platform.cpu.clock_hz".into(), c.clock_hz, 1e6, 1e11, "Hz"),
-            (
-                "platform.cpu.cycles_per_instruction".into(),
-                c.cycles_per_instruction,
-                0.05,
-                100.0,
-                "cycles",
-            ),
-            (
-                "platform.cpu.interrupt_vectoring_cycles".into(),
-                c.interrupt_vectoring_cycles,
-                0.0,
-                1e6,
-                "cycles",
-            ),
-            (
-                "platform.cpu.iret_cycles".into(),
-                c.iret_cycles,
-                0.0,
-                1e6,
-                "cycles",
-            ),
             (
                 "platform.cpu.lapic_access_cycles".into(),
                 lapic_access_cycles,
                 0.0,
                 1e6,
                 "cycles",
-            ),
-            (
-                "platform.cpu.halt_exit_ns".into(),
-                c.halt_exit_ns,
-                0.0,
-                1e9,
-                "ns",
             ),
             (
                 "platform.ich.internal_clock_hz".into(),
@@ -1129,4 +1102,85 @@ impl Scenario {
 
 pub(super) fn pirq_letter(i: usize) -> char {
     (b'A' + i as u8) as char
+}
+
+impl<F, K> Configured<F, PlatformFile, K>
+where
+    F: NamesParts + Serialize + for<'de> Deserialize<'de>,
+    K: Serialize + for<'de> Deserialize<'de>,
+{
+    /// The platform's clock and core in the ranges the model accepts: one set of limits for
+    /// every scenario, whichever kernel it runs. Beyond them the picosecond clock would
+    /// overflow or round a cycle to nothing, and the model would mean nothing: a core from
+    /// 1 MHz to 100 GHz; 0.05 to 100 cycles an instruction; fixed interrupt costs up to a
+    /// million cycles; a halted core back within 1 ms (a C1 exit is ~1 us, the deep states
+    /// are cpuidle's, `[[cpu.idle_state]]`); a crystal within 0.1%.
+    pub(crate) fn check_cpu(&self) -> Result<(), ScenarioError> {
+        let p = &self.platform;
+        let c = &p.cpu;
+        for (key, v, lo, hi, unit) in [
+            (
+                "platform.crystal_ppm",
+                p.crystal_ppm,
+                -1000.0,
+                1000.0,
+                "ppm",
+            ),
+            ("platform.cpu.clock_hz", c.clock_hz, 1e6, 1e11, "Hz"),
+            (
+                "platform.cpu.cycles_per_instruction",
+                c.cycles_per_instruction,
+                0.05,
+                100.0,
+                "cycles",
+            ),
+            (
+                "platform.cpu.interrupt_vectoring_cycles",
+                c.interrupt_vectoring_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.privilege_change_cycles",
+                c.privilege_change_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            (
+                "platform.cpu.iret_cycles",
+                c.iret_cycles,
+                0.0,
+                1e6,
+                "cycles",
+            ),
+            ("platform.cpu.halt_exit_ns", c.halt_exit_ns, 0.0, 1e6, "ns"),
+        ] {
+            self.in_range(key, v, lo, hi, unit)?;
+        }
+        if let Some(cache) = &c.cache {
+            if cache.line_bytes == 0 || !cache.line_bytes.is_power_of_two() {
+                return Err(self.invalid(
+                    "platform.cpu.cache.line_bytes",
+                    "a cache line is a power of two bytes (32 on the K6, 64 since the Pentium 4)",
+                ));
+            }
+            self.in_range(
+                "platform.cpu.cache.instruction_bytes",
+                cache.instruction_bytes,
+                1.0,
+                15.0,
+                "bytes",
+            )?;
+            self.in_range(
+                "platform.cpu.cache.line_fill_ns",
+                cache.line_fill_ns,
+                0.0,
+                1e6,
+                "ns",
+            )?;
+        }
+        Ok(())
+    }
 }
