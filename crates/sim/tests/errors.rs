@@ -732,7 +732,10 @@ fn seed002_configurations_that_cannot_be_are_refused() {
 fn the_core_has_one_set_of_limits_for_every_scenario() {
     use irqlab_sim::simulation::Simulation;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let scenarios = ["experiments/seed000/ws.toml", "experiments/seed004/pps.toml"];
+    let scenarios = [
+        "experiments/seed000/ws.toml",
+        "experiments/seed004/pps.toml",
+    ];
     let refusal = |scenario: &str, flag: &str| -> Option<String> {
         Simulation::load(repo.join(scenario), &[flag.to_string()])
             .err()
