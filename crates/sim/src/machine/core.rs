@@ -7,7 +7,6 @@ use super::{Ev, Machine};
 use crate::engine::{EventQueue, SimDuration, SimTime};
 use crate::hw::bus::Cycle;
 use crate::hw::cpu::{CpuCosts, CpuTiming};
-use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::lapic::{self, LocalApic};
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
@@ -647,7 +646,7 @@ impl Machine {
             Endpoint::Device(k as u8)
         } else if let Some(j) = self.board.iter().position(|b| b.claims_mem(addr)) {
             Endpoint::Device((self.devices.len() + j) as u8)
-        } else if (IOAPIC_BASE..IOAPIC_BASE + 0x1000).contains(&addr) {
+        } else if self.fabric.hub_window(addr).is_some() {
             Endpoint::Ich
         } else {
             panic!("access to 0x{addr:x}, which no modelled device decodes")

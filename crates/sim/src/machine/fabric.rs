@@ -134,6 +134,9 @@ pub struct Fabric {
     /// From a device's read request reaching the root complex to its data leaving it (memory
     /// controller and DRAM, coherency); only DMA reads use it.
     pub memory_read: SimDuration,
+    /// The memory windows the hub's interrupt block decodes (the IO-APIC's registers), from
+    /// the topology: the functions beside the 8259 pair, on its link.
+    hub_mem: Vec<(u64, u64)>,
 }
 
 /// The outcome of crossing one hop.
@@ -248,7 +251,16 @@ impl Fabric {
             // From and to core c as from and to core 0, to every other end.
             (ends.cores.len()..n).all(|e| same(c * n + e, e) && same(e * n + c, e * n))
         });
+        let hub_link = t.parts[usize::from(ends.ich)].up;
+        let hub_mem = (t.parts.iter())
+            .filter(|p| p.up == hub_link)
+            .flat_map(|p| match &p.kind {
+                PartKind::Function { mem, .. } => mem.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
         Ok(Fabric {
+            hub_mem,
             links,
             routes,
             ends: n,
@@ -258,6 +270,14 @@ impl Fabric {
             device_links,
             memory_read,
         })
+    }
+
+    /// The base of the hub's memory window that holds `addr`, if one does (a CPU access
+    /// there goes to the hub's interrupt block, at `addr - base` within it).
+    pub fn hub_window(&self, addr: u64) -> Option<u64> {
+        (self.hub_mem.iter())
+            .find(|&&(base, size)| addr >= base && addr - base < size)
+            .map(|&(base, _)| base)
     }
 
     fn end(&self, e: Endpoint) -> usize {

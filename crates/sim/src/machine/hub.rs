@@ -5,11 +5,17 @@
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
 use crate::engine::{SimDuration, SimTime};
-use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 
 impl Machine {
+    /// The base of the hub's window a memory request reached (the decode sent it here).
+    fn ioapic_base(&self, addr: u64) -> u64 {
+        self.fabric
+            .hub_window(addr)
+            .expect("the decode sends the hub only its own windows")
+    }
+
     // ---- the I/O hub ---------------------------------------------------------------------
 
     pub(super) fn ich_receive(&mut self, p: u32, tlp: Tlp) {
@@ -84,11 +90,15 @@ impl Machine {
                 Some(reply(TlpKind::CplD, u32::from(vector)))
             }
             TlpKind::MemRead => {
-                let v = self.ich.ioapic.mmio_read(req.addr - IOAPIC_BASE);
+                let v = self
+                    .ich
+                    .ioapic
+                    .mmio_read(req.addr - self.ioapic_base(req.addr));
                 Some(reply(TlpKind::CplD, v))
             }
             TlpKind::MemWrite => {
-                if let Some(m) = self.ich.ioapic.mmio_write(req.addr - IOAPIC_BASE, req.data) {
+                let offset = req.addr - self.ioapic_base(req.addr);
+                if let Some(m) = self.ich.ioapic.mmio_write(offset, req.data) {
                     let at = self.ich.ioapic_delivery_done(self.q.now());
                     self.q.schedule_at(at, Ev::IoApicSend(m));
                 }
