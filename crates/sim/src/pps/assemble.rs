@@ -393,11 +393,13 @@ pub(super) fn topology(
     Ok((topology, ends))
 }
 
-/// The PC of `s`, ready to run `samples` pulses with `seed`.
+/// The PC of `s`, ready to run `samples` pulses with `seed`; `progress`, if given, counts
+/// pulses as they are timestamped.
 pub(super) fn build(
     s: &PpsScenario,
     seed: u64,
     samples: u64,
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<(Machine, Handles), ScenarioError> {
     let p = &s.platform;
     let k = &s.kernel;
@@ -647,13 +649,14 @@ pub(super) fn build(
     let card = (board.iter())
         .position(|d| matches!(d, Board::CounterCard(_)))
         .expect("the PC has its counter card");
-    let probe = PpsProbe::new(
+    let mut probe = PpsProbe::new(
         card,
         stamp,
         sequence,
         f.phase.iter().map(|p| p.until_sample).collect(),
         samples,
     );
+    probe.progress = progress;
     let m = MachineBuilder::new(fabric, ich, vec![core], Bdf::new(0, 0, 0))
         .kernel(kernel)
         .board(board, phases)
@@ -692,12 +695,7 @@ pub(super) fn run(
     samples: u64,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<PpsResult, ScenarioError> {
-    let (mut m, h) = build(s, seed, samples)?;
-    if let Some(p) = m.observer.as_mut() {
-        if let Some(p) = p.as_any_mut().downcast_mut::<PpsProbe>() {
-            p.progress = progress;
-        }
-    }
+    let (mut m, h) = build(s, seed, samples, progress)?;
     let c = m.run();
     let probe = take_probe(&mut m);
     if c.truncated {
@@ -783,7 +781,7 @@ mod tests {
         let heavy = PpsScenario::load(&s.path, &set).unwrap();
         for sc in [&s, &heavy] {
             let run = |strict: bool| {
-                let (mut m, _) = build(sc, 7, 40).unwrap();
+                let (mut m, _) = build(sc, 7, 40, None).unwrap();
                 m.strict = strict;
                 let c = m.run();
                 let p = take_probe(&mut m);

@@ -25,6 +25,4 @@ pub trait Observer: Send {
     fn done(&self) -> bool;
     /// The probe itself, for its owner to read its results after the run.
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
-    /// The same, borrowed mutably (to set what a run reports to, before it starts).
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
 }

@@ -65,16 +65,6 @@ impl PpsProbe {
         }
     }
 
-    /// Pulse `n` left the receiver; the previous one never got its timestamp if it is still
-    /// waiting.
-    pub fn pulse(&mut self, n: u64) {
-        if !self.sampled {
-            self.missed += 1;
-        }
-        self.pulse = n;
-        self.sampled = false;
-    }
-
     /// Read the kernel's PPS state: a new event is the pulse's timestamp.
     #[inline]
     pub fn poll(&mut self, kernel: &Kernel, card: &CounterCard) {
@@ -101,15 +91,17 @@ impl PpsProbe {
             p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
-
-    pub fn done(&self) -> bool {
-        self.samples >= self.target
-    }
 }
 
 impl super::Observer for PpsProbe {
-    fn pulse(&mut self, number: u64) {
-        PpsProbe::pulse(self, number);
+    /// Pulse `n` left the receiver; the previous one never got its timestamp if it is still
+    /// waiting.
+    fn pulse(&mut self, n: u64) {
+        if !self.sampled {
+            self.missed += 1;
+        }
+        self.pulse = n;
+        self.sampled = false;
     }
     #[inline]
     fn observe(&mut self, kernel: &Kernel, board: &[crate::devices::Board]) {
@@ -118,12 +110,9 @@ impl super::Observer for PpsProbe {
         }
     }
     fn done(&self) -> bool {
-        PpsProbe::done(self)
+        self.samples >= self.target
     }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
 }

@@ -157,8 +157,7 @@ impl RowKind for CyclictestShape {
             }
         };
         row.simulated = if ok { "holds" } else { "does not hold" }.into();
-        row.holds = Some(ok);
-        row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        set_holds(&mut row, ok);
         row.detail = seen.join("; ");
         row
     }

@@ -65,8 +65,7 @@ impl RowKind for FramesLost {
             seen.push(format!("{got:.2}%"));
         }
         row.simulated = seen.join(" ");
-        row.holds = Some(ok);
-        row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        set_holds(&mut row, ok);
         row.detail = format!("runs {}", names.join(", "));
         row
     }

@@ -131,8 +131,7 @@ impl RowKind for InterruptsFall {
         }
         row.simulated = format!("steps {}", sim_text.join("; "));
         row.published = format!("steps {}", pub_text.join("; "));
-        row.holds = Some(ok);
-        row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        set_holds(&mut row, ok);
         row.detail = detail.join("; ");
         row
     }

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 pub(crate) mod prelude {
     pub(crate) use super::{
         bad_cards, decided, judge, mean_sample, nic_sum, quantile_decision, quantile_interval,
-        quantile_label, us_interval, us_range, wording_interval, Judged, LatencyMetric, RowKind,
-        BAD_CARDS, SHAPE_PASS_SHARE,
+        quantile_label, set_holds, us_interval, us_range, wording_interval, Judged, LatencyMetric,
+        RowKind, BAD_CARDS, SHAPE_PASS_SHARE,
     };
     pub(crate) use crate::experiment::Experiment;
     pub(crate) use crate::result::RunResult;
@@ -122,6 +122,12 @@ impl Check {
     ) -> ValidationRow {
         self.kind().evaluate(exp, runs)
     }
+}
+
+/// A criterion's outcome on the row: whether it holds, and the verdict that follows.
+pub(crate) fn set_holds(row: &mut ValidationRow, ok: bool) {
+    row.holds = Some(ok);
+    row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
 }
 
 /// Does a row's `cards` list hold one that is not PORT=FUNCTIONS?

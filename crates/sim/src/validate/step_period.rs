@@ -73,8 +73,7 @@ impl RowKind for StepPeriod {
                     format!("{:.0} ns = {:.2} MHz", f.width_ns, 1e3 / f.width_ns);
                 let within = err.abs() <= *tolerance_rel;
                 row.value = Some(f.width_ns);
-                row.holds = Some(within);
-                row.verdict = if within { Verdict::Pass } else { Verdict::Fail };
+                set_holds(&mut row, within);
                 row.detail = format!(
                     "{} significant step edges; box width {:.1} ns ({:+.1}% from \
                      {published_ns} ns), a minimum {:.1} noise sigmas deep (relative \

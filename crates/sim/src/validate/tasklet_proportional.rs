@@ -71,9 +71,8 @@ impl RowKind for TaskletProportional {
         row.published = "holds".into();
         row.published_text = published_text.clone();
         row.simulated = if ok { "holds" } else { "does not hold" }.into();
-        row.holds = Some(ok);
         row.tolerance = format!("ratios ±{:.0}%", tolerance_rel * 100.0);
-        row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        set_holds(&mut row, ok);
         row.detail = notes.join("; ");
         row
     }

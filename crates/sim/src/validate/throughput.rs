@@ -75,8 +75,7 @@ impl RowKind for Throughput {
         let ok = err.abs() <= *tolerance_rel;
         row.simulated = format!("{} pps", thousands(pps.round() as u64));
         row.value = Some(pps);
-        row.holds = Some(ok);
-        row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        set_holds(&mut row, ok);
         // Whether it is a calibration row is the experiment's to say (`mark`).
         row.detail = format!(
             "{} frames on the wire in {:.1} ms, {:+.1}% from the published rate",

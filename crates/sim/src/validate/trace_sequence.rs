@@ -62,9 +62,8 @@ impl RowKind for TraceSequence {
         row.published = format!("{} in order", lens.join(" and "));
         row.published_text = "packets of Figure 7".into();
         row.simulated = if ok { "same order" } else { "different order" }.into();
-        row.holds = Some(ok);
         row.tolerance = "exact".into();
-        row.verdict = if ok { Verdict::Pass } else { Verdict::Fail };
+        set_holds(&mut row, ok);
         row.detail = notes.join("; ");
         row
     }
