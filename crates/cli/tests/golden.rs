@@ -40,7 +40,8 @@ const CASES: &[(&str, &[&str])] = &[
     ("seed002-no-sharer", &["sim", "seed002/fpga", "--samples", "20000", "--set", "device.1.interrupts=none"]),
     ("seed002-from-service", &["sim", "seed002/fpga", "--samples", "20000", "--set", "device.0.interval_from=service", "--set", "device.0.interval_us=3"]),
     ("seed002-replications", &["sim", "seed002/fpga", "--samples", "30000", "--replications", "3", "--seed", "9"]),
-    // Seed 004: the whole pulse timeline, and replications of a shorter one.
+    // Seed 004: the whole pulse timeline, and a shorter one split into replications (each through
+    // the phases in proportion).
     ("seed004", &["sim", "seed004/pps"]),
     ("seed004-replications", &["sim", "seed004/pps", "--samples", "1200", "--replications", "2"]),
     // Seed 003: the flood on the vanilla kernel, and the two threaded kernels with their knobs.

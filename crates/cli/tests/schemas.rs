@@ -80,7 +80,7 @@ fn sweep_outputs(dir: &Path) -> Vec<(&'static str, serde_json::Value)> {
         "--scenario",
         "seed004/pps",
         "--grid",
-        "pps.jitter_ns=50,500",
+        "probe.jitter_ns=50,500",
         "--samples",
         "100",
     ]);

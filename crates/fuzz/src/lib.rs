@@ -252,7 +252,7 @@ pub fn read_tree(root: &Path) {
     let _ = irqlab_host::pci::functions(root);
 }
 
-/// A scenario file (`irqlab_sim::simulation::Simulation::load`): loaded, checked, its settings
+/// A scenario file (`irqlab_sim::scenario::Scenario::load`): loaded, checked, its settings
 /// and ranges listed, as `irqlab show` and `sim` do before a run. Not run.
 pub fn scenario_toml(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -268,7 +268,7 @@ pub fn scenario_toml(data: &[u8]) {
     if std::fs::write(&path, text).is_err() {
         return;
     }
-    if let Ok(sim) = irqlab_sim::simulation::Simulation::load(&path, &[]) {
+    if let Ok(sim) = irqlab_sim::scenario::Scenario::load(&path, &[]) {
         let _ = (sim.settings(), sim.ranges(), sim.seed(), sim.samples());
     }
 }

@@ -116,7 +116,7 @@ fn sysfs_tree_seeds_reach_the_nics_and_vectors() {
 #[test]
 fn scenario_and_shard_seeds_load() {
     for (path, _) in seeds("scenario_toml") {
-        irqlab_sim::simulation::Simulation::load(&path, &[])
+        irqlab_sim::scenario::Scenario::load(&path, &[])
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     for (path, text) in seeds("sweep_shard") {

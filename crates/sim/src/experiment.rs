@@ -5,8 +5,8 @@
 
 use crate::result::RunResult;
 use crate::scenario::ranges::{Range, Spread};
+use crate::scenario::Scenario;
 use crate::scenario::{parse_file, ScenarioError};
-use crate::simulation::Simulation;
 pub(crate) use crate::validate::Judged;
 pub use crate::validate::{
     wording_interval, Check, ExpectedTrace, LatencyMetric, ShapeExpect, SplitPenalty,
@@ -366,7 +366,7 @@ impl Experiment {
         let mut nominal_at_bound = None;
         let mut readers = std::collections::BTreeSet::new();
         for spec in &self.file.run {
-            let sim = Simulation::load(self.scenario_path(spec), &spec.set)?;
+            let sim = Scenario::load(self.scenario_path(spec), &spec.set)?;
             let declared = sim.ranges()?;
             let settings = sim.settings()?;
             for d in &declared {
@@ -539,9 +539,9 @@ impl Experiment {
                             })
                             .cloned(),
                     );
-                    let sim = Simulation::load(self.scenario_path(spec), &set)?;
+                    let sim = Scenario::load(self.scenario_path(spec), &set)?;
                     let n = spec.samples(opts, sim.samples());
-                    let result = sim.run(
+                    let result = sim.simulate(
                         seed(sim.seed()),
                         n,
                         TRACE_PACKETS,
@@ -560,8 +560,8 @@ impl Experiment {
         needed
             .iter()
             .map(|spec| {
-                let sim = Simulation::load(self.scenario_path(spec), &spec.set)?;
-                Ok(sim.interrupts(spec.samples(opts, sim.samples()), spec.replications))
+                let sim = Scenario::load(self.scenario_path(spec), &spec.set)?;
+                Ok(sim.interrupts(spec.samples(opts, sim.samples())))
             })
             .sum()
     }

@@ -3,7 +3,7 @@
 use crate::hw::pcie::{Dir, TlpKind};
 use crate::probes::analyzer::TraceRecord;
 use crate::result::{Measured, RunResult, Shown};
-use crate::simulation::Simulation;
+use crate::scenario::Scenario;
 use irqlab_stats::results::{Counter, HistogramData, Metric, NamedSeries, RunReport, TraceRow};
 
 /// Printable rows for analyzer records, with time relative to the first.
@@ -47,7 +47,7 @@ pub const SEED_KEY: &str = "random seed";
 
 /// The report of one run of `sim` with `seed`: its header names the scenario's file first, so a
 /// copy edited by hand (`irqlab show NAME > my.toml`) is told from the shipped scenario.
-pub fn run_report(sim: &Simulation, seed: u64, result: &RunResult) -> RunReport {
+pub fn run_report(sim: &Scenario, seed: u64, result: &RunResult) -> RunReport {
     let mut config = vec![("scenario".to_string(), sim.path().display().to_string())];
     config.extend(sim.describe());
     config.push((SEED_KEY.into(), seed.to_string()));

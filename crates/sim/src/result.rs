@@ -81,6 +81,24 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Add a later replication's result: each metric's histogram (by name and phase) and each
+    /// counter (by name) add up; the series, the trace and the samples stay this one's (the
+    /// first replication's).
+    pub fn absorb(&mut self, o: RunResult) {
+        for m in o.metrics {
+            match (self.metrics.iter_mut()).find(|a| a.name == m.name && a.phase == m.phase) {
+                Some(a) => a.histogram.merge(&m.histogram),
+                None => self.metrics.push(m),
+            }
+        }
+        for c in o.counters {
+            match self.counters.iter_mut().find(|a| a.name == c.name) {
+                Some(a) => a.value += c.value,
+                None => self.counters.push(c),
+            }
+        }
+    }
+
     /// The whole-run distribution of metric `name`.
     pub fn metric(&self, name: &str) -> Option<&LatencyHistogram> {
         self.phase(name, None)
@@ -92,5 +110,49 @@ impl RunResult {
             .iter()
             .find(|m| m.name == name && m.phase.as_deref() == phase)
             .map(|m| &m.histogram)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counters add up by name across replications, also those a replication lists only when
+    /// they counted something: added by position, one replication's `en0_coalesced` once
+    /// shifted the other's `ed0_interrupts` into it (seed 004's merge, before this one).
+    #[test]
+    fn replications_add_counters_by_name_and_metrics_by_phase() {
+        let metric = |phase: Option<&str>, ns: &[u64]| {
+            let mut histogram = LatencyHistogram::new();
+            for &v in ns {
+                histogram.record(v);
+            }
+            Measured {
+                name: "m".into(),
+                description: String::new(),
+                phase: phase.map(str::to_string),
+                histogram,
+                quantum_ns: None,
+            }
+        };
+        let mut a = RunResult {
+            metrics: vec![metric(None, &[10]), metric(Some("idle"), &[10])],
+            counters: vec![Count::always("a", 1), Count::always("b", 2)],
+            ..RunResult::default()
+        };
+        let b = RunResult {
+            metrics: vec![metric(Some("idle"), &[20, 30]), metric(None, &[20, 30])],
+            counters: vec![
+                Count::always("a", 10),
+                Count::if_nonzero("coalesced", 5),
+                Count::always("b", 20),
+            ],
+            ..RunResult::default()
+        };
+        a.absorb(b);
+        let value = |n: &str| a.counters.iter().find(|c| c.name == n).unwrap().value;
+        assert_eq!((value("a"), value("b"), value("coalesced")), (11, 22, 5));
+        assert_eq!(a.metric("m").unwrap().count(), 3);
+        assert_eq!(a.phase("m", Some("idle")).unwrap().count(), 3);
     }
 }

@@ -388,8 +388,7 @@ mod tests {
             }
             let mine = dir.path().join("my.toml");
             std::fs::write(&mine, &copy).unwrap();
-            crate::simulation::Simulation::load(&mine, &[])
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            crate::scenario::Scenario::load(&mine, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         // Any shipped file by its path, and platforms by their stem.
         assert_eq!(

@@ -1,69 +1,26 @@
-//! A scenario file, whichever model it runs on, loaded and run into the neutral [`RunResult`]:
-//! the one entry point of the CLI and the validation runner.
+//! A scenario file, whichever kernel it runs, loaded and run into the neutral [`RunResult`]:
+//! the one entry point of the CLI and the validation runner ([`Scenario::simulate`]).
 //!
-//! Every scenario runs on the one machine, and every platform file has one schema. Seed 004's
-//! scenario and kernel files still have formats of their own (`pps/`: the pulse, cards with
-//! FreeBSD's interrupt classes, load phases; FreeBSD's costs), told apart by the scenario's
-//! `model` key, and this is the only place that knows: it picks the assembler.
+//! Every scenario has one schema (`scenario/files.rs`): its kernel file's `family` says whose
+//! interrupt path runs it (Linux's, `scenario/assemble.rs`; FreeBSD 1998's, `pps/`), and each
+//! family's model checks and assembles its own parts of the one machine. The rest of irqlab
+//! asks a [`Scenario`] what its run is of and gets a [`RunResult`].
 
 use crate::result::RunResult;
+use crate::scenario::files::Family;
 use crate::scenario::{Scenario, ScenarioError};
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-/// A loaded, overridden and checked scenario.
-pub enum Simulation {
-    Pcie(Box<Scenario>),
-    Pps(Box<crate::pps::PpsScenario>),
-}
-
-impl Simulation {
-    /// Load `path` and apply `overrides` (`key=value` strings).
-    pub fn load(path: impl AsRef<Path>, overrides: &[String]) -> Result<Simulation, ScenarioError> {
-        // A thin generic shell over a non-generic body: the body (file parsing, deserialization)
-        // is compiled once, in this crate, rather than again in every crate that calls it.
-        Simulation::load_path(path.as_ref(), overrides)
-    }
-
-    fn load_path(path: &Path, overrides: &[String]) -> Result<Simulation, ScenarioError> {
-        let text = crate::scenario::read(path, None)?;
-        Ok(if crate::pps::is_pps_scenario(&text) {
-            Simulation::Pps(Box::new(crate::pps::PpsScenario::load(path, overrides)?))
-        } else {
-            Simulation::Pcie(Box::new(Scenario::load(path, overrides)?))
-        })
-    }
-
+impl Scenario {
     /// The file it was read from.
     pub fn path(&self) -> &Path {
-        match self {
-            Simulation::Pcie(s) => &s.path,
-            Simulation::Pps(s) => &s.path,
-        }
+        &self.path
     }
 
     pub fn title(&self) -> &str {
-        match self {
-            Simulation::Pcie(s) => &s.file.title,
-            Simulation::Pps(s) => &s.file.title,
-        }
-    }
-
-    /// Every key `--set` takes, with its value in this run (`Configured::settings`).
-    pub fn settings(&self) -> Result<Vec<(String, toml::Value)>, ScenarioError> {
-        match self {
-            Simulation::Pcie(s) => s.settings(),
-            Simulation::Pps(s) => s.settings(),
-        }
-    }
-
-    /// The ranges its files declare beside their estimates.
-    pub fn ranges(&self) -> Result<Vec<crate::scenario::ranges::Declared>, ScenarioError> {
-        match self {
-            Simulation::Pcie(s) => s.ranges(),
-            Simulation::Pps(s) => s.ranges(),
-        }
+        &self.file.title
     }
 
     /// The numbers this run has (its files', its scenario's `set`, the overrides) that lie
@@ -100,96 +57,68 @@ impl Simulation {
 
     /// The scenario's seed and sample count.
     pub fn seed(&self) -> u64 {
-        match self {
-            Simulation::Pcie(s) => s.file.seed,
-            Simulation::Pps(s) => s.file.seed,
-        }
+        self.file.seed
     }
     pub fn samples(&self) -> u64 {
-        match self {
-            Simulation::Pcie(s) => s.file.samples,
-            Simulation::Pps(s) => s.file.samples,
-        }
+        self.file.samples
     }
 
-    /// Interrupts simulated for `samples` in `replications` (what a progress bar counts): the
-    /// PCIe model splits the samples among its replications; each seed-004 replication runs the
-    /// whole pulse timeline, whose phases are set by sample number.
-    pub fn interrupts(&self, samples: u64, replications: u32) -> u64 {
-        match self {
-            Simulation::Pcie(_) => samples,
-            Simulation::Pps(_) => samples.saturating_mul(u64::from(replications.max(1))),
-        }
+    /// Interrupts simulated for `samples` in any number of replications (what a progress bar
+    /// counts): every model splits the samples among its replications.
+    pub fn interrupts(&self, samples: u64) -> u64 {
+        samples
     }
 
-    /// Every latency metric (`RunResult::metrics`' names) a run of this model can give, so
+    /// Every latency metric (`RunResult::metrics`' names) a run of this scenario can give, so
     /// that a sweep's merge can refuse a shard whose metric was renamed.
     pub fn metric_names(&self) -> &'static [&'static str] {
-        match self {
-            Simulation::Pcie(_) => &[
+        match &self.file.probe {
+            Some(p) => match p.kind {
+                crate::scenario::files::ProbeKind::Pps => &["pps_latency"],
+            },
+            None => &[
                 "round_trip",
                 "cyclictest_latency",
                 "isr_latency",
                 "tasklet_latency",
             ],
-            Simulation::Pps(_) => &["pps_latency"],
-        }
-    }
-
-    /// Does the run count frames for a fixed length (`duration_ms`) rather than latency
-    /// samples?
-    pub fn counts_frames(&self) -> bool {
-        match self {
-            Simulation::Pcie(s) => s.counts_frames(),
-            Simulation::Pps(_) => false,
         }
     }
 
     /// Does the platform have a PCIe link for the analyzer to watch (`--trace`)?
     pub fn has_analyzer(&self) -> bool {
-        matches!(self, Simulation::Pcie(_))
+        !self.pcie_devices().is_empty()
     }
 
-    /// The variant a figure's name carries: the delivery method, or the model.
+    /// The variant a figure's name carries: the probe, or the delivery method.
     pub fn variant(&self) -> String {
-        match self {
-            Simulation::Pcie(s) => format!("{:?}", s.file.delivery).to_lowercase(),
-            Simulation::Pps(_) => "pps".into(),
+        match &self.file.probe {
+            Some(p) => format!("{:?}", p.kind).to_lowercase(),
+            None => format!("{:?}", self.file.delivery).to_lowercase(),
         }
     }
 
     /// What the run is of, for the report's header: the platform (name and file), the kernel and
     /// the delivery method.
     pub fn describe(&self) -> Vec<(String, String)> {
-        let (platform, path, kernel) = match self {
-            Simulation::Pcie(s) => (&s.platform.name, &s.platform_path, &s.kernel.name),
-            Simulation::Pps(s) => (&s.platform.name, &s.platform_path, &s.kernel.name),
-        };
         let mut d = vec![
             (
                 "platform".to_string(),
-                format!("{platform} ({})", path.display()),
+                format!("{} ({})", self.platform.name, self.platform_path.display()),
             ),
-            ("kernel".to_string(), kernel.clone()),
+            ("kernel".to_string(), self.kernel.name().to_string()),
         ];
-        if let Simulation::Pcie(s) = self {
+        if self.kernel.family() == Family::Linux {
             d.push(("delivery".to_string(), self.variant()));
-            d.extend(kernel_and_load(s));
+            d.extend(kernel_and_load(self));
         }
         d
     }
 
-    /// Settings the run cannot honour.
-    pub fn warnings(&self) -> Vec<String> {
-        match self {
-            Simulation::Pcie(s) => s.warnings(),
-            Simulation::Pps(_) => Vec::new(),
-        }
-    }
-
     /// Run `samples` with `seed` in `replications` on all cores, merged; the first `trace`
-    /// analyzer packets kept. `progress` counts interrupts as they are simulated.
-    pub fn run(
+    /// analyzer packets kept. `progress` counts interrupts as they are simulated. Every model
+    /// splits the samples among the replications and keeps the first replication's series.
+    pub fn simulate(
         &self,
         seed: u64,
         samples: u64,
@@ -197,13 +126,13 @@ impl Simulation {
         replications: u32,
         progress: Option<Arc<AtomicU64>>,
     ) -> Result<RunResult, ScenarioError> {
-        Ok(match self {
-            Simulation::Pcie(s) => s
+        Ok(match self.kernel.family() {
+            Family::Linux => self
                 .run_replicated(seed, samples, trace, replications, progress)?
-                .into_result(s.file.warmup_samples),
-            Simulation::Pps(s) => s
-                .run_replicated(seed, samples, replications, progress)?
-                .into_result(),
+                .into_result(self.file.warmup_samples),
+            Family::Freebsd => {
+                crate::pps::run_replicated(self, seed, samples, replications, progress)?
+            }
         })
     }
 }
@@ -215,10 +144,10 @@ impl Simulation {
 fn kernel_and_load(s: &Scenario) -> Vec<(String, String)> {
     use crate::kernel::costs::HrtimerWakeup;
     let mut d = Vec::new();
-    if let Some(sched) = &s.kernel.sched {
+    if let Some(sched) = &s.kernel.linux().sched {
         d.push(("preemption".into(), sched.preemption.describe().into()));
     }
-    if let Some(t) = &s.kernel.threads {
+    if let Some(t) = &s.kernel.linux().threads {
         let threads = if t.enabled {
             format!(
                 "IRQ threads at SCHED_FIFO {}, softirq threads at {}; hrtimer wake-ups in {}",
@@ -234,10 +163,7 @@ fn kernel_and_load(s: &Scenario) -> Vec<(String, String)> {
         };
         d.push(("threaded interrupts".into(), threads));
     }
-    let nics: Vec<_> = s
-        .file
-        .device
-        .iter()
+    let nics: Vec<_> = (s.pcie_devices().into_iter())
         .filter_map(|dev| dev.nic.as_ref().map(|n| (&dev.name, n)))
         .collect();
     if !nics.is_empty() {

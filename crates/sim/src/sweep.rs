@@ -24,8 +24,8 @@
 
 use crate::experiment::{validate_dir, Experiment, ValidateOptions};
 use crate::result::{Count, Measured, RunResult, Shown};
+use crate::scenario::Scenario;
 use crate::scenario::{replication_seed, ScenarioError};
-use crate::simulation::Simulation;
 use crate::uncertainty::{self, point_seed, Plan, PointRows};
 use crate::whatif::{rows_on, rows_planned_samples, WhatIf};
 use irqlab_stats::results::{
@@ -727,7 +727,7 @@ pub fn plan_grid(
     seed: Option<u64>,
     repeat: u32,
 ) -> Result<Manifest, SweepError> {
-    let base = Simulation::load(file, set)?;
+    let base = Scenario::load(file, set)?;
     let mut axes: Vec<GridAxis> = Vec::new();
     for flag in grid {
         let err = |message: String| SweepError::Grid {
@@ -772,7 +772,7 @@ pub fn plan_grid(
         for v in &values {
             let mut with = set.to_vec();
             with.push(format!("{key}={v}"));
-            Simulation::load(file, &with).map_err(|e| match e {
+            Scenario::load(file, &with).map_err(|e| match e {
                 ScenarioError::Override { message, .. } => err(format!("{key}={v}: {message}")),
                 other => err(format!("{key}={v}: {other}")),
             })?;
@@ -807,7 +807,7 @@ pub fn plan_grid(
         let cell = &points[c * repeat as usize].set;
         let mut with = set.to_vec();
         with.extend(cell.iter().cloned());
-        Simulation::load(file, &with).map_err(|e| SweepError::Cell {
+        Scenario::load(file, &with).map_err(|e| SweepError::Cell {
             cell: cell.join(" "),
             message: e.to_string(),
         })?;
@@ -1082,13 +1082,13 @@ impl Sweep {
                     .sum()
             }
             (Manifest::Grid(g), _) => {
-                let sim = Simulation::load(&g.scenario_file, &g.set)?;
-                sim.interrupts(g.samples, 1)
+                let sim = Scenario::load(&g.scenario_file, &g.set)?;
+                sim.interrupts(g.samples)
                     .saturating_mul(points.len() as u64)
             }
             (Manifest::WhatIf(m), _) => {
                 let w = self.whatif.as_ref().expect("prepare sets up a what-if");
-                let per_run = w.simulation().interrupts(m.samples, m.replications);
+                let per_run = w.simulation().interrupts(m.samples);
                 let mut total = 0u64;
                 for &i in &points {
                     total += match m.points[i] {
@@ -1162,8 +1162,8 @@ impl Sweep {
                 let p = &g.points[i];
                 let mut set = g.set.clone();
                 set.extend(p.set.iter().cloned());
-                let sim = Simulation::load(&g.scenario_file, &set)?;
-                let r = sim.run(p.seed, g.samples, 0, 1, progress)?;
+                let sim = Scenario::load(&g.scenario_file, &set)?;
+                let r = sim.simulate(p.seed, g.samples, 0, 1, progress)?;
                 let (metrics, counters) = point_parts(&r);
                 PointResult::Run {
                     index: p.index,
@@ -1209,7 +1209,7 @@ impl Sweep {
     ///   (index I modulo N), in index order;
     /// - for a grid, each point's run holds together: every histogram's parts agree with its
     ///   counts ([`LatencyHistogram::from_serialized`]); every metric is one the cell's model
-    ///   gives ([`Simulation::metric_names`]), once; unless the model counts frames, no metric
+    ///   gives ([`Scenario::metric_names`]), once; unless the model counts frames, no metric
     ///   holds more samples than the point ran and the largest whole-run one holds exactly
     ///   those (the manifest's `samples`); counters are named once;
     /// - then, once every point is found, the points of a grid cell (one model, other seeds)
@@ -1227,14 +1227,14 @@ impl Sweep {
             }
         }
         // Each grid cell's model, after the overrides and the cell's values.
-        let cells: Vec<Simulation> = match &self.manifest {
+        let cells: Vec<Scenario> = match &self.manifest {
             Manifest::Grid(g) => g
                 .points
                 .chunks(g.repeat as usize)
                 .map(|points| {
                     let mut all = g.set.clone();
                     all.extend(points[0].set.iter().cloned());
-                    Simulation::load(&g.scenario_file, &all)
+                    Scenario::load(&g.scenario_file, &all)
                 })
                 .collect::<Result<_, _>>()?,
             Manifest::Draws(_) | Manifest::WhatIf(_) => Vec::new(),
@@ -1355,7 +1355,7 @@ impl Sweep {
         &self,
         s: &ShardResults,
         manifest_sha256: &[u8; 32],
-        cells: &[Simulation],
+        cells: &[Scenario],
     ) -> Vec<String> {
         const SHOWN: usize = 3;
         let mut reasons = Vec::new();
@@ -1492,11 +1492,11 @@ fn merge_draws(d: &DrawsPlan, s: &DrawsSetup, found: &[(&str, &PointResult)]) ->
 fn check_run(
     metrics: &[MetricResult],
     counters: &[CounterResult],
-    sim: &Simulation,
+    sim: &Scenario,
     samples: u64,
 ) -> Option<String> {
     let known = sim.metric_names();
-    let planned = sim.interrupts(samples, 1);
+    let planned = sim.interrupts(samples);
     let mut whole = 0;
     for (k, m) in metrics.iter().enumerate() {
         let what = match &m.phase {
@@ -1627,10 +1627,10 @@ fn unlike_points_of_a_cell(
 /// each cell's model.
 fn merge_grid(
     g: &GridPlan,
-    cells: &[Simulation],
+    cells: &[Scenario],
     found: &[(&str, &PointResult)],
 ) -> Result<GridReport, SweepError> {
-    let title = Simulation::load(&g.scenario_file, &g.set)?
+    let title = Scenario::load(&g.scenario_file, &g.set)?
         .title()
         .to_string();
     let mut report = Vec::new();
@@ -1927,8 +1927,8 @@ mod tests {
     #[test]
     fn every_shipped_scenario_passes_the_merge_checks_of_a_run() {
         for (name, path) in crate::shipped::scenarios() {
-            let sim = Simulation::load(&path, &[]).unwrap();
-            let r = sim.run(sim.seed(), 40, 0, 1, None).unwrap();
+            let sim = Scenario::load(&path, &[]).unwrap();
+            let r = sim.simulate(sim.seed(), 40, 0, 1, None).unwrap();
             let (metrics, counters) = point_parts(&r);
             assert_eq!(check_run(&metrics, &counters, &sim, 40), None, "{name}");
         }

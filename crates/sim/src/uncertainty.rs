@@ -15,8 +15,8 @@
 use crate::experiment::{Experiment, Judged, ValidateOptions};
 use crate::result::RunResult;
 use crate::scenario::ranges::{Range, Spread};
+use crate::scenario::Scenario;
 use crate::scenario::{replication_seed, ScenarioError};
-use crate::simulation::Simulation;
 use irqlab_stats::results::{
     Driver, FixedEstimate, Quantity, UncertainParameter, UncertaintyReport, UncertaintyRow,
     ValidationReport, ValidationRow, Verdict,
@@ -178,7 +178,7 @@ pub fn parameters(
     for (ei, e) in experiments.iter().enumerate() {
         let (_, needed) = e.selected(only);
         for spec in needed {
-            let sim = Simulation::load(e.scenario_path(spec), &spec.set)?;
+            let sim = Scenario::load(e.scenario_path(spec), &spec.set)?;
             let mut params = Vec::new();
             for d in sim.ranges()? {
                 let file = d.file.display().to_string();

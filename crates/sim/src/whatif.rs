@@ -22,8 +22,8 @@
 use crate::experiment::{Experiment, ValidateOptions};
 use crate::result::RunResult;
 use crate::scenario::ranges::Spread;
+use crate::scenario::Scenario;
 use crate::scenario::{replication_seed, ScenarioError};
-use crate::simulation::Simulation;
 use crate::uncertainty::{latin_hypercube, point_seed, Parameter};
 use irqlab_stats::results::{
     Driver, FixedEstimate, RunReport, WhatIfQuantity, WhatIfReport, WhatIfRow,
@@ -69,7 +69,7 @@ pub struct WhatIf {
     /// the same drawn values and seed, and the report gives each quantity's difference.
     pub against: Vec<String>,
     /// The plain run's simulation.
-    sim: Simulation,
+    sim: Scenario,
 }
 
 impl WhatIf {
@@ -113,12 +113,12 @@ impl WhatIf {
         draw_seed: u64,
         against: &[String],
     ) -> Result<WhatIf, ScenarioError> {
-        let sim = Simulation::load(file, set)?;
+        let sim = Scenario::load(file, set)?;
         if !against.is_empty() {
             // Refused now, not after the draws.
             let mut both = set.to_vec();
             both.extend(against.iter().cloned());
-            Simulation::load(file, &both)?;
+            Scenario::load(file, &both)?;
         }
         let mut parameters = Vec::new();
         let mut pinned = Vec::new();
@@ -181,7 +181,7 @@ impl WhatIf {
     }
 
     /// The plain run's simulation.
-    pub fn simulation(&self) -> &Simulation {
+    pub fn simulation(&self) -> &Scenario {
         &self.sim
     }
 
@@ -189,9 +189,7 @@ impl WhatIf {
     /// bar.
     pub fn planned_samples(&self) -> u64 {
         let runs = (self.points.len() as u64 + 1) * if self.against.is_empty() { 1 } else { 2 };
-        self.sim
-            .interrupts(self.samples, self.replications)
-            .saturating_mul(runs)
+        self.sim.interrupts(self.samples).saturating_mul(runs)
     }
 
     /// Draw `index`'s `--set` flags: its values, then the user's own.
@@ -216,7 +214,7 @@ impl WhatIf {
     ) -> Result<RunReport, ScenarioError> {
         let r = self
             .sim
-            .run(self.seed, self.samples, 0, self.replications, progress)?;
+            .simulate(self.seed, self.samples, 0, self.replications, progress)?;
         Ok(summary_report(&self.sim, self.seed, &r))
     }
 
@@ -234,10 +232,10 @@ impl WhatIf {
                  run is a range to correct"
             ),
         };
-        let sim = Simulation::load(&self.file, &flags).map_err(in_draw)?;
+        let sim = Scenario::load(&self.file, &flags).map_err(in_draw)?;
         let seed = self.draw_seed_of(index);
         let r = sim
-            .run(seed, self.samples, 0, self.replications, progress)
+            .simulate(seed, self.samples, 0, self.replications, progress)
             .map_err(in_draw)?;
         Ok(summary_report(&sim, seed, &r))
     }
@@ -249,8 +247,8 @@ impl WhatIf {
     ) -> Result<RunReport, ScenarioError> {
         let mut flags = self.set.clone();
         flags.extend(self.against.iter().cloned());
-        let sim = Simulation::load(&self.file, &flags)?;
-        let r = sim.run(self.seed, self.samples, 0, self.replications, progress)?;
+        let sim = Scenario::load(&self.file, &flags)?;
+        let r = sim.simulate(self.seed, self.samples, 0, self.replications, progress)?;
         Ok(summary_report(&sim, self.seed, &r))
     }
 
@@ -269,10 +267,10 @@ impl WhatIf {
                  run is a range to correct"
             ),
         };
-        let sim = Simulation::load(&self.file, &flags).map_err(in_draw)?;
+        let sim = Scenario::load(&self.file, &flags).map_err(in_draw)?;
         let seed = self.draw_seed_of(index);
         let r = sim
-            .run(seed, self.samples, 0, self.replications, progress)
+            .simulate(seed, self.samples, 0, self.replications, progress)
             .map_err(in_draw)?;
         Ok(summary_report(&sim, seed, &r))
     }
@@ -574,7 +572,7 @@ fn counter_value(r: &RunReport, label: &str) -> f64 {
 }
 
 /// A run's report as a what-if keeps it: header, metrics and counters.
-pub fn summary_report(sim: &Simulation, seed: u64, r: &RunResult) -> RunReport {
+pub fn summary_report(sim: &Scenario, seed: u64, r: &RunResult) -> RunReport {
     let mut rep = crate::report::run_report(sim, seed, r);
     rep.histograms.clear();
     rep.series.clear();
@@ -716,9 +714,9 @@ pub fn rows_planned_samples(dir: &Path, file: &Path) -> Result<u64, ScenarioErro
                 .iter()
                 .any(|c| ids.iter().any(|i| i == c.id()) && c.runs().contains(&spec.id.as_str()))
         }) {
-            let sim = Simulation::load(e.scenario_path(spec), &spec.set)?;
+            let sim = Scenario::load(e.scenario_path(spec), &spec.set)?;
             let opts = ValidateOptions::default();
-            total += sim.interrupts(spec.samples(&opts, sim.samples()), spec.replications);
+            total += sim.interrupts(spec.samples(&opts, sim.samples()));
         }
     }
     Ok(total)

@@ -25,7 +25,66 @@ use rand_distr::Distribution as _;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// The scenario's `[workload]`.
+/// The scenario's `[workload]`: one load for the whole run, or `[[workload.phase]]`s that
+/// follow the run's sample numbers (seed 004's "samples 1-1100: command-line work").
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSection {
+    /// The one load's busy fraction and stretch ([`WorkloadSpec`]); absent with phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_fraction: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_ms: Option<f64>,
+    #[serde(default)]
+    pub section: Vec<SectionSpec>,
+    #[serde(default)]
+    pub cold_fraction: f64,
+    /// The load in stretches of the run, in sample order; empty: the one load above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phase: Vec<PhaseSpec>,
+}
+
+impl WorkloadSection {
+    /// The one load (a workload without phases; the check has its busy fraction and stretch).
+    pub fn load(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            busy_fraction: self.busy_fraction.unwrap_or(0.0),
+            busy_ms: self.busy_ms.unwrap_or(0.0),
+            section: self.section.clone(),
+            cold_fraction: self.cold_fraction,
+        }
+    }
+}
+
+/// One stretch of the run's workload (`[[workload.phase]]`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    pub name: String,
+    /// The last sample (1-based, inclusive) taken under this load.
+    pub until_sample: u64,
+    pub busy_fraction: f64,
+    pub busy_ms: f64,
+    pub cold_fraction: f64,
+    /// Interrupts per second of the scenario's adapter cards, by device name.
+    #[serde(default)]
+    pub rates: std::collections::BTreeMap<String, f64>,
+    #[serde(default)]
+    pub section: Vec<SectionSpec>,
+}
+
+impl PhaseSpec {
+    pub fn load(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            busy_fraction: self.busy_fraction,
+            busy_ms: self.busy_ms,
+            section: self.section.clone(),
+            cold_fraction: self.cold_fraction,
+        }
+    }
+}
+
+/// A load as the generator runs it: the whole run's, or one phase's.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {

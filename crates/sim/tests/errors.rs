@@ -647,7 +647,7 @@ fn valid_overrides_are_applied() {
     // Everything not overridden is as the files say.
     assert_eq!(scenario.file.samples, 20000);
     assert_eq!(scenario.file.platform, PLATFORM);
-    assert_eq!(scenario.kernel.instructions.do_irq, 60);
+    assert_eq!(scenario.kernel.linux().instructions.do_irq, 60);
 }
 
 // ---- seed 002's parts ---------------------------------------------------------------------
@@ -730,14 +730,14 @@ fn seed002_configurations_that_cannot_be_are_refused() {
 /// drifted: 1e11 against 10e9 Hz, 1 s against 1 ms of halt exit).
 #[test]
 fn the_core_has_one_set_of_limits_for_every_scenario() {
-    use irqlab_sim::simulation::Simulation;
+    use irqlab_sim::scenario::Scenario;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let scenarios = [
         "experiments/seed000/ws.toml",
         "experiments/seed004/pps.toml",
     ];
     let refusal = |scenario: &str, flag: &str| -> Option<String> {
-        Simulation::load(repo.join(scenario), &[flag.to_string()])
+        Scenario::load(repo.join(scenario), &[flag.to_string()])
             .err()
             .map(|e| e.to_string())
     };

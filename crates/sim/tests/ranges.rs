@@ -200,7 +200,7 @@ fn the_mark_reader_looks_into_inline_tables_and_their_lists() {
 #[test]
 fn no_shipped_value_lies_outside_its_range() {
     for (name, path) in irqlab_sim::shipped::scenarios() {
-        let sim = irqlab_sim::simulation::Simulation::load(&path, &[]).unwrap();
+        let sim = irqlab_sim::scenario::Scenario::load(&path, &[]).unwrap();
         let outside = sim.outside_ranges().unwrap();
         assert!(outside.is_empty(), "{name}: {outside:?}");
     }

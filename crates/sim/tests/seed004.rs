@@ -7,7 +7,8 @@ mod common;
 
 use irqlab_stats::results::Verdict;
 
-use irqlab_sim::pps::{PpsResult, PpsScenario};
+use irqlab_sim::result::RunResult;
+use irqlab_sim::scenario::Scenario;
 use irqlab_stats::fence::step_period;
 use std::path::{Path, PathBuf};
 
@@ -44,23 +45,38 @@ fn scenario_path() -> PathBuf {
 
 /// A short run on an idle machine with warm caches (the seed's samples 1100-1500), `extra`
 /// overrides on top.
-fn idle(extra: &[&str], samples: u64) -> PpsResult {
+fn idle(extra: &[&str], samples: u64) -> RunResult {
     let mut set: Vec<String> = [
-        "phase.0.busy_fraction=0.005",
-        "phase.0.cold_fraction=0.0",
-        "phase.0.rates.ncr0=0.1",
-        "phase.0.rates.sc0=0.0",
+        "workload.phase.0.busy_fraction=0.005",
+        "workload.phase.0.cold_fraction=0.0",
+        "workload.phase.0.rates.ncr0=0.1",
+        "workload.phase.0.rates.sc0=0.0",
     ]
     .iter()
     .chain(extra)
     .map(|s| s.to_string())
     .collect();
     set.dedup();
-    let s = PpsScenario::load(scenario_path(), &set).expect("scenario loads");
-    s.run(s.file.seed, samples).expect("runs")
+    let s = Scenario::load(scenario_path(), &set).expect("scenario loads");
+    run(&s, s.file.seed, samples)
 }
 
-fn counter(r: &PpsResult, name: &str) -> u64 {
+/// One replication of `samples` pulses.
+fn run(s: &Scenario, seed: u64, samples: u64) -> RunResult {
+    s.simulate(seed, samples, 0, 1, None).expect("runs")
+}
+
+/// Every sample in counter counts, and the nanoseconds a count is.
+fn counts(r: &RunResult) -> (&[u64], f64) {
+    let c = r.counts.as_ref().expect("the probe counts");
+    (&c.values, c.count_ns)
+}
+
+fn latency(r: &RunResult) -> &irqlab_stats::LatencyHistogram {
+    r.metric("pps_latency").expect("the probe's metric")
+}
+
+fn counter(r: &RunResult, name: &str) -> u64 {
     r.counters
         .iter()
         .find(|c| c.name == name)
@@ -80,7 +96,8 @@ fn the_step_period_follows_the_isa_clock() {
     for (divisor, period_ns) in [(4, 120.0), (3, 90.0)] {
         let set = format!("platform.link.isa.pci_clock_divisor={divisor}");
         let r = idle(&[&set], 400);
-        let p = step_period(&r.counts, r.count_ns, 40.0, 400.0).expect("edges");
+        let (values, count_ns) = counts(&r);
+        let p = step_period(values, count_ns, 40.0, 400.0).expect("edges");
         assert!(
             (p.period_ns / period_ns - 1.0).abs() < 0.1,
             "SYSCLK = PCICLK/{divisor}: steps every {:.1} ns, expected {period_ns}",
@@ -95,7 +112,7 @@ fn the_step_period_follows_the_isa_clock() {
 fn two_isa_cycles_precede_the_timestamp() {
     let min = |clocks: u32| {
         let set = format!("platform.link.isa.io8_clocks={clocks}");
-        idle(&[&set], 300).latency.min_ns().expect("samples") as f64
+        latency(&idle(&[&set], 300)).min_ns().expect("samples") as f64
     };
     let d = min(7) - min(6);
     assert!(
@@ -109,19 +126,19 @@ fn two_isa_cycles_precede_the_timestamp() {
 #[test]
 fn slip_merges_net_into_tty() {
     let net = [
-        "phase.0.busy_fraction=0.5",
-        "phase.0.rates.en0=2000.0",
-        "phase.0.section.2.per_busy_s=5000.0",
+        "workload.phase.0.busy_fraction=0.5",
+        "workload.phase.0.rates.en0=2000.0",
+        "workload.phase.0.section.2.per_busy_s=5000.0",
     ];
     let deferred = |slip: &str| {
         let mut set = net.to_vec();
         set.push(slip);
-        let s = PpsScenario::load(
+        let s = Scenario::load(
             scenario_path(),
             &set.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         )
         .expect("loads");
-        let r = s.run(s.file.seed, 300).expect("runs");
+        let r = run(&s, s.file.seed, 300);
         counter(&r, "irq7_deferred_by_cpl")
     };
     let (without, with) = (deferred("kernel.slip=false"), deferred("kernel.slip=true"));
@@ -134,15 +151,15 @@ fn slip_merges_net_into_tty() {
 /// A deferred pulse is replayed, by doreti or by splx, and every pulse is timestamped once.
 #[test]
 fn deferred_pulses_are_replayed_once() {
-    let s = PpsScenario::load(
+    let s = Scenario::load(
         scenario_path(),
         &[
-            "phase.0.section.0.per_busy_s=20000.0".into(),
-            "phase.0.busy_fraction=0.9".into(),
+            "workload.phase.0.section.0.per_busy_s=20000.0".into(),
+            "workload.phase.0.busy_fraction=0.9".into(),
         ],
     )
     .expect("loads");
-    let r = s.run(s.file.seed, 200).expect("runs");
+    let r = run(&s, s.file.seed, 200);
     let deferred = counter(&r, "irq7_deferred_by_cpl");
     assert!(deferred > 0);
     assert_eq!(
@@ -151,66 +168,49 @@ fn deferred_pulses_are_replayed_once() {
     );
     assert_eq!(counter(&r, "pulses_timestamped"), 200);
     assert_eq!(counter(&r, "pulses_missed"), 0);
-    assert_eq!(r.counts.len(), 200);
+    assert_eq!(counts(&r).0.len(), 200);
 }
 
 #[test]
 fn same_seed_same_samples() {
     let a = idle(&[], 100);
     let b = idle(&[], 100);
-    assert_eq!(a.counts, b.counts);
-    let s = PpsScenario::load(scenario_path(), &[]).expect("loads");
-    let c = s.run(5, 100).expect("runs");
-    assert_ne!(a.counts, c.counts);
+    assert_eq!(counts(&a).0, counts(&b).0);
+    let s = Scenario::load(scenario_path(), &[]).expect("loads");
+    let c = run(&s, 5, 100);
+    assert_ne!(counts(&a).0, counts(&c).0);
 }
 
+/// `--replications` means what it means for every scenario: the samples are split among the
+/// replications, and each replication's share passes through the phases in proportion.
 #[test]
-fn replications_run_the_whole_timeline_each_and_count_progress() {
+fn replications_split_the_samples_and_count_progress() {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
-    let s = PpsScenario::load(scenario_path(), &[]).expect("loads");
+    let s = Scenario::load(scenario_path(), &[]).expect("loads");
     let progress = Arc::new(AtomicU64::new(0));
     let r = s
-        .run_replicated(s.file.seed, 60, 3, Some(progress.clone()))
+        .simulate(s.file.seed, 60, 0, 3, Some(progress.clone()))
         .expect("runs");
-    assert_eq!(
-        progress.load(Ordering::Relaxed),
-        180,
-        "every pulse of every replication"
-    );
-    assert_eq!(r.latency.count(), 180);
-    // Replication 0 is the plain run with the scenario's seed.
-    assert_eq!(r.counts, s.run(s.file.seed, 60).expect("runs").counts);
-}
-
-/// Counters add up by name across replications, also those a replication lists only when they
-/// counted something (a device's coalesced interrupts): before, they were added by position,
-/// and one replication's `en0_coalesced` shifted the other's `ed0_interrupts` into it.
-#[test]
-fn replications_add_counters_by_name() {
-    use irqlab_sim::scenario::replication_seed;
-    // The ATM phase coalesces en0's interrupts now and then.
-    let s = PpsScenario::load(scenario_path(), &[]).expect("loads");
-    let (seed, n) = (s.file.seed, 1700);
-    let merged = s.run_replicated(seed, n, 2, None).expect("runs");
-    let parts = [
-        s.run(seed, n).expect("runs"),
-        s.run(replication_seed(seed, 1), n).expect("runs"),
-    ];
-    for c in &merged.counters {
-        let sum: u64 = parts.iter().map(|p| counter(p, &c.name)).sum();
-        assert_eq!(c.value, sum, "{}", c.name);
+    assert_eq!(progress.load(Ordering::Relaxed), 60, "every pulse, once");
+    assert_eq!(latency(&r).count(), 60);
+    // Replication 0 is the plain run of its share with the scenario's seed (20 pulses of the
+    // first phase either way: 1100 of 4400 is 5 of 20 only for a run of 80).
+    let plain = run(&s, s.file.seed, 20);
+    assert_eq!(counts(&r).0, counts(&plain).0);
+    // The phases follow each share: four replications of 4400 give each phase its share of
+    // the run, not the first 1467 samples' phases only.
+    let r = s.simulate(s.file.seed, 4400, 0, 4, None).expect("runs");
+    for phase in ["command-line", "idle", "make-world"] {
+        let h = r.phase("pps_latency", Some(phase)).expect("a phase metric");
+        assert!(h.count() > 0, "{phase} has samples");
     }
-    assert!(
-        parts.iter().any(|p| counter(p, "en0_coalesced") > 0),
-        "the case this guards: a coalesced count in some replication"
-    );
 }
 
 #[test]
 fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
     let err = |set: &str| {
-        PpsScenario::load(scenario_path(), &[set.to_string()])
+        Scenario::load(scenario_path(), &[set.to_string()])
             .expect_err(set)
             .to_string()
     };
@@ -219,14 +219,23 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
         ("device.0.irq=16", "the 8259 pair has lines 0 to 15"),
         ("device.1.class=disk", "expected one of `tty`, `net`, `bio`"),
         (
-            "phase.1.until_sample=50",
+            "workload.phase.1.until_sample=50",
             "does not come after the previous phase's 1100",
         ),
-        ("phase.4.until_sample=4000", "before the run's 4400 samples"),
         (
-            "phase.0.section.0.mask=splvm",
-            "expected one of `tty`, `net`, `bio`, `high`, `cli`",
+            "workload.phase.4.until_sample=4000",
+            "before the run's 4400 samples",
         ),
+        (
+            "workload.phase.0.section.0.kind=splvm",
+            "expected one of `irqs-off`, `spl-tty`",
+        ),
+        (
+            "workload.cold_fraction=0.5",
+            "each phase gives its own load",
+        ),
+        ("delivery=\"msi\"", "the 8259 pair alone"),
+        ("device.2.kind=\"pcie\"", "unknown field `bus`"),
         ("platform.link.isa.io8_clockz=6", "no key 'io8_clockz'"),
         // The board's devices are parts of the platform, read and checked as such.
         ("platform.part.xrpu.counter_bits=40", "give 1 to 32 bits"),
@@ -246,6 +255,35 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
     }
 }
 
+/// A card's bad value is pointed at where it stands, though `[[device]]` holds several kinds:
+/// the file is read with the kind's own table.
+#[test]
+fn a_bad_card_value_names_its_line_and_column() {
+    let text = std::fs::read_to_string(scenario_path()).expect("reads");
+    let bad = text.replacen(
+        "handler_instructions = 3000",
+        "handler_instructions = \"many\"",
+        1,
+    );
+    let line = bad
+        .lines()
+        .position(|l| l.starts_with("handler_instructions = \"many\""))
+        .expect("edited")
+        + 1;
+    let dir = std::env::temp_dir().join(format!("irqlab-seed004-card-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("pps.toml");
+    std::fs::write(&path, bad).expect("writes");
+    let e = Scenario::load(&path, &[])
+        .expect_err("a bad value")
+        .to_string();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        e.contains(&format!("{}:{line}:24", path.display())) && e.contains("whole number"),
+        "{e}"
+    );
+}
+
 #[test]
 fn an_unknown_key_names_file_line_and_column() {
     let text = std::fs::read_to_string(scenario_path()).expect("reads");
@@ -259,7 +297,7 @@ fn an_unknown_key_names_file_line_and_column() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("pps.toml");
     std::fs::write(&path, bad).expect("writes");
-    let e = PpsScenario::load(&path, &[])
+    let e = Scenario::load(&path, &[])
         .expect_err("unknown key")
         .to_string();
     std::fs::remove_dir_all(&dir).ok();
@@ -331,7 +369,7 @@ fn the_pc_is_a_platform_of_the_one_schema_and_says_what_each_machine_lacks() {
     ] {
         std::fs::copy(repo.join(f), dir.join(f)).expect("copies");
     }
-    let e = PpsScenario::load(dir.join("experiments/seed004/pps.toml"), &[])
+    let e = Scenario::load(dir.join("experiments/seed004/pps.toml"), &[])
         .expect_err("an [ich] on the PC")
         .to_string();
     std::fs::remove_dir_all(&dir).ok();
@@ -342,7 +380,7 @@ fn the_pc_is_a_platform_of_the_one_schema_and_says_what_each_machine_lacks() {
 fn keys_a_platform_may_leave_out_are_still_reached_by_set() {
     // `--set` edits the files as read, with every default in place: a key at its default (the
     // crystal's error, the user-mode gate's extra cycles) is there to be set.
-    let s = PpsScenario::load(scenario_path(), &["platform.crystal_ppm=5".to_string()]).unwrap();
+    let s = Scenario::load(scenario_path(), &["platform.crystal_ppm=5".to_string()]).unwrap();
     assert_eq!(s.platform.crystal_ppm, 5.0);
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let ws = irqlab_sim::scenario::Scenario::load(

@@ -43,11 +43,15 @@ fn each_path_costs_the_wake_up_once_or_not_at_all() {
     ] {
         let k = load(&[]);
         let now = match key {
-            "kernel.sched.schedule" => k.kernel.sched.as_ref().unwrap().schedule,
-            "kernel.sched.try_to_wake_up" => k.kernel.sched.as_ref().unwrap().try_to_wake_up,
-            "kernel.sched.hrtimer_interrupt" => k.kernel.sched.as_ref().unwrap().hrtimer_interrupt,
-            "kernel.sched.clock_gettime" => k.kernel.sched.as_ref().unwrap().clock_gettime,
-            "kernel.sched.nanosleep" => k.kernel.sched.as_ref().unwrap().nanosleep,
+            "kernel.sched.schedule" => k.kernel.linux().sched.as_ref().unwrap().schedule,
+            "kernel.sched.try_to_wake_up" => {
+                k.kernel.linux().sched.as_ref().unwrap().try_to_wake_up
+            }
+            "kernel.sched.hrtimer_interrupt" => {
+                k.kernel.linux().sched.as_ref().unwrap().hrtimer_interrupt
+            }
+            "kernel.sched.clock_gettime" => k.kernel.linux().sched.as_ref().unwrap().clock_gettime,
+            "kernel.sched.nanosleep" => k.kernel.linux().sched.as_ref().unwrap().nanosleep,
             _ => k.file.cyclictest.as_ref().unwrap().loop_instructions,
         };
         let set = format!("{key}={}", now + 1000);

@@ -393,7 +393,7 @@ fn the_shipped_platforms_route_as_the_fixed_table_did() {
         let s = Scenario::load(root.join(scenario), &[]).unwrap();
         let (t, ends) = s.topology().unwrap();
         let fabric = Fabric::new(&t, &ends).unwrap();
-        let link = format!("{}-link", s.file.device[0].name);
+        let link = format!("{}-link", s.file.device[0].name());
         let hops = |from, to| -> Vec<String> {
             let r = fabric.route(from, to);
             (0..fabric.route_len(r))

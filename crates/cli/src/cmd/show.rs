@@ -7,8 +7,8 @@ use anyhow::Result;
 use irqlab_report::table::Table;
 use irqlab_report::text::wrap;
 use irqlab_sim::scenario::ranges::Spread;
+use irqlab_sim::scenario::Scenario;
 use irqlab_sim::shipped;
-use irqlab_sim::simulation::Simulation;
 use std::path::{Path, PathBuf};
 
 pub fn run(a: ShowArgs) -> Result<()> {
@@ -68,7 +68,7 @@ fn keys(name: &Path, set: &[String]) -> Result<()> {
         );
     }
     let path = super::sim::resolve(name)?;
-    let sim = Simulation::load(&path, set)?;
+    let sim = Scenario::load(&path, set)?;
     let ranges = sim.ranges()?;
     // The value last: a list or an inline table may be long, and would push the ranges out.
     let mut t = Table::new(&["key", "range (validate --uncertainty)", "value"]).left_aligned();

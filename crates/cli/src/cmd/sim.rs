@@ -5,7 +5,7 @@ use crate::args::SimArgs;
 use crate::made::Invocation;
 use crate::ui::Progress;
 use anyhow::{Context as _, Result};
-use irqlab_sim::simulation::Simulation;
+use irqlab_sim::scenario::Scenario;
 use irqlab_stats::results::RunReport;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -82,7 +82,7 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
         return whatif(&a, &file, draws, inv);
     }
     let counter = Arc::new(AtomicU64::new(0));
-    let sim = Simulation::load(&file, &a.set)?;
+    let sim = Scenario::load(&file, &a.set)?;
     if a.trace > 0 && !sim.has_analyzer() {
         anyhow::bail!(
             "--trace shows PCIe analyzer packets; {} is an ISA PC with no PCIe link to watch",
@@ -105,8 +105,8 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     }
     let seed = a.seed.unwrap_or(sim.seed());
     let samples = a.samples.unwrap_or(sim.samples());
-    let bar = Progress::start(sim.interrupts(samples, a.replications), &counter);
-    let result = sim.run(seed, samples, a.trace, a.replications, Some(counter));
+    let bar = Progress::start(sim.interrupts(samples), &counter);
+    let result = sim.simulate(seed, samples, a.trace, a.replications, Some(counter));
     bar.finish();
     let result = result?;
     // cyclictest's histogram, checked before anything is printed or written.

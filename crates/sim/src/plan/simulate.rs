@@ -25,7 +25,7 @@ pub fn sets(
     irq_cpu: &BTreeMap<u32, usize>,
     registers: Option<&[Register]>,
 ) -> Result<Vec<String>, ScenarioError> {
-    let devices = &scenario.file.device;
+    let devices = scenario.pcie_devices();
     let index = |name: &str| -> Result<usize, ScenarioError> {
         devices.iter().position(|d| d.name == name).ok_or_else(|| {
             let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
@@ -107,7 +107,7 @@ fn same_board(
         let Some(f) = plan.functions.iter().find(|f: &&Function| &f.name == nic) else {
             continue;
         };
-        let d = scenario.file.device.iter().find(|d| &d.name == nic);
+        let d = scenario.pcie_devices().into_iter().find(|d| &d.name == nic);
         let matches =
             d.is_some_and(|d| d.port == f.port && d.bdf == f.bdf && d.intx_pin.letter() == f.pin);
         if !matches {

@@ -3,7 +3,7 @@
 //! bus, the cards), the board devices, FreeBSD's programs and the workload's phases, from the
 //! scenario's platform, kernel and scenario files; and the run's result.
 
-use super::{DeviceBus, PpsResult, PpsScenario, SectionMask};
+use super::PpsRun;
 use crate::devices::counter_card::CounterCard;
 use crate::devices::gps::Gps;
 use crate::devices::irq_source::IrqSource;
@@ -25,13 +25,15 @@ use crate::machine::fabric::{Ends, Fabric};
 use crate::machine::{Core, Machine, MachineBuilder, Phase};
 use crate::probes::pps::PpsProbe;
 use crate::result::Count;
+use crate::scenario::files::{CardSection, DeviceBus};
+use crate::scenario::Scenario;
 use crate::scenario::{cold_code, cpu_timing, ScenarioError};
 use crate::topology::route::Request;
 use crate::topology::{
     LinkKindName, LinkSection, PartKind, PartKindName, PartSection, Topology, TopologyError,
     TopologyFile,
 };
-use crate::workload::{LengthDistribution, SectionKind, SectionSpec, WorkState, WorkloadSpec};
+use crate::workload::WorkState;
 use rand::Rng;
 
 /// The scenario's PCI cards' memory windows (BARs the BIOS would assign).
@@ -96,7 +98,7 @@ pub(super) struct BoardParts {
 
 /// The part of the platform of `kind`: exactly one, since this machine has one of each.
 fn one_part<'a>(
-    s: &'a PpsScenario,
+    s: &'a Scenario,
     kind: PartKindName,
     what: &str,
 ) -> Result<(&'a String, &'a PartSection), ScenarioError> {
@@ -131,7 +133,7 @@ fn one_part<'a>(
 }
 
 /// The clock of the link `part` hangs from, if it is a clocked crossing or bus.
-fn clock_above(s: &PpsScenario, part: &str) -> Option<f64> {
+fn clock_above(s: &Scenario, part: &str) -> Option<f64> {
     s.platform
         .link
         .values()
@@ -140,7 +142,7 @@ fn clock_above(s: &PpsScenario, part: &str) -> Option<f64> {
 }
 
 impl BoardParts {
-    pub(super) fn read(s: &PpsScenario) -> Result<BoardParts, ScenarioError> {
+    pub(super) fn read(s: &Scenario) -> Result<BoardParts, ScenarioError> {
         let need = |name: &str, key: &str, v: Option<f64>| {
             v.ok_or_else(|| {
                 s.invalid(
@@ -286,19 +288,16 @@ impl BoardParts {
 
 /// The PC's topology: the platform's parts and links, and the scenario's cards (PCI cards below
 /// the part `pci` on a clocked decode link, ISA cards on the ISA bus); and the machine's ends.
-pub(super) fn topology(
-    s: &PpsScenario,
-    bp: &BoardParts,
-) -> Result<(Topology, Ends), ScenarioError> {
+pub(super) fn topology(s: &Scenario, bp: &BoardParts) -> Result<(Topology, Ends), ScenarioError> {
     let p = &s.platform;
-    let f = &s.file;
     let mut t = TopologyFile {
         part: p.part.clone(),
         link: p.link.clone(),
         wire: p.wire.clone(),
     };
-    let card = |d: &super::IsaPcDevice| format!("card-{}", d.name);
-    for (i, d) in f.device.iter().enumerate() {
+    let card = |d: &CardSection| format!("card-{}", d.name);
+    let cards = super::cards(s);
+    for (i, d) in cards.iter().enumerate() {
         let name = card(d);
         let mut part = PartSection {
             kind: Some(PartKindName::Function),
@@ -350,8 +349,7 @@ pub(super) fn topology(
     }
     let topology = Topology::from_file(&t).map_err(|e| match e {
         TopologyError::Invalid { ref key, .. } => {
-            match f
-                .device
+            match cards
                 .iter()
                 .position(|d| key.starts_with(&format!("part.{}", card(d))))
             {
@@ -389,21 +387,26 @@ pub(super) fn topology(
             "is host memory (kind = \"memory\")",
         )?,
     };
-    ends.devices.extend(f.device.iter().map(|d| id(&card(d))));
+    ends.devices.extend(cards.iter().map(|d| id(&card(d))));
     Ok((topology, ends))
 }
 
-/// The PC of `s`, ready to run `samples` pulses with `seed`; `progress`, if given, counts
-/// pulses as they are timestamped.
+/// The PC of `s`, ready to run `samples` pulses with `seed`, its share of a run of `total`
+/// (the phases' sample numbers are the run's); `progress`, if given, counts pulses as they are
+/// timestamped.
 pub(super) fn build(
-    s: &PpsScenario,
+    s: &Scenario,
     seed: u64,
     samples: u64,
+    total: u64,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<(Machine, Handles), ScenarioError> {
     let p = &s.platform;
-    let k = &s.kernel;
+    let k = s.kernel.freebsd();
     let f = &s.file;
+    let probe_file = f.probe.as_ref().expect("checked: the PC has its probe");
+    let cards = super::cards(s);
+    let phase_specs = f.workload.as_ref().map_or(&[][..], |w| &w.phase[..]);
     let bp = BoardParts::read(s)?;
     let streams = RngStreams::new(seed);
     let (topology, ends) = topology(s, &bp)?;
@@ -430,7 +433,7 @@ pub(super) fn build(
             irq: bp.lpt.irq,
             base: bp.lpt.base,
             ack_to_irq: SimDuration::from_ns_f64(bp.lpt.ack_to_irq_ns),
-            pulse_width: SimDuration::from_ns_f64(f.pps.pulse_width_ms * 1e6),
+            pulse_width: SimDuration::from_ns_f64(probe_file.pulse_width_ms * 1e6),
         }),
         Board::CounterCard(CounterCard {
             base: bp.xrpu.base,
@@ -442,7 +445,7 @@ pub(super) fn build(
         }),
     ];
     let mut sources = Vec::new();
-    for (i, d) in f.device.iter().enumerate() {
+    for (i, d) in cards.iter().enumerate() {
         let (ports, mem) = match d.bus {
             DeviceBus::Pci => (None, Some(CARD_BASE + 0x10000 * i as u64)),
             _ => {
@@ -467,7 +470,7 @@ pub(super) fn build(
     board.push(Board::Gps(Gps {
         second_ps,
         first: first_pulse,
-        jitter_ps: f.pps.jitter_ns * 1e3,
+        jitter_ps: probe_file.jitter_ns * 1e3,
         rng: rng_pps,
         pulses: 0,
     }));
@@ -478,8 +481,8 @@ pub(super) fn build(
     // Interrupt classes (isa.c): each class mask holds its IRQs; `sl` merges tty and net.
     let lpt = bp.lpt.irq;
     let mut class = [0u32; 3];
-    class[f.pps.class.index()] |= 1 << lpt;
-    for d in &f.device {
+    class[probe_file.class.index()] |= 1 << lpt;
+    for d in &cards {
         class[d.class.index()] |= 1 << d.irq;
     }
     if k.slip {
@@ -530,12 +533,12 @@ pub(super) fn build(
         Intr {
             irq: lpt,
             handler: ppsintr,
-            mask: class[f.pps.class.index()],
+            mask: class[probe_file.class.index()],
             count: kernel.new_var(0),
         },
     ];
     let mut elcr: u16 = 0;
-    for (i, d) in f.device.iter().enumerate() {
+    for (i, d) in cards.iter().enumerate() {
         // The card's handler: half its code, the register read that clears its interrupt, the
         // other reads, the programmed-I/O data words, the rest of its code.
         let access = |kernel: &mut Kernel| match d.bus {
@@ -601,35 +604,17 @@ pub(super) fn build(
         .cache
         .as_ref()
         .map(|c| cold_code(c, streams.stream("cache")));
-    let phases: Vec<Phase> = f
-        .phase
+    // A replication's share of the run's samples passes through every phase in proportion.
+    let until = |ph: &crate::workload::PhaseSpec| {
+        (u128::from(ph.until_sample) * u128::from(samples)).div_ceil(u128::from(total.max(1)))
+            as u64
+    };
+    let phases: Vec<Phase> = phase_specs
         .iter()
         .map(|ph| Phase {
-            until_sample: ph.until_sample,
-            work: WorkloadSpec {
-                busy_fraction: ph.busy_fraction,
-                busy_ms: ph.busy_ms,
-                cold_fraction: ph.cold_fraction,
-                section: ph
-                    .section
-                    .iter()
-                    .map(|sec| SectionSpec {
-                        kind: match sec.mask {
-                            SectionMask::Cli => SectionKind::IrqsOff,
-                            SectionMask::Tty => SectionKind::SplTty,
-                            SectionMask::Net => SectionKind::SplNet,
-                            SectionMask::Bio => SectionKind::SplBio,
-                            SectionMask::High => SectionKind::SplHigh,
-                        },
-                        per_busy_s: sec.per_busy_s,
-                        distribution: LengthDistribution::Exponential,
-                        mean_us: sec.mean_us,
-                        sigma: 0.0,
-                    })
-                    .collect(),
-            },
-            rates: f
-                .device
+            until_sample: until(ph),
+            work: ph.load(),
+            rates: cards
                 .iter()
                 .enumerate()
                 .map(|(i, d)| {
@@ -653,7 +638,7 @@ pub(super) fn build(
         card,
         stamp,
         sequence,
-        f.phase.iter().map(|p| p.until_sample).collect(),
+        phase_specs.iter().map(until).collect(),
         samples,
     );
     probe.progress = progress;
@@ -690,12 +675,13 @@ fn take_probe(m: &mut Machine) -> PpsProbe {
 /// Run the machine and collect seed 004's result.
 /// `progress`, if given, counts pulses as they are timestamped.
 pub(super) fn run(
-    s: &PpsScenario,
+    s: &Scenario,
     seed: u64,
     samples: u64,
+    total: u64,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-) -> Result<PpsResult, ScenarioError> {
-    let (mut m, h) = build(s, seed, samples, progress)?;
+) -> Result<PpsRun, ScenarioError> {
+    let (mut m, h) = build(s, seed, samples, total, progress)?;
     let c = m.run();
     let probe = take_probe(&mut m);
     if c.truncated {
@@ -747,11 +733,10 @@ pub(super) fn run(
         Board::CounterCard(card) => card.count_ns(),
         _ => unreachable!("the probe's card"),
     };
-    Ok(PpsResult {
+    let phases = s.file.workload.as_ref().map_or(&[][..], |w| &w.phase[..]);
+    Ok(PpsRun {
         latency: probe.latency,
-        phases: s
-            .file
-            .phase
+        phases: phases
             .iter()
             .map(|p| p.name.clone())
             .zip(probe.phases)
@@ -767,9 +752,9 @@ pub(super) fn run(
 mod tests {
     use super::*;
 
-    fn scenario() -> PpsScenario {
+    fn scenario() -> Scenario {
         let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        PpsScenario::load(repo.join("experiments/seed004/pps.toml"), &[]).unwrap()
+        Scenario::load(repo.join("experiments/seed004/pps.toml"), &[]).unwrap()
     }
 
     #[test]
@@ -777,11 +762,15 @@ mod tests {
         // Run-ahead (the core's and the packets') against every step ending at an event: the
         // same samples, count for count, and the same work done, under the heaviest phase.
         let s = scenario();
-        let set = ["phase.0.busy_fraction=0.97", "phase.0.cold_fraction=0.7"].map(String::from);
-        let heavy = PpsScenario::load(&s.path, &set).unwrap();
+        let set = [
+            "workload.phase.0.busy_fraction=0.97",
+            "workload.phase.0.cold_fraction=0.7",
+        ]
+        .map(String::from);
+        let heavy = Scenario::load(&s.path, &set).unwrap();
         for sc in [&s, &heavy] {
             let run = |strict: bool| {
-                let (mut m, _) = build(sc, 7, 40, None).unwrap();
+                let (mut m, _) = build(sc, 7, 40, 40, None).unwrap();
                 m.strict = strict;
                 let c = m.run();
                 let p = take_probe(&mut m);
@@ -798,12 +787,12 @@ mod tests {
         // Every busy second full of spltty sections: the pulse (a tty-class interrupt) is held
         // off and replayed by splx (splz) or doreti, and still timestamped.
         let set = [
-            "phase.0.busy_fraction=1.0",
-            "phase.0.section=[{ mask = \"tty\", per_busy_s = 20000.0, mean_us = 40.0 }]",
+            "workload.phase.0.busy_fraction=1.0",
+            "workload.phase.0.section=[{ kind = \"spl-tty\", per_busy_s = 20000.0, mean_us = 40.0 }]",
         ]
         .map(String::from);
-        let s = PpsScenario::load(scenario().path, &set).unwrap();
-        let r = run(&s, 3, 60, None).unwrap();
+        let s = Scenario::load(scenario().path, &set).unwrap();
+        let r = run(&s, 3, 60, 60, None).unwrap();
         let get = |n: &str| r.counters.iter().find(|c| c.name == n).unwrap().value;
         let deferred = get("irq7_deferred_by_cpl");
         assert!(deferred > 10, "{deferred} deferred");

@@ -2,8 +2,9 @@
 //! timestamping a GPS pulse-per-second on the parallel port's interrupt (IRQ 7) against a
 //! 90.112 MHz counter on a PCI card that also latches the pulse itself.
 //!
-//! This module reads the seed's scenario and kernel files (the platform file is of the one
-//! schema, [`PlatformFile`]) and assembles the PC as an instance of the one machine
+//! A scenario whose kernel's `family` is `freebsd` runs here: this module checks it (its
+//! devices are adapter cards, `kind = "card"`; its probe the GPS pulse, `[probe] kind = "pps"`;
+//! its workload in `[[workload.phase]]`s) and assembles the PC as an instance of the one machine
 //! ([`crate::machine::Machine`], `assemble.rs`): its buses are links of the topology (`clocked`
 //! crossings and the PIIX4's `isa-bus`), its board devices are parts of the platform read into
 //! devices (`devices/`), FreeBSD's paths are programs of the step language
@@ -35,172 +36,14 @@
 mod assemble;
 
 use crate::result::{Count, Counts, Measured, RunResult};
-use crate::scenario::{Configured, NamesParts, PlatformFile, ScenarioError};
+use crate::scenario::files::{Device, DeviceBus, ProbeKind};
+use crate::scenario::{Scenario, ScenarioError};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
 
-/// The `model` key that marks a scenario file as this model's.
-pub const MODEL: &str = "isa-pps";
-
-// ---- the kernel ---------------------------------------------------------------------------
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BsdKernel {
-    pub name: String,
-    pub description: String,
-    pub hz: u32,
-    /// `pseudo-device sl`: tty_imask and net_imask merged.
-    pub slip: bool,
-    pub stub: crate::kernel::freebsd::StubCosts,
-    pub clock: ClockCosts,
-    pub statclock: StatclockCosts,
-    pub pps: PpsCosts,
-    /// `splXXX()` / `splx()` without a pending interrupt.
-    pub spl_instructions: u32,
-    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
-    /// from the text by `validate --uncertainty`; the model never sees them.
-    #[serde(default, skip_serializing)]
-    pub range: Option<toml::Value>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClockCosts {
-    /// `clkintr` + `hardclock` (timecounter, timeouts, statistics), instructions.
-    pub hardclock_instructions: u32,
-    /// Reads of the counter card per tick (`tco_forward` and the PPS poll).
-    pub timecounter_reads: u32,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StatclockCosts {
-    pub statclock_instructions: u32,
-}
-
-/// `ppcintr` -> `ppb_intr` -> `ppsintr` -> `nanotime` -> `xrpu_get_timecount`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PpsCosts {
-    pub before_read_instructions: u32,
-    pub after_read_instructions: u32,
-}
-
-// ---- the scenario ---------------------------------------------------------------------------
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PpsFile {
-    pub title: String,
-    /// Always [`MODEL`].
-    pub model: String,
-    pub platform: String,
-    pub kernel: String,
-    pub samples: u64,
-    pub seed: u64,
-    pub pps: PpsSource,
-    #[serde(default)]
-    pub device: Vec<IsaPcDevice>,
-    pub phase: Vec<Phase>,
-    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
-    /// from the text by `validate --uncertainty`; the model never sees them.
-    #[serde(default, skip_serializing)]
-    pub range: Option<toml::Value>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PpsSource {
-    /// The pulse's wander against the GPS second (1 sigma).
-    pub jitter_ns: f64,
-    pub pulse_width_ms: f64,
-    /// The interrupt class of the parallel port's line (`tty` in 1998 configs).
-    pub class: IntrClass,
-}
-
-/// Another interrupting device.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IsaPcDevice {
-    pub name: String,
-    pub irq: u8,
-    /// `tty`, `net` or `bio`.
-    pub class: IntrClass,
-    /// `pci` (level-triggered via PIRQ), `isa8` or `isa16` (edge-triggered).
-    pub bus: DeviceBus,
-    pub handler_instructions: u32,
-    /// Register accesses the handler makes (the first clears the interrupt).
-    pub register_accesses: u32,
-    /// Programmed-I/O data words per interrupt (an NE2000's packet copy).
-    #[serde(default)]
-    pub data_words: u32,
-    /// A PCI card's register read: PCI clocks from the address phase until it claims the
-    /// cycle (DEVSEL#), then until its data is on the bus. An ISA card's timing is its bus's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decode_clocks: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_clocks: Option<u32>,
-}
-
-/// One stretch of the run's workload.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Phase {
-    pub name: String,
-    /// The last sample (1-based, inclusive) taken under this workload.
-    pub until_sample: u64,
-    /// Fraction of the time the CPU runs processes rather than idling in HLT.
-    pub busy_fraction: f64,
-    /// Mean length of a busy stretch, ms of CPU time.
-    pub busy_ms: f64,
-    /// Chance that a cache line the interrupt path needs was evicted since its last use.
-    pub cold_fraction: f64,
-    /// Interrupts per second, by device name.
-    #[serde(default)]
-    pub rates: BTreeMap<String, f64>,
-    #[serde(default)]
-    pub section: Vec<Section>,
-}
-
-/// Sections process code runs with interrupts held off.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Section {
-    /// `tty`, `net`, `bio` (spltty, splimp, splbio), `high` (splhigh/splclock) or `cli`.
-    pub mask: SectionMask,
-    /// How many per second of busy CPU time.
-    pub per_busy_s: f64,
-    /// Mean length (exponential), us.
-    pub mean_us: f64,
-}
-
-/// A loaded, overridden and checked seed-004 scenario.
-pub type PpsScenario = Configured<PpsFile, PlatformFile, BsdKernel>;
-
-impl NamesParts for PpsFile {
-    fn platform_name(&self) -> &str {
-        &self.platform
-    }
-    fn kernel_name(&self) -> &str {
-        &self.kernel
-    }
-}
-
-/// Is this TOML text a seed-004 (`model = "isa-pps"`) scenario?
-pub fn is_pps_scenario(text: &str) -> bool {
-    toml::from_str::<toml::Table>(text)
-        .ok()
-        .and_then(|t| t.get("model").and_then(|m| m.as_str().map(|m| m == MODEL)))
-        .unwrap_or(false)
-}
-
-/// What a run produced.
-#[derive(Clone, Debug)]
-pub struct PpsResult {
+/// What one replication's probe measured, in the probe's terms.
+pub(crate) struct PpsRun {
     /// Pulse to timestamp, in ns (the counter's counts converted at its nominal rate).
     pub latency: LatencyHistogram,
     /// The same per workload phase, in the scenario's order.
@@ -213,26 +56,14 @@ pub struct PpsResult {
     pub counters: Vec<Count>,
 }
 
-impl PpsResult {
-    /// Add another replication's result: histograms and counters add up; the samples and the
-    /// series are this one's (the first replication's).
-    fn absorb(&mut self, o: PpsResult) {
-        self.latency.merge(&o.latency);
-        for (a, b) in self.phases.iter_mut().zip(&o.phases) {
-            a.1.merge(&b.1);
-        }
-        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
-            debug_assert_eq!(a.name, b.name, "every replication counts the same things");
-            a.value += b.value;
-        }
-    }
-
+impl PpsRun {
     /// In the neutral result: the latency of every sample, then of each workload phase, all in
     /// the counter's counts.
-    pub fn into_result(self) -> RunResult {
+    fn into_result(self) -> RunResult {
         let quantum_ns = Some(self.count_ns);
+        let metric = ProbeKind::Pps.metric();
         let mut metrics = vec![Measured {
-            name: "pps_latency".into(),
+            name: metric.into(),
             description: "pulse edge (the card's latch) to the driver's timestamp read reaching \
                           the card, in 90.112 MHz counts"
                 .into(),
@@ -241,7 +72,7 @@ impl PpsResult {
             quantum_ns,
         }];
         metrics.extend(self.phases.into_iter().map(|(name, h)| Measured {
-            name: "pps_latency".into(),
+            name: metric.into(),
             description: format!("the samples taken during the '{name}' workload"),
             phase: Some(name),
             histogram: h,
@@ -250,10 +81,10 @@ impl PpsResult {
         RunResult {
             metrics,
             counters: self.counters,
-            series: Some(("pps_latency".into(), self.series)),
+            series: Some((metric.into(), self.series)),
             trace: Vec::new(),
             counts: Some(Counts {
-                metric: "pps_latency".into(),
+                metric: metric.into(),
                 values: self.counts,
                 count_ns: self.count_ns,
             }),
@@ -261,239 +92,251 @@ impl PpsResult {
     }
 }
 
-impl PpsScenario {
-    pub fn load(
-        path: impl AsRef<Path>,
-        overrides: &[String],
-    ) -> Result<PpsScenario, ScenarioError> {
-        // A thin generic shell over a non-generic body: the body (file parsing, deserialization)
-        // is compiled once, in this crate, rather than again in every crate that calls it.
-        PpsScenario::load_path(path.as_ref(), overrides)
-    }
+/// The scenario's adapter cards (under FreeBSD every device is one: [`check`]).
+pub(crate) fn cards(s: &Scenario) -> Vec<&crate::scenario::files::CardSection> {
+    s.file.device.iter().filter_map(Device::card).collect()
+}
 
-    fn load_path(path: &Path, overrides: &[String]) -> Result<PpsScenario, ScenarioError> {
-        let s = PpsScenario::read_all(path, overrides)?;
-        s.check()?;
-        Ok(s)
+/// Refuse what the hardware or the kernel cannot have, and values the model cannot run.
+pub(crate) fn check(s: &Scenario) -> Result<(), ScenarioError> {
+    let f = &s.file;
+    if f.delivery != crate::kernel::Delivery::Xtpic {
+        return Err(s.invalid(
+            "delivery",
+            "FreeBSD 1998's uniprocessor kernel programs the 8259 pair alone: give \"xtpic\"",
+        ));
     }
-
-    /// Refuse what the hardware or the kernel cannot have, and values the model cannot run.
-    fn check(&self) -> Result<(), ScenarioError> {
-        let f = &self.file;
-        if f.model != MODEL {
-            return Err(self.invalid("model", format!("must be \"{MODEL}\" for this file")));
-        }
-        if f.samples == 0 || f.samples > 1_000_000 {
-            return Err(self.invalid(
-                "samples",
-                format!(
-                    "{} pulses: one pulse is one second of simulated time; give 1 to 1000000",
-                    f.samples
-                ),
+    if let Some(i) = f.device.iter().position(|d| d.card().is_none()) {
+        return Err(s.invalid(
+            &format!("device.{i}.kind"),
+            "FreeBSD's model runs adapter cards on the 8259's lines (kind = \"card\"); a PCIe \
+             function needs a Linux kernel",
+        ));
+    }
+    if f.probe.is_none() {
+        return Err(s.invalid(
+            "probe",
+            "FreeBSD's model measures with the GPS pulse on the parallel port: give [probe] \
+             kind = \"pps\"",
+        ));
+    }
+    for (key, given) in [
+        ("cyclictest", f.cyclictest.is_some()),
+        ("duration_ms", f.duration_ms > 0.0),
+        ("warmup_samples", f.warmup_samples > 0),
+        ("cpus", f.cpus > 1),
+    ] {
+        if given {
+            return Err(s.invalid(
+                key,
+                "FreeBSD's model runs one core, timed pulse by pulse: it has no such setting",
             ));
         }
-        self.check_cpu()?;
-        for (key, v, lo, hi, unit) in [
-            ("pps.jitter_ns", f.pps.jitter_ns, 0.0, 1e6, "ns"),
-            (
-                "pps.pulse_width_ms",
-                f.pps.pulse_width_ms,
-                0.001,
-                900.0,
-                "ms",
+    }
+    if f.samples == 0 || f.samples > 1_000_000 {
+        return Err(s.invalid(
+            "samples",
+            format!(
+                "{} pulses: one pulse is one second of simulated time; give 1 to 1000000",
+                f.samples
             ),
-        ] {
-            self.in_range(key, v, lo, hi, unit)?;
+        ));
+    }
+    s.check_cpu()?;
+    let probe = f.probe.as_ref().expect("checked above");
+    let k = s.kernel.freebsd();
+    for (key, v, lo, hi, unit) in [
+        ("probe.jitter_ns", probe.jitter_ns, 0.0, 1e6, "ns"),
+        (
+            "probe.pulse_width_ms",
+            probe.pulse_width_ms,
+            0.001,
+            900.0,
+            "ms",
+        ),
+    ] {
+        s.in_range(key, v, lo, hi, unit)?;
+    }
+    // The board's devices, read from their parts (each checked there).
+    let board = assemble::BoardParts::read(s)?;
+    // The parts and links with the cards in them, checked now rather than at the run.
+    assemble::topology(s, &board)?;
+    if !(1..=1000).contains(&k.hz) {
+        return Err(s.invalid("kernel.hz", "the clock interrupt rate must be 1 to 1000 Hz"));
+    }
+    // IRQs: 0 is the 8254, 2 the cascade, 8 the RTC; the rest must be unique.
+    let mut used: BTreeMap<u8, String> = BTreeMap::new();
+    used.insert(2, "the 8259 cascade".to_string());
+    let mut claim = |key: String, irq: u8, who: &str| -> Result<(), ScenarioError> {
+        if irq > 15 {
+            return Err(s.invalid(&key, format!("IRQ {irq}: the 8259 pair has lines 0 to 15")));
         }
-        // The board's devices, read from their parts (each checked there).
-        let board = assemble::BoardParts::read(self)?;
-        // The parts and links with the cards in them, checked now rather than at the run.
-        assemble::topology(self, &board)?;
-        if !(1..=1000).contains(&self.kernel.hz) {
-            return Err(self.invalid("kernel.hz", "the clock interrupt rate must be 1 to 1000 Hz"));
-        }
-        // IRQs: 0 is the 8254, 2 the cascade, 8 the RTC; the rest must be unique.
-        let mut used: BTreeMap<u8, String> = BTreeMap::new();
-        used.insert(2, "the 8259 cascade".to_string());
-        let mut claim = |key: String, irq: u8, who: &str| -> Result<(), ScenarioError> {
-            if irq > 15 {
-                return Err(
-                    self.invalid(&key, format!("IRQ {irq}: the 8259 pair has lines 0 to 15"))
-                );
-            }
-            if let Some(other) = used.insert(irq, who.to_string()) {
-                return Err(self.invalid(
-                    &key,
-                    format!(
-                        "IRQ {irq} is already {other}'s; this model does not share lines: \
-                         choose a free IRQ"
-                    ),
-                ));
-            }
-            Ok(())
-        };
-        for (name, irq, who) in [
-            (&board.pit.name, board.pit.irq, "the 8254 clock"),
-            (&board.rtc.name, board.rtc.irq, "the RTC"),
-            (&board.lpt.name, board.lpt.irq, "the parallel port"),
-        ] {
-            claim(format!("platform.part.{name}.irq"), irq, who)?;
-        }
-        for (i, d) in f.device.iter().enumerate() {
-            claim(format!("device.{i}.irq"), d.irq, &d.name)?;
-            let pci = d.bus == DeviceBus::Pci;
-            for (key, v) in [
-                ("decode_clocks", d.decode_clocks),
-                ("data_clocks", d.data_clocks),
-            ] {
-                match (pci, v) {
-                    (true, None) => {
-                        return Err(self.invalid(
-                            &format!("device.{i}"),
-                            format!(
-                                "{} is a PCI card: give `{key}`, its register read's PCI clocks",
-                                d.name
-                            ),
-                        ))
-                    }
-                    (false, Some(_)) => {
-                        return Err(self.invalid(
-                            &format!("device.{i}.{key}"),
-                            format!(
-                                "{} is an ISA card: its timing is the ISA bus's (the platform's \
-                                 isa-bus link); `{key}` is for PCI cards",
-                                d.name
-                            ),
-                        ))
-                    }
-                    (true, Some(c)) => self.in_range(
-                        &format!("device.{i}.{key}"),
-                        f64::from(c),
-                        0.0,
-                        1e3,
-                        "PCI clocks",
-                    )?,
-                    (false, None) => {}
-                }
-            }
-            if d.register_accesses == 0 {
-                return Err(self.invalid(
-                    &format!("device.{i}.register_accesses"),
-                    "a handler reads its device at least once (to clear the interrupt)",
-                ));
-            }
-        }
-        if f.phase.is_empty() {
-            return Err(self.invalid("phase", "give at least one [[phase]]"));
-        }
-        let mut last = 0;
-        for (i, ph) in f.phase.iter().enumerate() {
-            let key = |k: &str| format!("phase.{i}.{k}");
-            if ph.until_sample <= last {
-                return Err(self.invalid(
-                    &key("until_sample"),
-                    format!(
-                        "{} does not come after the previous phase's {last}: phases run in \
-                         sample order",
-                        ph.until_sample
-                    ),
-                ));
-            }
-            last = ph.until_sample;
-            self.in_range(&key("busy_fraction"), ph.busy_fraction, 0.0, 1.0, "")?;
-            self.in_range(&key("busy_ms"), ph.busy_ms, 0.001, 1e5, "ms")?;
-            self.in_range(&key("cold_fraction"), ph.cold_fraction, 0.0, 1.0, "")?;
-            for (name, rate) in &ph.rates {
-                if !f.device.iter().any(|d| &d.name == name) {
-                    let names: Vec<&str> = f.device.iter().map(|d| d.name.as_str()).collect();
-                    return Err(self.invalid(
-                        &format!("phase.{i}.rates.{name}"),
-                        format!("no device '{name}'; the devices are: {}", names.join(", ")),
-                    ));
-                }
-                self.in_range(&format!("phase.{i}.rates.{name}"), *rate, 0.0, 1e5, "per s")?;
-            }
-            for (j, s) in ph.section.iter().enumerate() {
-                let key = |k: &str| format!("phase.{i}.section.{j}.{k}");
-                self.in_range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
-                self.in_range(&key("mean_us"), s.mean_us, 0.0, 1e5, "us")?;
-            }
-        }
-        if last < f.samples {
-            return Err(self.invalid(
-                &format!("phase.{}.until_sample", f.phase.len() - 1),
+        if let Some(other) = used.insert(irq, who.to_string()) {
+            return Err(s.invalid(
+                &key,
                 format!(
-                    "the last phase ends at sample {last}, before the run's {} samples: extend \
-                     its until_sample",
-                    f.samples
+                    "IRQ {irq} is already {other}'s; this model does not share lines: \
+                     choose a free IRQ"
                 ),
             ));
         }
         Ok(())
+    };
+    for (name, irq, who) in [
+        (&board.pit.name, board.pit.irq, "the 8254 clock"),
+        (&board.rtc.name, board.rtc.irq, "the RTC"),
+        (&board.lpt.name, board.lpt.irq, "the parallel port"),
+    ] {
+        claim(format!("platform.part.{name}.irq"), irq, who)?;
     }
-
-    /// Run `samples` pulses with `seed`.
-    pub fn run(&self, seed: u64, samples: u64) -> Result<PpsResult, ScenarioError> {
-        assemble::run(self, seed, samples, None)
+    let cards = cards(s);
+    for (i, d) in cards.iter().enumerate() {
+        claim(format!("device.{i}.irq"), d.irq, &d.name)?;
+        let pci = d.bus == DeviceBus::Pci;
+        for (key, v) in [
+            ("decode_clocks", d.decode_clocks),
+            ("data_clocks", d.data_clocks),
+        ] {
+            match (pci, v) {
+                (true, None) => {
+                    return Err(s.invalid(
+                        &format!("device.{i}"),
+                        format!(
+                            "{} is a PCI card: give `{key}`, its register read's PCI clocks",
+                            d.name
+                        ),
+                    ))
+                }
+                (false, Some(_)) => {
+                    return Err(s.invalid(
+                        &format!("device.{i}.{key}"),
+                        format!(
+                            "{} is an ISA card: its timing is the ISA bus's (the platform's \
+                             isa-bus link); `{key}` is for PCI cards",
+                            d.name
+                        ),
+                    ))
+                }
+                (true, Some(c)) => s.in_range(
+                    &format!("device.{i}.{key}"),
+                    f64::from(c),
+                    0.0,
+                    1e3,
+                    "PCI clocks",
+                )?,
+                (false, None) => {}
+            }
+        }
+        if d.register_accesses == 0 {
+            return Err(s.invalid(
+                &format!("device.{i}.register_accesses"),
+                "a handler reads its device at least once (to clear the interrupt)",
+            ));
+        }
     }
-
-    /// Independent replications on all cores, merged; the series and the samples are the first
-    /// replication's. `progress` counts pulses timestamped, across replications.
-    pub fn run_replicated(
-        &self,
-        seed: u64,
-        samples: u64,
-        replications: u32,
-        progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    ) -> Result<PpsResult, ScenarioError> {
-        let merged = crate::scenario::replicate(
-            seed,
-            replications,
-            |_, s| assemble::run(self, s, samples, progress.clone()).map(Some),
-            PpsResult::absorb,
-        )?;
-        Ok(merged.expect("at least one replication"))
+    let phases = f.workload.as_ref().map_or(&[][..], |w| &w.phase[..]);
+    if phases.is_empty() {
+        return Err(s.invalid(
+            "workload",
+            "give at least one [[workload.phase]]: FreeBSD's model follows the load by sample \
+             number",
+        ));
     }
+    if let Some(w) = &f.workload {
+        let given = [
+            ("busy_fraction", w.busy_fraction.is_some()),
+            ("busy_ms", w.busy_ms.is_some()),
+            ("section", !w.section.is_empty()),
+            ("cold_fraction", w.cold_fraction != 0.0),
+        ];
+        if let Some((key, _)) = given.iter().find(|(_, given)| *given) {
+            return Err(s.invalid(
+                &format!("workload.{key}"),
+                "with [[workload.phase]]s, each phase gives its own load: move busy_fraction, \
+                 busy_ms, section and cold_fraction into the phases",
+            ));
+        }
+    }
+    let mut last = 0;
+    for (i, ph) in phases.iter().enumerate() {
+        let key = |k: &str| format!("workload.phase.{i}.{k}");
+        if ph.until_sample <= last {
+            return Err(s.invalid(
+                &key("until_sample"),
+                format!(
+                    "{} does not come after the previous phase's {last}: phases run in \
+                     sample order",
+                    ph.until_sample
+                ),
+            ));
+        }
+        last = ph.until_sample;
+        s.in_range(&key("busy_fraction"), ph.busy_fraction, 0.0, 1.0, "")?;
+        s.in_range(&key("busy_ms"), ph.busy_ms, 0.001, 1e5, "ms")?;
+        s.in_range(&key("cold_fraction"), ph.cold_fraction, 0.0, 1.0, "")?;
+        for (name, rate) in &ph.rates {
+            if !cards.iter().any(|d| &d.name == name) {
+                let names: Vec<&str> = cards.iter().map(|d| d.name.as_str()).collect();
+                return Err(s.invalid(
+                    &key(&format!("rates.{name}")),
+                    format!("no device '{name}'; the devices are: {}", names.join(", ")),
+                ));
+            }
+            s.in_range(&key(&format!("rates.{name}")), *rate, 0.0, 1e5, "per s")?;
+        }
+        for (j, sec) in ph.section.iter().enumerate() {
+            let key = |k: &str| format!("workload.phase.{i}.section.{j}.{k}");
+            s.in_range(&key("per_busy_s"), sec.per_busy_s, 0.0, 1e6, "per s")?;
+            s.in_range(&key("mean_us"), sec.mean_us, 0.0, 1e5, "us")?;
+            s.in_range(&key("sigma"), sec.sigma, 0.0, 5.0, "")?;
+            if sec.distribution == crate::workload::LengthDistribution::Lognormal
+                && sec.sigma == 0.0
+            {
+                return Err(s.invalid(
+                    &key("sigma"),
+                    "a lognormal length needs its spread: give sigma > 0",
+                ));
+            }
+        }
+    }
+    if last < f.samples {
+        return Err(s.invalid(
+            &format!("workload.phase.{}.until_sample", phases.len() - 1),
+            format!(
+                "the last phase ends at sample {last}, before the run's {} samples: extend \
+                 its until_sample",
+                f.samples
+            ),
+        ));
+    }
+    Ok(())
 }
 
-/// FreeBSD's interrupt classes (`tty_imask`, `net_imask`, `bio_imask` of `isa.c`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IntrClass {
-    Tty,
-    Net,
-    Bio,
-}
-
-impl IntrClass {
-    /// Its index in the kernel's class masks.
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// The bus a device's registers sit on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceBus {
-    /// PCI: level-triggered through a PIRQ line.
-    Pci,
-    /// 8-bit ISA I/O, edge-triggered.
-    Isa8,
-    /// 16-bit ISA I/O, edge-triggered.
-    Isa16,
-}
-
-/// What a section of process code holds off.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SectionMask {
-    /// `spltty()`, `splimp()`, `splbio()`: the class's interrupts.
-    Tty,
-    Net,
-    Bio,
-    /// `splhigh()` / `splclock()`: every hardware interrupt.
-    High,
-    /// `cli`: the processor's interrupt flag.
-    Cli,
+/// Run `samples` pulses with `seed` in `replications`, merged: the samples are split among
+/// the replications as every model splits them, and each replication runs the workload's
+/// phases over its share in proportion (a phase that ends at sample 1100 of 4400 ends at 275
+/// of a quarter's 1100). The series and the samples are the first replication's. `progress`
+/// counts pulses timestamped, across replications.
+pub(crate) fn run_replicated(
+    s: &Scenario,
+    seed: u64,
+    samples: u64,
+    replications: u32,
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+) -> Result<RunResult, ScenarioError> {
+    let r = u64::from(replications.max(1));
+    let share = |i: u64| samples / r + u64::from(i < samples % r);
+    let merged = crate::scenario::replicate(
+        seed,
+        replications,
+        |i, seed| {
+            if share(i) == 0 {
+                return Ok(None);
+            }
+            let run = assemble::run(s, seed, share(i), samples, progress.clone())?;
+            Ok(Some(run.into_result()))
+        },
+        RunResult::absorb,
+    )?;
+    Ok(merged.expect("at least one sample"))
 }

@@ -206,7 +206,7 @@ impl Scenario {
         let mut fabric = Fabric::new(&topology, &ends)
             .map_err(|e| self.invalid("platform.link", e.to_string()))?;
         let mut devices = Vec::new();
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             let l = fabric.device_link_mut(i);
             let pipeline_ns = p.part[&d.port].link_pipeline_ns.unwrap_or(0.0);
             l.path.switches = d.switches;
@@ -306,7 +306,7 @@ impl Scenario {
                 // Flat logical mode: one bit per CPU (`flat_init_apic_ldr`), for the first 8.
                 lapic.ldr = 1u8.checked_shl(u32::from(i)).unwrap_or(0);
                 let mut core = Core::new(cpu_timing(&p.cpu, lapic_access_cycles), lapic);
-                if let Some(idle) = &self.kernel.idle {
+                if let Some(idle) = &self.kernel.linux().idle {
                     let states = p
                         .cpu
                         .idle_states
@@ -330,10 +330,11 @@ impl Scenario {
                     mean_hold: ns(f.hold_us * 1e3),
                     rng: rng.stream(&format!("frequency.cpu{i}")),
                 });
-                core.work =
-                    self.file.workload.as_ref().map(|w| {
-                        WorkState::new(w.clone(), rng.stream(&format!("workload.cpu{i}")))
-                    });
+                core.work = self
+                    .file
+                    .workload
+                    .as_ref()
+                    .map(|w| WorkState::new(w.load(), rng.stream(&format!("workload.cpu{i}"))));
                 core.cold = p
                     .cpu
                     .cache
@@ -345,11 +346,11 @@ impl Scenario {
 
         // The kernel boots: on-board drivers register first; then seed 000's module probes and
         // requests its interrupt (Figure 3).
-        let mut kernel = Kernel::new(self.kernel.instructions.clone());
+        let mut kernel = Kernel::new(self.kernel.linux().instructions.clone());
         // The tick needs the Local APIC; in XT-PIC mode the tick is the PIT on IRQ 0, which is
         // not modelled.
         if lapic_on {
-            if let Some(t) = self.kernel.tick.as_ref().filter(|t| t.hz > 0) {
+            if let Some(t) = self.kernel.linux().tick.as_ref().filter(|t| t.hz > 0) {
                 let vector = u8::try_from(t.vector)
                     .ok()
                     .filter(|v| *v >= 32)
@@ -380,8 +381,8 @@ impl Scenario {
             }
         }
         let mut vectors = VectorAllocator {
-            next: self.kernel.first_device_vector,
-            step: self.kernel.vector_step,
+            next: self.kernel.linux().first_device_vector,
+            step: self.kernel.linux().vector_step,
         };
         // One vector per IO-APIC pin: PIRQs wired to the same pin share it.
         let mut ioapic_vectors: [Option<(u8, u8)>; 24] = [None; 24];
@@ -413,7 +414,7 @@ impl Scenario {
         }
         let intx_lines = self.intx_lines(&topology, &ends)?;
         for (i, dev) in devices.iter_mut().enumerate() {
-            let d = &self.file.device[i];
+            let d = &self.pcie_devices()[i];
             let key = |f: &str| format!("device.{i}.{f}");
             let msi_mode = delivery == Delivery::Msi && d.msi_capable;
             let pirq = intx_lines[i].1;
@@ -440,7 +441,7 @@ impl Scenario {
                     d.isr_status_reads,
                 ),
                 DriverName::E1000e | DriverName::E1000 => {
-                    let nc = self.kernel.net.clone().ok_or_else(|| {
+                    let nc = self.kernel.linux().net.clone().ok_or_else(|| {
                         self.invalid(
                             &key("driver"),
                             "the e1000e and e1000 drivers need a kernel file with a [net] \
@@ -456,7 +457,7 @@ impl Scenario {
                         ));
                     }
                     let n = d.nic.as_ref().expect("checked: e1000e has a [device.nic]");
-                    let wake = self.kernel.sched.as_ref().map(|s| s.try_to_wake_up);
+                    let wake = self.kernel.linux().sched.as_ref().map(|s| s.try_to_wake_up);
                     let mut stream = rng.stream(&format!("device.{i}.watchdog"));
                     let watchdog = wake.map(|w| (w, &mut stream));
                     let forwarding = self.forwarding(i);
@@ -501,7 +502,12 @@ impl Scenario {
 
         // The analyzer times the first device's signature writes (a run of cyclictest alone has
         // none to time).
-        let mut probe = match self.file.device.first().filter(|d| d.nic.is_none()) {
+        let mut probe = match self
+            .pcie_devices()
+            .first()
+            .copied()
+            .filter(|d| d.nic.is_none())
+        {
             Some(d0) => LatencyProbe::new(
                 d0.signature_bar + d0.isr_signature_offset,
                 (d0.driver != DriverName::RoundTrip)
@@ -526,10 +532,10 @@ impl Scenario {
             PartKind::HostBridge { requester_id } => requester_id,
             _ => unreachable!("the root is the host bridge"),
         };
-        kernel.idle = self.kernel.idle.clone();
+        kernel.idle = self.kernel.linux().idle.clone();
         kernel.workload = self.file.workload.is_some();
-        kernel.sched = self.kernel.sched.clone();
-        kernel.threads = self.kernel.threads.clone().filter(|t| t.enabled);
+        kernel.sched = self.kernel.linux().sched.clone();
+        kernel.threads = self.kernel.linux().threads.clone().filter(|t| t.enabled);
         if kernel.threads.is_some() && kernel.sched.is_none() {
             return Err(self.invalid(
                 "kernel.threads.enabled",
@@ -537,7 +543,7 @@ impl Scenario {
                     "kernel '{}' has threaded handlers but no [sched] section, and threads \
                      need the scheduler: add [sched] (as kernels/linux-2.6.29-i386-up.toml has) \
                      or set kernel.threads.enabled=false",
-                    self.kernel.name
+                    self.kernel.name()
                 ),
             ));
         }
@@ -552,13 +558,19 @@ impl Scenario {
             Some(t) if !rt => t.past_due,
             _ => crate::kernel::hrtimer::PastDue::Run,
         };
-        kernel.net.budget = self.kernel.net.as_ref().map_or(0, |n| n.netdev_budget);
+        kernel.net.budget = self
+            .kernel
+            .linux()
+            .net
+            .as_ref()
+            .map_or(0, |n| n.netdev_budget);
         kernel.net.time_limit_jiffies = self
             .kernel
+            .linux()
             .net
             .as_ref()
             .map_or(0, |n| n.napi.time_limit_jiffies());
-        if let (Some(co), Some(nc)) = (&p.cpu.coherence, &self.kernel.net) {
+        if let (Some(co), Some(nc)) = (&p.cpu.coherence, &self.kernel.linux().net) {
             // The cores of one package share their bus link up (the platform's topology);
             // `ends.cores` are the run's CPUs in order.
             let package = |c: PartId| topology.parts[usize::from(c)].up;
@@ -592,7 +604,7 @@ impl Scenario {
                     / nc.memory_lines_in_flight,
             );
         }
-        if let Some(nc) = &self.kernel.net {
+        if let Some(nc) = &self.kernel.linux().net {
             // Each serialising instruction is one of its stage's instructions, timed at the
             // CPI there; it costs its measured cycles, so the rest is charged here.
             let c = &p.cpu;
@@ -606,12 +618,12 @@ impl Scenario {
                 kernel.net.serializing[stage as usize] = ns(cycles * 1e9 / c.clock_hz);
             }
         }
-        kernel.net_costs = self.kernel.net.clone();
+        kernel.net_costs = self.kernel.linux().net.clone();
         linux::link(&mut kernel);
         // A kernel with tasks: the tick is an hrtimer on each CPU, and cyclictest's threads are
         // programs (spawned as tasks once the machine has its scheduler).
         let mut cyclic = Vec::new();
-        if let Some(sc) = &self.kernel.sched {
+        if let Some(sc) = &self.kernel.linux().sched {
             let period = kernel.tick.as_ref().map(|t| t.period);
             for c in 0..self.cores() {
                 if let Some(p) = period {
@@ -668,12 +680,18 @@ impl Scenario {
             }
         }
         let mut machine = builder.devices(devices, intx_lines).build();
-        if let Some(sc) = self.kernel.sched.as_ref().filter(|s| s.rt_runtime_us >= 0) {
+        if let Some(sc) = self
+            .kernel
+            .linux()
+            .sched
+            .as_ref()
+            .filter(|s| s.rt_runtime_us >= 0)
+        {
             machine.sched.rt_runtime = Some(ns(sc.rt_runtime_us as f64 * 1e3));
         }
         if machine.kernel.threads.is_some() {
             self.spawn_threads(&mut machine)?;
-        } else if self.kernel.sched.is_some() {
+        } else if self.kernel.linux().sched.is_some() {
             // Each CPU's ksoftirqd (SCHED_OTHER, nice 19 in 2.6.29: `set_user_nice(current,
             // 19)` in kernel/softirq.c's ksoftirqd()).
             for c in 0..self.cores() {
@@ -754,7 +772,7 @@ impl Scenario {
 
     /// A topology error, named at the platform's key, or at `device.N.port` when it is about a
     /// device's own part or link (the device's `port` put it there).
-    fn topology_error(&self, e: TopologyError, devices: &[DeviceSection]) -> ScenarioError {
+    fn topology_error(&self, e: TopologyError, devices: &[&DeviceSection]) -> ScenarioError {
         match e {
             TopologyError::Invalid { ref key, .. } => {
                 let device = devices.iter().position(|d| {
@@ -789,9 +807,8 @@ impl Scenario {
         t: &Topology,
         ends: &Ends,
     ) -> Result<Vec<(Bdf, u8)>, ScenarioError> {
-        self.file
-            .device
-            .iter()
+        self.pcie_devices()
+            .into_iter()
             .zip(&ends.devices)
             .enumerate()
             .map(|(i, (d, &part))| {
@@ -831,7 +848,7 @@ impl Scenario {
                 ),
             ));
         }
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             let key = |k: &str| format!("device.{i}.{k}");
             let pipeline_ns = match p.part.get(&d.port) {
                 Some(PartSection {
@@ -864,7 +881,7 @@ impl Scenario {
                 }
             };
             if p.part.contains_key(&d.name)
-                || self.file.device[..i].iter().any(|o| o.name == d.name)
+                || self.pcie_devices()[..i].iter().any(|o| o.name == d.name)
             {
                 return Err(self.invalid(
                     &key("name"),
@@ -877,7 +894,7 @@ impl Scenario {
             }
             // A bus, device and function is one function's: two would answer the same
             // configuration cycles and claim the same requester ID.
-            let holder = self.file.device[..i]
+            let holder = self.pcie_devices()[..i]
                 .iter()
                 .find(|o| o.bdf == d.bdf)
                 .map(|o| format!("device '{}'", o.name))
@@ -929,7 +946,8 @@ impl Scenario {
                 // packets share the card's link (a multi-function device's functions share
                 // its port; PCIe Base 1.1, 7.3.1).
                 Some(first) => {
-                    let f0 = self.file.device[..i]
+                    let devices = self.pcie_devices();
+                    let f0 = devices[..i]
                         .iter()
                         .find(|o| &o.name == first && o.function_of.is_none());
                     let Some(f0) = f0 else {
@@ -976,7 +994,8 @@ impl Scenario {
             };
             f.link.insert(link_name, link);
         }
-        let t = Topology::from_file(&f).map_err(|e| self.topology_error(e, &self.file.device))?;
+        let t =
+            Topology::from_file(&f).map_err(|e| self.topology_error(e, &self.pcie_devices()))?;
         let mut cores: Vec<(u8, PartId)> = t
             .parts
             .iter()
@@ -993,9 +1012,8 @@ impl Scenario {
             .map(|(_, id)| id)
             .collect();
         let devices = self
-            .file
-            .device
-            .iter()
+            .pcie_devices()
+            .into_iter()
             .map(|d| t.part(&d.name).expect("added above"))
             .collect();
         let need = |found, what: &str| self.need_part(found, what);
@@ -1172,7 +1190,7 @@ impl Scenario {
     /// scenario's own flow stopped by a run's `gap_us=0` leaves every program as it would be
     /// without that flow).
     fn forwarding(&self, i: usize) -> Forwarding {
-        let devices = &self.file.device;
+        let devices = self.pcie_devices();
         let netdev = |name: &str| {
             devices
                 .iter()
@@ -1245,6 +1263,7 @@ impl Scenario {
             itr_interval: SimDuration::from_ns(256)
                 * u64::from(crate::kernel::net::itr_register(
                     self.kernel
+                        .linux()
                         .net
                         .as_ref()
                         .map_or(crate::kernel::net::INITIAL_ITR, |nc| {

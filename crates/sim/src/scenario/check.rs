@@ -12,7 +12,6 @@ use crate::hw::msi::MsiMessage;
 use crate::hw::pcie::Bdf;
 use crate::kernel::Delivery;
 use crate::topology::{PartKindName, PartSection};
-use serde::{Deserialize, Serialize};
 
 pub(super) use crate::hw::ich::NOT_WIRED;
 
@@ -65,7 +64,7 @@ impl Scenario {
                 "the interrupt window (0xFEExxxxx)".into(),
             ),
         ];
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
             // A network controller's registers are its own (`devices/nic.rs`); it has no
             // signature region.
@@ -143,7 +142,7 @@ impl Scenario {
                 ));
             }
         }
-        let Some(net) = &self.kernel.net else {
+        let Some(net) = &self.kernel.linux().net else {
             return Ok(());
         };
         for (stage, n) in net.serializing.stages() {
@@ -162,7 +161,7 @@ impl Scenario {
                              costs: add {key} to its [cpu] (a measured cycle count, as \
                              platforms/server-2006-bensley-5000p.toml has) or take the count \
                              out",
-                            self.kernel.name,
+                            self.kernel.name(),
                             stage.name(),
                             self.platform.name
                         ),
@@ -178,8 +177,21 @@ impl Scenario {
         let Some(w) = &self.file.workload else {
             return Ok(());
         };
-        self.in_range("workload.busy_fraction", w.busy_fraction, 0.0, 1.0, "")?;
-        self.in_range("workload.busy_ms", w.busy_ms, 1e-3, 1e5, "ms")?;
+        if !w.phase.is_empty() {
+            return Err(self.invalid(
+                "workload.phase",
+                "this kernel's model runs one load for the whole run: give busy_fraction and \
+                 busy_ms in [workload] (phases by sample number are run by FreeBSD's)",
+            ));
+        }
+        let (Some(busy_fraction), Some(busy_ms)) = (w.busy_fraction, w.busy_ms) else {
+            return Err(self.invalid(
+                "workload",
+                "give busy_fraction (0 to 1) and busy_ms (a busy stretch's mean length)",
+            ));
+        };
+        self.in_range("workload.busy_fraction", busy_fraction, 0.0, 1.0, "")?;
+        self.in_range("workload.busy_ms", busy_ms, 1e-3, 1e5, "ms")?;
         let mut held = 0.0;
         for (i, s) in w.section.iter().enumerate() {
             let key = |f: &str| format!("workload.section.{i}.{f}");
@@ -212,14 +224,14 @@ impl Scenario {
     /// bit errors and DMA traffic.
     fn check_modern(&self) -> Result<(), ScenarioError> {
         let p = &self.platform;
-        if let Some(idle) = &self.kernel.idle {
+        if let Some(idle) = &self.kernel.linux().idle {
             if p.cpu.idle_states.is_empty() {
                 return Err(self.invalid(
                     "platform.cpu.idle_states",
                     format!(
                         "the kernel '{}' idles through cpuidle ([idle]), but the platform lists no \
                          idle states: add [[cpu.idle_states]] (at least C1) to the platform",
-                        self.kernel.name
+                        self.kernel.name()
                     ),
                 ));
             }
@@ -269,7 +281,7 @@ impl Scenario {
                 ));
             }
         }
-        if let Some(t) = &self.kernel.tick {
+        if let Some(t) = &self.kernel.linux().tick {
             self.in_range("kernel.tick.handler_sigma", t.handler_sigma, 0.0, 3.0, "")?;
             self.in_range(
                 "kernel.tick.timer_softirq_sigma",
@@ -283,7 +295,7 @@ impl Scenario {
             self.in_range("platform.smi.rate_per_s", smi.rate_per_s, 0.0, 1e5, "per s")?;
             self.in_range("platform.smi.duration_us", smi.duration_us, 0.0, 1e6, "us")?;
         }
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
             if d.driver == DriverName::RoundTrip {
                 // Point at what makes it impossible: the delivery method, or the card.
@@ -545,7 +557,7 @@ impl Scenario {
     /// The cores the run simulates: those the kernel brings up (all with an SMP kernel, the
     /// boot CPU alone with a UP one), or fewer with `cpus`.
     pub fn cores(&self) -> u8 {
-        let booted = if self.kernel.smp {
+        let booted = if self.kernel.linux().smp {
             self.platform_cores()
         } else {
             1
@@ -567,15 +579,19 @@ impl Scenario {
                 format!("{platform_cores} parts of kind \"core\": the model holds 1 to 64"),
             ));
         }
-        let booted = if self.kernel.smp { platform_cores } else { 1 };
+        let booted = if self.kernel.linux().smp {
+            platform_cores
+        } else {
+            1
+        };
         if let n @ 1.. = self.file.cpus {
             if n > booted {
-                let why = if self.kernel.smp {
+                let why = if self.kernel.linux().smp {
                     format!("the platform has {platform_cores} cores")
                 } else {
                     format!(
                         "the kernel '{}' is uniprocessor (no smp = true) and runs on one core",
-                        self.kernel.name
+                        self.kernel.name()
                     )
                 };
                 return Err(
@@ -584,7 +600,7 @@ impl Scenario {
             }
         }
         let cores = self.cores();
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             if d.irq_cpu >= cores {
                 return Err(self.invalid(
                     &format!("device.{i}.irq_cpu"),
@@ -604,7 +620,8 @@ impl Scenario {
                 let pin_of = |pirq: u8| pins.get(usize::from(pirq)).filter(|&&p| p != NOT_WIRED);
                 let pin = pin_of(lines[i].1);
                 let onboard = self.ich()?.functions.iter().map(|f| (f.pirq, 0u8, &f.name));
-                let others = self.file.device[..i]
+                let devices = self.pcie_devices();
+                let others = devices[..i]
                     .iter()
                     .zip(lines)
                     .filter(|(o, _)| !(self.file.delivery == Delivery::Msi && o.msi_capable))
@@ -641,8 +658,32 @@ impl Scenario {
         Ok(())
     }
 
-    /// Refuse configurations the hardware or the kernel cannot have.
+    /// Refuse configurations the hardware or the kernel cannot have: the kernel's family says
+    /// whose model runs the scenario, and that model checks it.
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
+        match self.kernel.family() {
+            super::files::Family::Linux => self.check_linux(),
+            super::files::Family::Freebsd => crate::pps::check(self),
+        }
+    }
+
+    /// Linux's model: PCIe functions behind the platform's root ports, delivered by the
+    /// 8259s, the IO-APIC or MSI.
+    fn check_linux(&self) -> Result<(), ScenarioError> {
+        if let Some(i) = self.file.device.iter().position(|d| d.pcie().is_none()) {
+            return Err(self.invalid(
+                &format!("device.{i}.kind"),
+                "Linux's model runs PCIe functions (kind = \"pcie\"); an adapter card on the \
+                 8259's lines runs under FreeBSD's (a kernel file with family = \"freebsd\")",
+            ));
+        }
+        if self.file.probe.is_some() {
+            return Err(self.invalid(
+                "probe",
+                "Linux's model times its samples with the device's counter, the analyzer or \
+                 cyclictest; the GPS pulse probe runs under FreeBSD's",
+            ));
+        }
         // The parts and links, with the devices in their ports; the PIRQ line each device's
         // INTx arrives on (swizzled on its way) and the IO-APIC pin each line drives.
         let (t, ends) = self.topology()?;
@@ -651,7 +692,7 @@ impl Scenario {
         self.check_cores(&pins, &lines)?;
         // A wire to the IO-APIC for every PIRQ line an interrupt it delivers arrives on.
         if self.file.delivery != Delivery::Xtpic {
-            for (i, (d, &(_, pirq))) in self.file.device.iter().zip(&lines).enumerate() {
+            for (i, (d, &(_, pirq))) in self.pcie_devices().into_iter().zip(&lines).enumerate() {
                 let msi = self.file.delivery == Delivery::Msi && d.msi_capable;
                 if !msi && pins[usize::from(pirq)] == NOT_WIRED {
                     return Err(self.unwired(&format!("device.{i}.intx_pin"), &d.name, pirq));
@@ -740,13 +781,13 @@ impl Scenario {
             ),
             (
                 "kernel.vector_step".into(),
-                f64::from(self.kernel.vector_step),
+                f64::from(self.kernel.linux().vector_step),
                 1.0,
                 32.0,
                 "vectors",
             ),
         ];
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             ranges.push((
                 format!("device.{i}.read_turnaround_ns"),
                 d.read_turnaround_ns,
@@ -782,7 +823,7 @@ impl Scenario {
             ));
         }
         if let Some(ct) = &self.file.cyclictest {
-            if self.kernel.sched.is_none() {
+            if self.kernel.linux().sched.is_none() {
                 return Err(self.invalid(
                     "cyclictest",
                     "cyclictest is a task, and this kernel file has no [sched] section (its \
@@ -812,7 +853,7 @@ impl Scenario {
                 ));
             }
         }
-        if let Some(sc) = &self.kernel.sched {
+        if let Some(sc) = &self.kernel.linux().sched {
             if sc.rt_period_us == 0 || sc.rt_period_us > 1_000_000_000 {
                 return Err(self.invalid(
                     "kernel.sched.rt_period_us",
@@ -833,7 +874,7 @@ impl Scenario {
                     ),
                 ));
             }
-            let tick = self.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
+            let tick = self.kernel.linux().tick.as_ref().is_some_and(|t| t.hz > 0);
             if !tick || self.file.delivery == Delivery::Xtpic {
                 return Err(self.invalid(
                     "kernel.sched",
@@ -842,7 +883,7 @@ impl Scenario {
                 ));
             }
         }
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
             match (&d.nic, d.driver) {
                 (None, DriverName::E1000e | DriverName::E1000) => {
@@ -860,7 +901,8 @@ impl Scenario {
                         DriverName::E1000 => (NapiApi::DevPoll, "e1000"),
                         _ => (NapiApi::NapiStruct, "e1000e"),
                     };
-                    if let Some(net) = self.kernel.net.as_ref().filter(|n| n.napi != wants) {
+                    if let Some(net) = self.kernel.linux().net.as_ref().filter(|n| n.napi != wants)
+                    {
                         return Err(self.invalid(
                             &key("driver"),
                             format!(
@@ -869,7 +911,7 @@ impl Scenario {
                                  driver's generation (e1000 with linux-2.4.21-i386-smp, e1000e \
                                  with a 2.6 kernel)",
                                 wants.name(),
-                                self.kernel.name,
+                                self.kernel.name(),
                                 net.napi.name()
                             ),
                         ));
@@ -955,9 +997,9 @@ impl Scenario {
                     "us",
                 )?;
                 if let Some(to) = &n.forward_to {
-                    let target = self.file.device.iter().find(|o| &o.name == to);
+                    let target = self.pcie_devices().into_iter().find(|o| &o.name == to);
                     if to == &d.name || target.is_none_or(|o| o.nic.is_none()) {
-                        let nics: Vec<&str> = (self.file.device.iter())
+                        let nics: Vec<&str> = (self.pcie_devices().into_iter())
                             .filter(|o| o.nic.is_some() && o.name != d.name)
                             .map(|o| o.name.as_str())
                             .collect();
@@ -986,7 +1028,7 @@ impl Scenario {
             }
         }
         let mut msi_vectors: Vec<(u32, &str)> = Vec::new();
-        for (i, d) in self.file.device.iter().enumerate() {
+        for (i, d) in self.pcie_devices().into_iter().enumerate() {
             let key = |f: &str| format!("device.{i}.{f}");
             if d.msi_vector != 0 {
                 let v = d.msi_vector;
@@ -1023,7 +1065,7 @@ impl Scenario {
         self.check_bars()?;
         self.check_modern()?;
         self.check_workload()?;
-        if let Some(net) = self.kernel.net.as_ref() {
+        if let Some(net) = self.kernel.linux().net.as_ref() {
             for (key, n) in [
                 ("tx_packet_lines_in_flight", net.tx_packet_lines_in_flight),
                 ("memory_lines_in_flight", net.memory_lines_in_flight),
@@ -1067,7 +1109,7 @@ impl Scenario {
         if self.file.duration_ms == 0.0
             && self.file.cyclictest.is_none()
             && !self.file.device.is_empty()
-            && self.file.device.iter().all(|d| d.nic.is_some())
+            && self.pcie_devices().into_iter().all(|d| d.nic.is_some())
         {
             return Err(self.invalid(
                 "duration_ms",
@@ -1106,8 +1148,8 @@ pub(super) fn pirq_letter(i: usize) -> char {
 
 impl<F, K> Configured<F, PlatformFile, K>
 where
-    F: NamesParts + Serialize + for<'de> Deserialize<'de>,
-    K: Serialize + for<'de> Deserialize<'de>,
+    F: NamesParts + super::read::Document,
+    K: super::read::Document,
 {
     /// The platform's clock and core in the ranges the model accepts: one set of limits for
     /// every scenario, whichever kernel it runs. Beyond them the picosecond clock would

@@ -186,11 +186,106 @@ pub struct IchFunction {
     pub isr_instructions: u16,
 }
 
-/// `kernels/*.toml`.
+/// `kernels/*.toml`: one schema whose `family` key says which operating system's interrupt
+/// path the file describes, and so which tables follow. Linux's and FreeBSD's paths share no
+/// table: an IDT and `irq_desc` against `cpl` and INTR stubs.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum KernelFile {
+    Linux(LinuxKernelFile),
+    Freebsd(BsdKernelFile),
+}
+
+/// The operating system a kernel file describes (its `family` key).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Linux,
+    Freebsd,
+}
+
+impl KernelFile {
+    pub fn name(&self) -> &str {
+        match self {
+            KernelFile::Linux(k) => &k.name,
+            KernelFile::Freebsd(k) => &k.name,
+        }
+    }
+
+    pub fn family(&self) -> Family {
+        match self {
+            KernelFile::Linux(_) => Family::Linux,
+            KernelFile::Freebsd(_) => Family::Freebsd,
+        }
+    }
+
+    /// The Linux kernel's tables. Only Linux's assembler and checker ask, and a scenario runs
+    /// on them only when its kernel's family is Linux (`Scenario::check`).
+    pub fn linux(&self) -> &LinuxKernelFile {
+        match self {
+            KernelFile::Linux(k) => k,
+            KernelFile::Freebsd(k) => {
+                unreachable!("{} is a FreeBSD kernel: only Linux's model asks", k.name)
+            }
+        }
+    }
+
+    /// FreeBSD's tables (as [`KernelFile::linux`]).
+    pub fn freebsd(&self) -> &BsdKernelFile {
+        match self {
+            KernelFile::Freebsd(k) => k,
+            KernelFile::Linux(k) => {
+                unreachable!("{} is a Linux kernel: only FreeBSD's model asks", k.name)
+            }
+        }
+    }
+
+    /// Parse a kernel file's text: its `family` picks the table it is read as, so that every
+    /// error keeps the line and column of its value (serde's tagged enums would buffer the
+    /// document and lose them).
+    pub(crate) fn parse(
+        path: &std::path::Path,
+        text: &str,
+    ) -> Result<KernelFile, super::ScenarioError> {
+        match peek_str(text, "family").as_deref() {
+            Some("freebsd") => super::parse_file(path, text).map(KernelFile::Freebsd),
+            // Linux's table says what `family` may be, where it is missing or unknown.
+            _ => super::parse_file(path, text).map(KernelFile::Linux),
+        }
+    }
+}
+
+/// The string value of top-level `key` in a TOML text, if it parses and has one.
+fn peek_str(text: &str, key: &str) -> Option<String> {
+    let t: toml::Table = text.parse().ok()?;
+    t.get(key)?.as_str().map(str::to_string)
+}
+
+impl<'de> Deserialize<'de> for KernelFile {
+    /// From a document already read (a `--set` applied to it): the `family` picks the table.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = toml::Value::deserialize(d)?;
+        let family = v.get("family").and_then(|f| f.as_str()).unwrap_or("");
+        if family == "freebsd" {
+            v.try_into()
+                .map(KernelFile::Freebsd)
+                .map_err(D::Error::custom)
+        } else {
+            v.try_into()
+                .map(KernelFile::Linux)
+                .map_err(D::Error::custom)
+        }
+    }
+}
+
+/// A Linux kernel's file (`family = "linux"`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct KernelFile {
+pub struct LinuxKernelFile {
     pub name: String,
+    /// Always [`Family::Linux`].
+    pub family: Family,
     pub description: String,
     /// First vector `assign_irq_vector` hands out, and its step (spreads priority classes).
     pub first_device_vector: u32,
@@ -246,10 +341,15 @@ fn one_thread() -> u8 {
     1
 }
 
-/// A scenario file.
+/// A scenario file: its `[[device]]`s are of several kinds (a PCIe function, an adapter card
+/// on an 8259 line), all the same kind in one file as read ([`ScenarioFileOf`] of one kind),
+/// and [`Device`]s after.
+pub type ScenarioFile = ScenarioFileOf<Device>;
+
+/// A scenario file whose devices are `D`s.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScenarioFile {
+#[serde(deny_unknown_fields, bound(deserialize = "D: Deserialize<'de>"))]
+pub struct ScenarioFileOf<D> {
     pub title: String,
     pub platform: String,
     pub kernel: String,
@@ -269,10 +369,10 @@ pub struct ScenarioFile {
     /// give 1). 0 or absent: the run counts samples.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub duration_ms: f64,
-    /// Background process work on every core (`workload.rs`); absent: the cores idle between
-    /// interrupts.
+    /// Background process work on every core (`workload.rs`), in one load or in phases by
+    /// sample number; absent: the cores idle between interrupts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<crate::workload::WorkloadSpec>,
+    pub workload: Option<crate::workload::WorkloadSection>,
     /// cyclictest on the kernel's tasks: its loops are the run's samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cyclictest: Option<CyclictestSection>,
@@ -282,16 +382,244 @@ pub struct ScenarioFile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
     #[serde(default)]
-    pub device: Vec<DeviceSection>,
+    pub device: Vec<D>,
+    /// An instrument outside the host that times each sample (`probes/`): absent, the run's
+    /// samples are the ones its devices, its analyzer or cyclictest time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeSection>,
     /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
     /// from the text by `validate --uncertainty`; the model never sees them.
     #[serde(default, skip_serializing)]
     pub range: Option<toml::Value>,
 }
 
+impl<D> ScenarioFileOf<D> {
+    /// The same file with its devices made `E`s.
+    fn map_devices<E>(self, f: impl FnMut(D) -> E) -> ScenarioFileOf<E> {
+        ScenarioFileOf {
+            title: self.title,
+            platform: self.platform,
+            kernel: self.kernel,
+            delivery: self.delivery,
+            samples: self.samples,
+            seed: self.seed,
+            warmup_samples: self.warmup_samples,
+            cpus: self.cpus,
+            duration_ms: self.duration_ms,
+            workload: self.workload,
+            cyclictest: self.cyclictest,
+            set: self.set,
+            device: self.device.into_iter().map(f).collect(),
+            probe: self.probe,
+            range: self.range,
+        }
+    }
+}
+
+impl ScenarioFile {
+    /// Parse a scenario file's text. Where every device is of one kind (the `kind` keys say
+    /// which), the file is read with that kind's table, so that every error keeps the line and
+    /// column of its value; a file that mixes kinds is read device by device (and refused by
+    /// the check: no family's model runs both).
+    pub(crate) fn parse(
+        path: &std::path::Path,
+        text: &str,
+    ) -> Result<ScenarioFile, super::ScenarioError> {
+        let kinds: Vec<Option<String>> = text
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|t| t.get("device").and_then(|d| d.as_array()).cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|d| d.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+            .collect();
+        let card = |k: &Option<String>| k.as_deref() == Some(CardKind::NAME);
+        if kinds.iter().all(card) && !kinds.is_empty() {
+            super::parse_file::<ScenarioFileOf<CardSection>>(path, text)
+                .map(|f| f.map_devices(Device::Card))
+        } else if !kinds.iter().any(card) {
+            super::parse_file::<ScenarioFileOf<DeviceSection>>(path, text)
+                .map(|f| f.map_devices(Device::Pcie))
+        } else {
+            super::parse_file(path, text)
+        }
+    }
+}
+
+/// A device of the scenario (`[[device]]`), by its `kind`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Device {
+    /// A PCIe function on a root port's link (`kind = "pcie"`, the default).
+    Pcie(DeviceSection),
+    /// An adapter card on a PC's PCI or ISA bus, interrupting on a line of the 8259 pair
+    /// (`kind = "card"`).
+    Card(CardSection),
+}
+
+impl<'de> Deserialize<'de> for Device {
+    /// From a document already read (a `--set` applied to it): the `kind` picks the table.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = toml::Value::deserialize(d)?;
+        if v.get("kind").and_then(|k| k.as_str()) == Some(CardKind::NAME) {
+            v.try_into().map(Device::Card).map_err(D::Error::custom)
+        } else {
+            v.try_into().map(Device::Pcie).map_err(D::Error::custom)
+        }
+    }
+}
+
+impl Device {
+    pub fn name(&self) -> &str {
+        match self {
+            Device::Pcie(d) => &d.name,
+            Device::Card(d) => &d.name,
+        }
+    }
+
+    /// The PCIe function, if it is one.
+    pub fn pcie(&self) -> Option<&DeviceSection> {
+        match self {
+            Device::Pcie(d) => Some(d),
+            Device::Card(_) => None,
+        }
+    }
+
+    pub fn pcie_mut(&mut self) -> Option<&mut DeviceSection> {
+        match self {
+            Device::Pcie(d) => Some(d),
+            Device::Card(_) => None,
+        }
+    }
+
+    /// The adapter card, if it is one.
+    pub fn card(&self) -> Option<&CardSection> {
+        match self {
+            Device::Card(d) => Some(d),
+            Device::Pcie(_) => None,
+        }
+    }
+}
+
+/// `kind = "pcie"`: the only value a PCIe function's `kind` takes (and its default).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PcieKind {
+    #[default]
+    Pcie,
+}
+
+impl PcieKind {
+    fn is_default(&self) -> bool {
+        true
+    }
+}
+
+/// `kind = "card"`: the only value an adapter card's `kind` takes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CardKind {
+    Card,
+}
+
+impl CardKind {
+    const NAME: &'static str = "card";
+}
+
+/// An adapter card on a 1990s PC's PCI or ISA bus (`kind = "card"`): an interrupt line of the
+/// 8259 pair, its driver's class and what its handler does. How often it interrupts is the
+/// workload's (`rates` of each `[[workload.phase]]`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardSection {
+    pub kind: CardKind,
+    pub name: String,
+    pub irq: u8,
+    /// The driver's interrupt class: `tty`, `net` or `bio` (FreeBSD's `isa.c` masks).
+    pub class: IntrClass,
+    /// `pci` (level-triggered via PIRQ), `isa8` or `isa16` (edge-triggered).
+    pub bus: DeviceBus,
+    pub handler_instructions: u32,
+    /// Register accesses the handler makes (the first clears the interrupt).
+    pub register_accesses: u32,
+    /// Programmed-I/O data words per interrupt (an NE2000's packet copy).
+    #[serde(default)]
+    pub data_words: u32,
+    /// A PCI card's register read: PCI clocks from the address phase until it claims the
+    /// cycle (DEVSEL#), then until its data is on the bus. An ISA card's timing is its bus's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_clocks: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_clocks: Option<u32>,
+}
+
+/// FreeBSD's interrupt classes (`tty_imask`, `net_imask`, `bio_imask` of `isa.c`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntrClass {
+    Tty,
+    Net,
+    Bio,
+}
+
+impl IntrClass {
+    /// Its index in the kernel's class masks.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The bus a card's registers sit on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceBus {
+    /// PCI: level-triggered through a PIRQ line.
+    Pci,
+    /// 8-bit ISA I/O, edge-triggered.
+    Isa8,
+    /// 16-bit ISA I/O, edge-triggered.
+    Isa16,
+}
+
+/// `[probe]`: an instrument outside the host that times each sample.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSection {
+    pub kind: ProbeKind,
+    /// The pulse's wander against the GPS second (1 sigma).
+    pub jitter_ns: f64,
+    pub pulse_width_ms: f64,
+    /// The interrupt class of the line the pulse comes in on (the parallel port's: `tty` in
+    /// 1998 configs).
+    pub class: IntrClass,
+}
+
+/// What the probe is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    /// A GPS receiver's pulse-per-second on the platform's parallel port, latched by the
+    /// platform's counter card, against the driver's read of the same counter
+    /// (`probes/pps.rs`).
+    Pps,
+}
+
+impl ProbeKind {
+    /// The latency metric it measures.
+    pub fn metric(self) -> &'static str {
+        match self {
+            ProbeKind::Pps => "pps_latency",
+        }
+    }
+}
+
+/// A PCIe function (`kind = "pcie"`, the default).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSection {
+    #[serde(default, skip_serializing_if = "PcieKind::is_default")]
+    pub kind: PcieKind,
     pub name: String,
     #[serde(with = "crate::text::bdf")]
     pub bdf: Bdf,
@@ -483,4 +811,51 @@ pub enum DriverName {
 
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
+}
+
+/// A FreeBSD kernel's file (`family = "freebsd"`): FreeBSD 1998's ISA interrupt path
+/// (`sys/i386/isa/icu_vector.s`, `ipl_funcs.c`, `icu_ipl.s`, `clock.c`, `isa.c`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsdKernelFile {
+    pub name: String,
+    /// Always [`Family::Freebsd`].
+    pub family: Family,
+    pub description: String,
+    pub hz: u32,
+    /// `pseudo-device sl`: tty_imask and net_imask merged.
+    pub slip: bool,
+    pub stub: crate::kernel::freebsd::StubCosts,
+    pub clock: BsdClockCosts,
+    pub statclock: BsdStatclockCosts,
+    pub pps: BsdPpsCosts,
+    /// `splXXX()` / `splx()` without a pending interrupt.
+    pub spl_instructions: u32,
+    /// `[range.*]`: the plausible ranges of this file's estimates (`scenario::ranges`), read
+    /// from the text by `validate --uncertainty`; the model never sees them.
+    #[serde(default, skip_serializing)]
+    pub range: Option<toml::Value>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsdClockCosts {
+    /// `clkintr` + `hardclock` (timecounter, timeouts, statistics), instructions.
+    pub hardclock_instructions: u32,
+    /// Reads of the counter card per tick (`tco_forward` and the PPS poll).
+    pub timecounter_reads: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsdStatclockCosts {
+    pub statclock_instructions: u32,
+}
+
+/// `ppcintr` -> `ppb_intr` -> `ppsintr` -> `nanotime` -> `xrpu_get_timecount`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BsdPpsCosts {
+    pub before_read_instructions: u32,
+    pub after_read_instructions: u32,
 }

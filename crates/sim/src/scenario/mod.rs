@@ -21,7 +21,6 @@ pub mod read;
 pub(crate) use assemble::{cold_code, cpu_timing};
 pub use error::{Origin, ScenarioError};
 pub use files::*;
-pub(crate) use read::read;
 pub use read::{parse_file, Configured, NamesParts};
 
 use crate::kernel::Delivery;
@@ -34,6 +33,18 @@ use std::path::Path;
 
 /// The loaded, overridden and checked configuration of one scenario of the PCIe-era model.
 pub type Scenario = Configured<ScenarioFile, PlatformFile, KernelFile>;
+
+impl Scenario {
+    /// The scenario's PCIe functions, in file order: under Linux every device is one
+    /// ([`Scenario::check`]), so their indices are the `device.N` of the file.
+    pub fn pcie_devices(&self) -> Vec<&files::DeviceSection> {
+        self.file
+            .device
+            .iter()
+            .filter_map(files::Device::pcie)
+            .collect()
+    }
+}
 
 impl NamesParts for ScenarioFile {
     fn platform_name(&self) -> &str {
@@ -283,8 +294,11 @@ impl Scenario {
     /// Settings the run cannot honour.
     pub fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
-        let tick = self.kernel.tick.as_ref().is_some_and(|t| t.hz > 0);
-        if !tick && self.kernel.idle.is_some() {
+        if self.kernel.family() != files::Family::Linux {
+            return w;
+        }
+        let tick = self.kernel.linux().tick.as_ref().is_some_and(|t| t.hz > 0);
+        if !tick && self.kernel.linux().idle.is_some() {
             w.push(
                 "kernel.tick.hz is 0 with a cpuidle kernel: with no timer at all the idle \
                  governor expects endless idle periods, and after any irregular one it picks the \
@@ -300,9 +314,8 @@ impl Scenario {
             );
         }
         let nics: Vec<&files::DeviceSection> = self
-            .file
-            .device
-            .iter()
+            .pcie_devices()
+            .into_iter()
             .filter(|d| d.nic.is_some())
             .collect();
         // A run that counts frames has nothing to count without traffic (an idle run of
@@ -316,9 +329,8 @@ impl Scenario {
             // The example offers the first controller's port traffic and, where there is a
             // second, routes it there.
             let index = |d: &files::DeviceSection| {
-                self.file
-                    .device
-                    .iter()
+                self.pcie_devices()
+                    .into_iter()
                     .position(|e| std::ptr::eq(e, d))
                     .unwrap_or(0)
             };

@@ -104,9 +104,9 @@ pub struct Declared {
 
 impl<F, P, K> super::Configured<F, P, K>
 where
-    F: super::NamesParts + serde::Serialize + for<'de> Deserialize<'de>,
-    P: serde::Serialize + for<'de> Deserialize<'de>,
-    K: serde::Serialize + for<'de> Deserialize<'de>,
+    F: super::NamesParts + super::read::Document,
+    P: super::read::Document,
+    K: super::read::Document,
 {
     /// The ranges the three files declare beside their estimates, keyed as `--set` keys them;
     /// the files' own values, not the overridden ones, are the nominal.

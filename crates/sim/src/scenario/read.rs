@@ -99,6 +99,28 @@ pub struct Configured<F, P, K> {
     overrides: Vec<String>,
 }
 
+/// A document of a run (a scenario, platform or kernel file), read from its text with every
+/// error at its line and column.
+pub trait Document: Sized + Serialize + for<'de> Deserialize<'de> {
+    fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
+        parse_file(path, text)
+    }
+}
+
+impl Document for super::PlatformFile {}
+
+impl Document for super::KernelFile {
+    fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
+        super::KernelFile::parse(path, text)
+    }
+}
+
+impl Document for super::ScenarioFile {
+    fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
+        super::ScenarioFile::parse(path, text)
+    }
+}
+
 /// A scenario file's names for the other two documents of a run.
 pub trait NamesParts {
     fn platform_name(&self) -> &str;
@@ -112,16 +134,16 @@ pub trait NamesParts {
 
 impl<F, P, K> Configured<F, P, K>
 where
-    F: NamesParts + Serialize + for<'de> Deserialize<'de>,
-    P: Serialize + for<'de> Deserialize<'de>,
-    K: Serialize + for<'de> Deserialize<'de>,
+    F: NamesParts + Document,
+    P: Document,
+    K: Document,
 {
     /// Read `path` and the files it names, and apply `overrides` (`key=value` strings). The
     /// model's own checks come after.
     pub(crate) fn read_all(path: &Path, overrides: &[String]) -> Result<Self, ScenarioError> {
         let path = path.to_owned();
         let text = read(&path, None)?;
-        let file: F = parse_file(&path, &text)?;
+        let file = F::parse(&path, &text)?;
         let (platform_path, ptext, platform) =
             load_named(&path, &text, "platform", file.platform_name())?;
         let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", file.kernel_name())?;
@@ -234,7 +256,7 @@ where
 
 /// The file a scenario names under `key` (its platform or kernel), relative to the scenario:
 /// its path, text and contents. An unreadable file is reported with the line that named it.
-pub(crate) fn load_named<T: for<'de> Deserialize<'de>>(
+pub(crate) fn load_named<T: Document>(
     scenario: &Path,
     text: &str,
     key: &str,
@@ -244,7 +266,7 @@ pub(crate) fn load_named<T: for<'de> Deserialize<'de>>(
     let (line, column) = locate(text, key).unwrap_or((1, 1));
     let by = format!("`{key}` at {}:{line}:{column}", scenario.display());
     let body = read(&path, Some(by))?;
-    let value = parse_file(&path, &body)?;
+    let value = T::parse(&path, &body)?;
     Ok((path, body, value))
 }
 
