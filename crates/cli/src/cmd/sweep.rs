@@ -1,5 +1,6 @@
 //! `irqlab sweep`: plan a sweep as a manifest of points, run one shard of it, merge the shards.
-//! The work and the checks are `irqlab_sim::sweep`'s; this reads and writes the files.
+//! The work and the checks are `irqlab_sim::sweep`'s, the text [`irqlab_report::sweep`]'s; this
+//! parses, reads and writes the files, calls and prints.
 
 use crate::args::{Sweep, SweepMergeArgs, SweepPlanArgs, SweepRunArgs};
 use crate::made::{write_json, Invocation};
@@ -7,7 +8,8 @@ use crate::ui::{note, print, Progress};
 use anyhow::{anyhow, bail, Context, Result};
 use irqlab_report as report;
 use irqlab_report::json::{read_result, Kind, ReadError};
-use irqlab_sim::sweep::{self, DrawPoint, Manifest, Merged, ShardResults, SweepError};
+use irqlab_report::sweep as sweep_text;
+use irqlab_sim::sweep::{self, Manifest, Merged, ShardResults, SweepError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -162,37 +164,20 @@ fn plan(a: SweepPlanArgs, inv: &Invocation) -> Result<()> {
     };
     write_json(&a.out, Kind::SweepPlan, &made, &manifest).with_context(|| "--out")?;
     let what = match &manifest {
-        Manifest::Draws(d) => format!(
-            "{} draws over {} and the nominal validation",
-            d.points.len() - 1,
-            count(d.parameters.len(), "parameter")
+        Manifest::Draws(d) => sweep_text::planned_draws(d.points.len() - 1, d.parameters.len()),
+        Manifest::Grid(g) => sweep_text::planned_grid(
+            g.points.len() / g.repeat as usize,
+            g.repeat as usize,
+            g.samples,
         ),
-        Manifest::Grid(g) => format!(
-            "{} x {} of {} samples",
-            count(g.points.len() / g.repeat as usize, "cell"),
-            count(g.repeat as usize, "point"),
-            irqlab_stats::thousands(g.samples)
-        ),
-        Manifest::WhatIf(w) => format!(
-            "{} draws over {} of {}, the plain run{}",
-            w.points
-                .iter()
-                .filter(|p| matches!(p, sweep::WhatIfPoint::Draw { .. }))
-                .count(),
-            count(w.parameters.len(), "parameter"),
-            w.scenario,
-            if w.rows.is_some() {
-                " and the validation rows on it"
-            } else {
-                ""
-            }
-        ),
+        Manifest::WhatIf(w) => {
+            sweep_text::planned_whatif(w.draws(), w.parameters.len(), &w.scenario, w.rows.is_some())
+        }
     };
-    let m = a.out.display();
-    print(&format!(
-        "{}: {what}\nrun shard I of N (I = 0 .. N-1): irqlab sweep run {m} --shard I --of N --out \
-         DIR\nthen: irqlab sweep merge {m} DIR\n",
-        count(manifest.len(), "point")
+    print(&sweep_text::planned_text(
+        manifest.len(),
+        &what,
+        &a.out.display().to_string(),
     ))
 }
 
@@ -205,11 +190,6 @@ fn scenario_file(scenario: &Path) -> Result<PathBuf> {
             .with_context(|| format!("--scenario {}", scenario.display()))?;
     }
     Ok(file)
-}
-
-/// `1 point`, `2 points`.
-fn count(n: usize, what: &str) -> String {
-    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Read the manifest `sweep plan` wrote.
@@ -293,10 +273,11 @@ fn run_shard(a: SweepRunArgs, inv: &Invocation) -> Result<()> {
         None,
     );
     write_json(&file, Kind::SweepShard, &made, &results).with_context(|| "--out")?;
-    print(&format!(
-        "shard {shard} of {of}: {} of {} points\n",
+    print(&sweep_text::shard_text(
+        shard,
+        of,
         results.points.len(),
-        sweep.manifest().len()
+        sweep.manifest().len(),
     ))
 }
 
@@ -409,11 +390,7 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
     );
     match (merged, sweep.manifest()) {
         (Merged::Validation(v), Manifest::Draws(d)) => {
-            let draws = d
-                .points
-                .iter()
-                .filter(|p| matches!(p, DrawPoint::Draw { .. }))
-                .count() as u32;
+            let draws = d.draws() as u32;
             if let Some(path) = &a.json {
                 let made = inv.made(
                     &MergedDrawsSettings {
@@ -465,14 +442,7 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
             }
             print(&report::grid_text(&g))?;
             if let Some(dir) = &a.plot {
-                let runs: Vec<(String, irqlab_stats::results::RunReport)> = if g.cells.len() == 1 {
-                    vec![("grid".into(), g.cells[0].run.clone())]
-                } else {
-                    g.cells
-                        .iter()
-                        .map(|c| (c.set.join(" "), c.run.clone()))
-                        .collect()
-                };
+                let runs = sweep_text::grid_plot_runs(&g);
                 crate::ui::wrote(&report::plot::plot_runs(&runs, dir).with_context(|| "--plot")?);
             }
             Ok(true)
@@ -521,42 +491,18 @@ fn merge(a: SweepMergeArgs, inv: &Invocation) -> Result<bool> {
 /// Missing points, or rejected shards: the message, then the commands that run their shards
 /// again.
 fn rerun_hint(e: SweepError, manifest: &Path, results: &Path) -> anyhow::Error {
-    let (m, r) = (manifest.display(), results.display());
-    if let SweepError::Rejected(files) = &e {
-        let mut again: Vec<(u32, u32)> = files
-            .iter()
-            .filter(|f| f.shard < f.of)
-            .map(|f| (f.shard, f.of))
-            .collect();
-        again.sort_unstable();
-        again.dedup();
-        let commands: Vec<String> = again
-            .iter()
-            .map(|(s, of)| format!("  irqlab sweep run {m} --shard {s} --of {of} --out {r}"))
-            .collect();
-        return anyhow!("{e}:\n{}", commands.join("\n"));
-    }
-    let SweepError::Missing { shards, of, .. } = &e else {
-        return e.into();
-    };
-    match of {
-        Some(of) => {
-            let commands: Vec<String> = shards
-                .iter()
-                .map(|s| format!("  irqlab sweep run {m} --shard {s} --of {of} --out {r}"))
-                .collect();
-            let array: Vec<String> = shards.iter().map(u32::to_string).collect();
-            anyhow!(
-                "{e}; run {} again:\n{}\n(in a Slurm job array: sbatch --array={} with the job \
-                 script, which must give --of {of})",
-                if shards.len() == 1 { "it" } else { "them" },
-                commands.join("\n"),
-                array.join(",")
-            )
+    let (m, r) = (
+        manifest.display().to_string(),
+        results.display().to_string(),
+    );
+    let hint = match &e {
+        SweepError::Rejected(_) => {
+            sweep_text::rejected_hint(&e.to_string(), &e.rejected_shards(), &m, &r)
         }
-        None => anyhow!(
-            "{e} (no shard results in {r}); run irqlab sweep run {m} --shard I --of N --out {r} \
-             for I = 0 .. N-1"
-        ),
-    }
+        SweepError::Missing { shards, of, .. } => {
+            sweep_text::missing_hint(&e.to_string(), shards, *of, &m, &r)
+        }
+        _ => return e.into(),
+    };
+    anyhow::Error::msg(hint)
 }
