@@ -1784,6 +1784,45 @@ fn point_parts(r: &RunResult) -> (Vec<MetricResult>, Vec<CounterResult>) {
     (metrics, counters)
 }
 
+impl DrawsPlan {
+    /// The draws planned, without the nominal validation.
+    pub fn draws(&self) -> usize {
+        self.points
+            .iter()
+            .filter(|p| matches!(p, DrawPoint::Draw { .. }))
+            .count()
+    }
+}
+
+impl WhatIfPlan {
+    /// The draws planned, without the plain run.
+    pub fn draws(&self) -> usize {
+        self.points
+            .iter()
+            .filter(|p| matches!(p, WhatIfPoint::Draw { .. }))
+            .count()
+    }
+}
+
+impl SweepError {
+    /// The shards whose results [`SweepError::Rejected`] refuses, `(I, N)` as each file
+    /// says, ascending and each once: those to run again. A file that names no shard (I not
+    /// below N) adds none; any other error has none.
+    pub fn rejected_shards(&self) -> Vec<(u32, u32)> {
+        let SweepError::Rejected(files) = self else {
+            return Vec::new();
+        };
+        let mut again: Vec<(u32, u32)> = files
+            .iter()
+            .filter(|f| f.shard < f.of)
+            .map(|f| (f.shard, f.of))
+            .collect();
+        again.sort_unstable();
+        again.dedup();
+        again
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1994,52 +2033,5 @@ mod tests {
         assert!(
             serde_json::from_str::<RowResult>(r#"{"id":"r","value":"x","holds":null}"#).is_err()
         );
-    }
-}
-
-/// What `irqlab sweep` asks of a manifest and of a failed merge, beyond planning, running and
-/// merging. Appended after the tests while this file is edited elsewhere (issue 40); its impls
-/// belong above `mod tests` once both land.
-#[allow(clippy::items_after_test_module)]
-mod queries {
-    use super::{DrawPoint, DrawsPlan, SweepError, WhatIfPlan, WhatIfPoint};
-
-    impl DrawsPlan {
-        /// The draws planned, without the nominal validation.
-        pub fn draws(&self) -> usize {
-            self.points
-                .iter()
-                .filter(|p| matches!(p, DrawPoint::Draw { .. }))
-                .count()
-        }
-    }
-
-    impl WhatIfPlan {
-        /// The draws planned, without the plain run.
-        pub fn draws(&self) -> usize {
-            self.points
-                .iter()
-                .filter(|p| matches!(p, WhatIfPoint::Draw { .. }))
-                .count()
-        }
-    }
-
-    impl SweepError {
-        /// The shards whose results [`SweepError::Rejected`] refuses, `(I, N)` as each file
-        /// says, ascending and each once: those to run again. A file that names no shard (I not
-        /// below N) adds none; any other error has none.
-        pub fn rejected_shards(&self) -> Vec<(u32, u32)> {
-            let SweepError::Rejected(files) = self else {
-                return Vec::new();
-            };
-            let mut again: Vec<(u32, u32)> = files
-                .iter()
-                .filter(|f| f.shard < f.of)
-                .map(|f| (f.shard, f.of))
-                .collect();
-            again.sort_unstable();
-            again.dedup();
-            again
-        }
     }
 }

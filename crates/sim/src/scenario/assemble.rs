@@ -1205,7 +1205,7 @@ impl Scenario {
                 .and_then(|n| n.forward_to.clone())
         };
         Forwarding {
-            to: forward_to(&devices[i]).and_then(|t| netdev(&t)),
+            to: forward_to(devices[i]).and_then(|t| netdev(&t)),
             transmits: devices
                 .iter()
                 .any(|d| forward_to(d).as_deref() == Some(devices[i].name.as_str())),

@@ -189,6 +189,8 @@ pub struct IchFunction {
 /// `kernels/*.toml`: one schema whose `family` key says which operating system's interrupt
 /// path the file describes, and so which tables follow. Linux's and FreeBSD's paths share no
 /// table: an IDT and `irq_desc` against `cpl` and INTR stubs.
+// Read once per run: the size of the smaller variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum KernelFile {
@@ -447,6 +449,8 @@ impl ScenarioFile {
 }
 
 /// A device of the scenario (`[[device]]`), by its `kind`.
+// Read once per run: the size of the smaller variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum Device {
