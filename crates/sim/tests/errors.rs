@@ -265,6 +265,28 @@ fn unknown_key_in_kernel_instructions() {
     );
 }
 
+/// A kernel file's `family` picks the tables it is read as and the model that runs the
+/// scenario: an unknown one is named where it stands, and a family whose model cannot run the
+/// scenario's devices says which kind it runs.
+#[test]
+fn the_kernels_family_is_named_where_it_stands_and_picks_the_model() {
+    let f = Fixture::new();
+    let text = f.write(KERNEL, |t| set(t, "family", "\"solaris\""));
+    let message = syntax(f.fail(&[]), &f.path(KERNEL), pos(&text, "\"solaris\""));
+    assert_contains(
+        &message,
+        &["unknown variant", "solaris", "linux", "freebsd"],
+    );
+    f.put(KERNEL, &repo_file("kernels/freebsd-1998-07-i386.toml"));
+    let e = f.fail(&[]).to_string();
+    assert_contains(&e, &["delivery", "give \"xtpic\""]);
+    let e = f.fail(&["delivery=\"xtpic\""]).to_string();
+    assert_contains(
+        &e,
+        &["device.0.kind", "kind = \"card\"", "needs a Linux kernel"],
+    );
+}
+
 // ---- --set errors -------------------------------------------------------------------------
 
 /// Bad `--set` flags: each error names the flag, what was expected and how to fix it.
