@@ -36,7 +36,7 @@ pub type Scenario = Configured<ScenarioFile, PlatformFile, KernelFile>;
 
 impl Scenario {
     /// The scenario's PCIe functions, in file order: under Linux every device is one
-    /// ([`Scenario::check`]), so their indices are the `device.N` of the file.
+    /// (`Scenario::check`), so their indices are the `device.N` of the file.
     pub fn pcie_devices(&self) -> Vec<&files::DeviceSection> {
         self.file
             .device

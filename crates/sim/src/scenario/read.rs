@@ -85,8 +85,8 @@ pub(crate) fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
 
 /// A scenario file with the platform and kernel files it names: parsed, with the `--set`
 /// overrides applied, and with their texts kept so that an error can point at the line (or the
-/// flag) a value came from. Each model's scenario is one of these ([`Scenario`],
-/// [`crate::pps::PpsScenario`]); each checks its own.
+/// flag) a value came from. Every scenario is one of these ([`super::Scenario`]); its kernel
+/// family's model checks it (`Scenario::check`).
 #[derive(Clone, Debug)]
 pub struct Configured<F, P, K> {
     pub path: PathBuf,
