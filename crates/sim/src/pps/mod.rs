@@ -324,8 +324,7 @@ pub(crate) fn run_replicated(
     replications: u32,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<RunResult, ScenarioError> {
-    let r = u64::from(replications.max(1));
-    let share = |i: u64| samples / r + u64::from(i < samples % r);
+    let share = |i: u64| crate::scenario::share(samples, replications, i);
     let merged = crate::scenario::replicate(
         seed,
         replications,

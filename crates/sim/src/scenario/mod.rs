@@ -386,8 +386,7 @@ impl Scenario {
         replications: u32,
         progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     ) -> Result<Outcome, ScenarioError> {
-        let r = u64::from(replications.max(1));
-        let share = |i: u64| samples / r + u64::from(i < samples % r);
+        let share = |i: u64| share(samples, replications, i);
         let merged = replicate(
             seed,
             replications,
@@ -485,6 +484,13 @@ impl Scenario {
             run_length_us: (self.file.duration_ms * 1e3).round() as u64,
         })
     }
+}
+
+/// Replication `i`'s share of `samples` split among `replications` (every model splits them so):
+/// the first `samples % replications` take one more.
+pub(crate) fn share(samples: u64, replications: u32, i: u64) -> u64 {
+    let r = u64::from(replications.max(1));
+    samples / r + u64::from(i < samples % r)
 }
 
 /// A replication's seed: SplitMix64 of the run's seed and the replication index, so that
