@@ -259,53 +259,36 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
 /// the file is read with the kind's own table.
 #[test]
 fn a_bad_card_value_names_its_line_and_column() {
-    let text = std::fs::read_to_string(scenario_path()).expect("reads");
-    let bad = text.replacen(
+    let (e, at) = refused_edit(
         "handler_instructions = 3000",
         "handler_instructions = \"many\"",
-        1,
     );
-    let line = bad
-        .lines()
-        .position(|l| l.starts_with("handler_instructions = \"many\""))
-        .expect("edited")
-        + 1;
-    let dir = std::env::temp_dir().join(format!("irqlab-seed004-card-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("pps.toml");
-    std::fs::write(&path, bad).expect("writes");
-    let e = Scenario::load(&path, &[])
-        .expect_err("a bad value")
-        .to_string();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(
-        e.contains(&format!("{}:{line}:24", path.display())) && e.contains("whole number"),
+        e.contains(&format!("{at}:24")) && e.contains("whole number"),
         "{e}"
     );
 }
 
 #[test]
 fn an_unknown_key_names_file_line_and_column() {
-    let text = std::fs::read_to_string(scenario_path()).expect("reads");
-    let bad = text.replace("jitter_ns = 50.0", "jitter_us = 0.05");
-    let line = bad
-        .lines()
-        .position(|l| l.starts_with("jitter_us"))
-        .expect("edited")
-        + 1;
-    let dir = std::env::temp_dir().join(format!("irqlab-seed004-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("pps.toml");
-    std::fs::write(&path, bad).expect("writes");
-    let e = Scenario::load(&path, &[])
-        .expect_err("unknown key")
-        .to_string();
-    std::fs::remove_dir_all(&dir).ok();
+    let (e, at) = refused_edit("jitter_ns = 50.0", "jitter_us = 0.05");
     assert!(
-        e.contains(&format!("{}:{line}:1", path.display()))
-            && e.contains("unknown field `jitter_us`"),
+        e.contains(&format!("{at}:1")) && e.contains("unknown field `jitter_us`"),
         "{e}"
     );
+}
+
+/// Load a copy of the scenario with the first `from` made `to`, which must be refused: the
+/// error, and `PATH:LINE` of the edited line in the copy.
+fn refused_edit(from: &str, to: &str) -> (String, String) {
+    let text = std::fs::read_to_string(scenario_path()).expect("reads");
+    let bad = text.replacen(from, to, 1);
+    let line = bad.lines().position(|l| l.starts_with(to)).expect("edited") + 1;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("pps.toml");
+    std::fs::write(&path, bad).expect("writes");
+    let e = Scenario::load(&path, &[]).expect_err(to).to_string();
+    (e, format!("{}:{line}", path.display()))
 }
 
 #[test]
