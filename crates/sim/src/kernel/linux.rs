@@ -18,6 +18,7 @@
 //! and handlers as constants: what the running kernel reads from `irq_desc[irq]` is fixed once
 //! `request_irq` has run, so the programs are the same code specialised, not a different path.
 
+use super::net::NetStep::*;
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
 use super::softirq::{
     HRTIMER_SOFTIRQ, MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ,

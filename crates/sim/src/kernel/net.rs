@@ -5,7 +5,9 @@
 //! throttling of `e1000_set_itr`.
 
 pub use super::context::NapiId;
-use super::program::{Entry, Var};
+use super::costs::NetStage;
+use super::program::{Entry, Frame, Op, Step, Var};
+use super::softirq::SoftirqState;
 use crate::engine::SimDuration;
 
 /// `struct napi_struct`.
@@ -339,6 +341,287 @@ pub fn line_table(cpus: usize, cost: impl Fn(usize, usize) -> SimDuration) -> Ve
             }
         })
         .collect()
+}
+
+// ---- the operations the networking core's and drivers' programs run -----------------------
+
+/// An operation of the networking core and its drivers (NAPI, the receive and transmit rings)
+/// in a program of the step language ([`Step::Net`]), interpreted here by [`Net::step`]: the
+/// step interpreter knows none of them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum NetStep {
+    /// `napi_schedule`: unless already scheduled, put the NAPI context on this CPU's poll list
+    /// and raise NET_RX_SOFTIRQ; the driver's per-interrupt totals start again (e1000e resets
+    /// them when `napi_schedule_prep` succeeds).
+    NapiSchedule(NapiId),
+    /// `net_rx_action`'s start: the budget of `netdev_budget` packets and the time limit (two
+    /// jiffies past the start with `napi_struct`, one with 2.4's `dev->poll`: [`Net::time_limit_jiffies`]).
+    ///
+    /// [`Net::time_limit_jiffies`]: super::net::Net::time_limit_jiffies
+    NetRxBegin,
+    /// `net_rx_action`'s loop: the first NAPI context on the poll list into the frame's first
+    /// local; none left: go to `done`; budget or time spent: raise NET_RX_SOFTIRQ again and go
+    /// to `done` (`softnet_break`).
+    NextNapi { done: Entry },
+    /// Call the poll function of the NAPI context in the frame's first local.
+    CallPoll,
+    /// After a poll: the work it returned (the last value) comes off the budget; a context
+    /// that used its whole weight goes to the tail of the list.
+    AfterPoll,
+    /// `napi_complete`: off the poll list, no longer scheduled.
+    NapiComplete(NapiId),
+    /// The receive loop's test: the poll's work (the frame's first local) has reached the
+    /// weight: go to `done`.
+    RxWeightReached { weight: u16, done: Entry },
+    /// 2.4's receive loop's test (`e1000_clean`: `work_to_do = min(*budget, dev->quota)`, the
+    /// quota refilled to the weight each round): the poll's work has reached the weight or
+    /// what is left of `net_rx_action`'s budget: go to `done`.
+    RxQuotaReached { weight: u16, done: Entry },
+    /// The next descriptor of adapter `dev`'s receive ring, if the chip has written it back
+    /// (the value: 1 if one was taken, 0 if not). The ring is host memory that the chip writes
+    /// by DMA; the core asks the chip how far it has got.
+    RxNext(u16),
+    /// One frame taken: the poll's work and the adapter's totals count it.
+    CountFrame(u16),
+    /// Go to `skip` unless adapter `dev` has at least `min` cleaned buffers to give back.
+    RefillDue { dev: u16, min: u8, skip: Entry },
+    /// `e1000_alloc_rx_buffers`' tail update: the cleaned buffers go back to the ring (the new
+    /// tail into the adapter's RDT variable, which the next step writes to the chip).
+    RxRefill(u16),
+    /// `e1000_set_itr`: the new throttle rate into the adapter's ITR variable; unchanged: go to
+    /// `skip` (no register write).
+    SetItr { dev: u16, skip: Entry },
+    /// `e1000_clean_tx_irq`'s test: the next transmit descriptor of adapter `dev`, if the
+    /// chip has written it back (the value: 1 or 0).
+    TxNext(u16),
+    /// One transmitted frame cleaned: counted in the frame's second local and the adapter's
+    /// totals, its descriptor free again.
+    CountTx(u16),
+    /// `E1000_TX_WEIGHT`: `max` frames cleaned (the frame's second local): go to `done`.
+    TxCleanDone { max: u8, done: Entry },
+    /// `if (tx_cleaned) work_done = budget;` (`e1000_clean`): a poll that cleaned any
+    /// transmitted frame reports its whole weight, and so stays on the poll list.
+    TxUsesBudget { weight: u16 },
+    /// IPv4 forwarding's `dev_hard_start_xmit`: call adapter `dev`'s `e1000_xmit_frame`.
+    CallXmit(u16),
+    /// `e1000_maybe_stop_tx`: unless enough descriptors are unused (go to `full`), take one:
+    /// the adapter's tail variable moves on.
+    TxReserve { dev: u16, full: Entry },
+    /// A frame `e1000_xmit_frame` had no room for: dropped and counted.
+    TxDrop(u16),
+    /// `e1000_xmit_frame`'s accesses to adapter `dev`'s transmit ring on this CPU: the core
+    /// stalls while the ring's shared lines come from the cache of the CPU that last wrote
+    /// them (`Net::xmit_lines`).
+    XmitLines(u16),
+    /// One frame freed by `e1000_clean_tx_irq` on this CPU: the lines of the frame that the
+    /// queuing CPU wrote come to this one (`Net::free_lines`).
+    FreeLines(u16),
+    /// `e1000_clean_tx_irq`'s end on this CPU: the ring's shared lines (`Net::clean_lines`).
+    CleanLines(u16),
+    /// A frame received from adapter `dev`: the lines the chip's DMA took from the caches
+    /// that the frame's path reads or writes (`Net::rx_miss`), and the adapter's `net_device`
+    /// line if another CPU wrote it last (`Net::rx_lines`).
+    RxMiss(u16),
+    /// A stage's serialising instructions for one frame, beyond their slots at the CPI
+    /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves; a stall of the core.
+    Serializing(NetStage),
+    /// Go to `to` if NAPI context `napi` is scheduled (its adapter is being polled).
+    BranchIfNapiScheduled { napi: NapiId, to: Entry },
+    /// Linux 2.4 e1000's `e1000_clean` test: a poll that cleaned a transmitted frame (the
+    /// frame's second local) or received one (its first) goes to `to` and stays in polling
+    /// mode.
+    BranchIfPollWorked(Entry),
+}
+
+impl From<NetStep> for Step {
+    fn from(op: NetStep) -> Step {
+        Step::Net(op)
+    }
+}
+
+impl NetStep {
+    /// Where the operation may go instead of the next step, if it branches.
+    pub fn target_mut(&mut self) -> Option<&mut Entry> {
+        match self {
+            NetStep::TxCleanDone { done: to, .. }
+            | NetStep::TxReserve { full: to, .. }
+            | NetStep::NextNapi { done: to }
+            | NetStep::RxWeightReached { done: to, .. }
+            | NetStep::RxQuotaReached { done: to, .. }
+            | NetStep::RefillDue { skip: to, .. }
+            | NetStep::SetItr { skip: to, .. }
+            | NetStep::BranchIfNapiScheduled { to, .. }
+            | NetStep::BranchIfPollWorked(to) => Some(to),
+            _ => None,
+        }
+    }
+}
+
+/// What the interpreter does after a subsystem's operation.
+pub enum After {
+    /// The next step.
+    Next,
+    /// Go to this step of the program instead.
+    Goto(Entry),
+    /// Call this program.
+    Call(Entry),
+    /// The core stalls this long (lines coming, serialising instructions).
+    Stall(SimDuration),
+    /// The core must act (ask a device): the frame hands this op back.
+    Ask(Op),
+}
+
+impl Net {
+    /// Run operation `op` of the frame `frame` (its locals), with the kernel's variables, this
+    /// CPU's softirq state, the last value read or returned and this CPU's number.
+    #[inline(always)]
+    pub fn step(
+        &mut self,
+        op: NetStep,
+        frame: &mut Frame,
+        vars: &mut [u64],
+        softirq: &mut SoftirqState,
+        value: u32,
+        cpu: u8,
+    ) -> After {
+        match op {
+            NetStep::NapiSchedule(n) => {
+                let napi = &mut self.napi[usize::from(n)];
+                if !napi.scheduled {
+                    napi.scheduled = true;
+                    let d = &mut self.devs[usize::from(napi.dev)];
+                    (d.total_packets, d.total_bytes) = (0, 0);
+                    (d.tx_total_packets, d.tx_total_bytes) = (0, 0);
+                    softirq.poll_list.push_back(n);
+                    softirq.raise(super::softirq::NET_RX_SOFTIRQ);
+                }
+            }
+            NetStep::NetRxBegin => {
+                softirq.net_budget = i64::from(self.budget);
+                softirq.net_time_limit =
+                    vars[usize::from(super::TICKS.0)] + self.time_limit_jiffies;
+            }
+            NetStep::NextNapi { done } => match softirq.poll_list.front() {
+                None => return After::Goto(done),
+                Some(&n) => {
+                    let jiffies = vars[usize::from(super::TICKS.0)];
+                    if softirq.net_budget <= 0 || jiffies > softirq.net_time_limit {
+                        softirq.raise(super::softirq::NET_RX_SOFTIRQ);
+                        return After::Goto(done);
+                    } else {
+                        frame.a = u32::from(n);
+                    }
+                }
+            },
+            NetStep::CallPoll => return After::Call(self.napi[frame.a as usize].poll),
+            NetStep::AfterPoll => {
+                let n = frame.a as u16;
+                softirq.net_budget -= i64::from(value);
+                let napi = &self.napi[usize::from(n)];
+                if napi.scheduled && (value >= napi.weight || napi.rotate_while_scheduled) {
+                    unlist(&mut softirq.poll_list, n);
+                    softirq.poll_list.push_back(n);
+                }
+            }
+            NetStep::NapiComplete(n) => {
+                self.napi[usize::from(n)].scheduled = false;
+                unlist(&mut softirq.poll_list, n);
+            }
+            NetStep::RxWeightReached { weight, done } => {
+                if frame.a >= u32::from(weight) {
+                    return After::Goto(done);
+                }
+            }
+            NetStep::RxQuotaReached { weight, done } => {
+                let left = u32::try_from(softirq.net_budget.max(0)).unwrap_or(u32::MAX);
+                if frame.a >= u32::from(weight).min(left) {
+                    return After::Goto(done);
+                }
+            }
+            NetStep::RxNext(dev) => {
+                return After::Ask(Op::RxNext(self.devs[usize::from(dev)].device))
+            }
+            NetStep::CountFrame(dev) => {
+                frame.a += 1;
+                let d = &mut self.devs[usize::from(dev)];
+                d.total_packets = d.total_packets.wrapping_add(1);
+                d.total_bytes = d.total_bytes.wrapping_add(d.frame_bytes);
+                d.cleaned += 1;
+                d.received += 1;
+            }
+            NetStep::RefillDue { dev, min, skip } => {
+                if self.devs[usize::from(dev)].cleaned < u32::from(min).max(1) {
+                    return After::Goto(skip);
+                }
+            }
+            NetStep::RxRefill(dev) => {
+                let d = &mut self.devs[usize::from(dev)];
+                let rdt = &mut vars[usize::from(d.rdt.0)];
+                *rdt = (*rdt + u64::from(d.cleaned)) % u64::from(d.ring);
+                d.cleaned = 0;
+            }
+            NetStep::SetItr { dev, skip } => {
+                let d = &mut self.devs[usize::from(dev)];
+                match d.set_itr() {
+                    Some(v) => vars[usize::from(d.itr_reg.0)] = u64::from(v),
+                    None => return After::Goto(skip),
+                }
+            }
+            NetStep::TxNext(dev) => {
+                return After::Ask(Op::TxNext(self.devs[usize::from(dev)].device))
+            }
+            NetStep::CountTx(dev) => {
+                frame.b += 1;
+                let d = &mut self.devs[usize::from(dev)];
+                d.tx_in_use -= 1;
+                // `unsigned int` in the adapter: they wrap as the C does.
+                d.tx_total_packets = d.tx_total_packets.wrapping_add(1);
+                d.tx_total_bytes = d.tx_total_bytes.wrapping_add(d.frame_bytes);
+            }
+            NetStep::TxCleanDone { max, done } => {
+                if frame.b >= u32::from(max) {
+                    return After::Goto(done);
+                }
+            }
+            NetStep::TxUsesBudget { weight } => {
+                if frame.b > 0 {
+                    frame.a = u32::from(weight);
+                }
+            }
+            NetStep::CallXmit(dev) => return After::Call(self.devs[usize::from(dev)].xmit),
+            NetStep::TxReserve { dev, full } => {
+                if !self.devs[usize::from(dev)].reserve_tx(vars) {
+                    return After::Goto(full);
+                }
+            }
+            NetStep::TxDrop(dev) => self.devs[usize::from(dev)].tx_dropped += 1,
+            // The core stalls on these (lines coming, serialising instructions): folded where
+            // nothing can come before the stall ends, as a `Run` is, else an op of their own.
+            NetStep::XmitLines(dev) => return After::Stall(self.xmit_lines(dev, cpu)),
+            NetStep::FreeLines(dev) => return After::Stall(self.free_lines(dev, cpu)),
+            NetStep::CleanLines(dev) => return After::Stall(self.clean_lines(dev, cpu)),
+            NetStep::RxMiss(dev) => return After::Stall(self.rx_miss + self.rx_lines(dev, cpu)),
+            NetStep::Serializing(stage) => return After::Stall(self.serializing(stage)),
+            NetStep::BranchIfNapiScheduled { napi, to } => {
+                if self.napi[usize::from(napi)].scheduled {
+                    return After::Goto(to);
+                }
+            }
+            NetStep::BranchIfPollWorked(to) => {
+                if frame.a > 0 || frame.b > 0 {
+                    return After::Goto(to);
+                }
+            }
+        }
+        After::Next
+    }
+}
+
+/// Take NAPI context `n` off a poll list (`list_del`).
+fn unlist(l: &mut std::collections::VecDeque<NapiId>, n: NapiId) {
+    if let Some(i) = l.iter().position(|&x| x == n) {
+        l.remove(i);
+    }
 }
 
 #[cfg(test)]

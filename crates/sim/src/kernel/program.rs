@@ -236,62 +236,6 @@ pub enum Step {
     /// `__do_softirq`'s end: softirqs still pending after the last round wake this CPU's
     /// ksoftirqd (`wakeup_softirqd`).
     WakeSoftirqd,
-    /// `napi_schedule`: unless already scheduled, put the NAPI context on this CPU's poll list
-    /// and raise NET_RX_SOFTIRQ; the driver's per-interrupt totals start again (e1000e resets
-    /// them when `napi_schedule_prep` succeeds).
-    NapiSchedule(super::context::NapiId),
-    /// `net_rx_action`'s start: the budget of `netdev_budget` packets and the time limit (two
-    /// jiffies past the start with `napi_struct`, one with 2.4's `dev->poll`: [`Net::time_limit_jiffies`]).
-    ///
-    /// [`Net::time_limit_jiffies`]: super::net::Net::time_limit_jiffies
-    NetRxBegin,
-    /// `net_rx_action`'s loop: the first NAPI context on the poll list into the frame's first
-    /// local; none left: go to `done`; budget or time spent: raise NET_RX_SOFTIRQ again and go
-    /// to `done` (`softnet_break`).
-    NextNapi {
-        done: Entry,
-    },
-    /// Call the poll function of the NAPI context in the frame's first local.
-    CallPoll,
-    /// After a poll: the work it returned (the last value) comes off the budget; a context
-    /// that used its whole weight goes to the tail of the list.
-    AfterPoll,
-    /// `napi_complete`: off the poll list, no longer scheduled.
-    NapiComplete(super::context::NapiId),
-    /// The receive loop's test: the poll's work (the frame's first local) has reached the
-    /// weight: go to `done`.
-    RxWeightReached {
-        weight: u16,
-        done: Entry,
-    },
-    /// 2.4's receive loop's test (`e1000_clean`: `work_to_do = min(*budget, dev->quota)`, the
-    /// quota refilled to the weight each round): the poll's work has reached the weight or
-    /// what is left of `net_rx_action`'s budget: go to `done`.
-    RxQuotaReached {
-        weight: u16,
-        done: Entry,
-    },
-    /// The next descriptor of adapter `dev`'s receive ring, if the chip has written it back
-    /// (the value: 1 if one was taken, 0 if not). The ring is host memory that the chip writes
-    /// by DMA; the core asks the chip how far it has got.
-    RxNext(u16),
-    /// One frame taken: the poll's work and the adapter's totals count it.
-    CountFrame(u16),
-    /// Go to `skip` unless adapter `dev` has at least `min` cleaned buffers to give back.
-    RefillDue {
-        dev: u16,
-        min: u8,
-        skip: Entry,
-    },
-    /// `e1000_alloc_rx_buffers`' tail update: the cleaned buffers go back to the ring (the new
-    /// tail into the adapter's RDT variable, which the next step writes to the chip).
-    RxRefill(u16),
-    /// `e1000_set_itr`: the new throttle rate into the adapter's ITR variable; unchanged: go to
-    /// `skip` (no register write).
-    SetItr {
-        dev: u16,
-        skip: Entry,
-    },
     /// A threaded interrupt's hard part (`redirect_hardirq`): mark descriptor `desc` pending
     /// for its thread and wake the thread.
     WakeIrqThread(u16),
@@ -351,63 +295,15 @@ pub enum Step {
     },
     /// Call the function of the work in the frame's first local.
     CallWork,
-    /// `e1000_clean_tx_irq`'s test: the next transmit descriptor of adapter `dev`, if the
-    /// chip has written it back (the value: 1 or 0).
-    TxNext(u16),
-    /// One transmitted frame cleaned: counted in the frame's second local and the adapter's
-    /// totals, its descriptor free again.
-    CountTx(u16),
-    /// `E1000_TX_WEIGHT`: `max` frames cleaned (the frame's second local): go to `done`.
-    TxCleanDone {
-        max: u8,
-        done: Entry,
-    },
-    /// `if (tx_cleaned) work_done = budget;` (`e1000_clean`): a poll that cleaned any
-    /// transmitted frame reports its whole weight, and so stays on the poll list.
-    TxUsesBudget {
-        weight: u16,
-    },
-    /// IPv4 forwarding's `dev_hard_start_xmit`: call adapter `dev`'s `e1000_xmit_frame`.
-    CallXmit(u16),
-    /// `e1000_maybe_stop_tx`: unless enough descriptors are unused (go to `full`), take one:
-    /// the adapter's tail variable moves on.
-    TxReserve {
-        dev: u16,
-        full: Entry,
-    },
-    /// A frame `e1000_xmit_frame` had no room for: dropped and counted.
-    TxDrop(u16),
-    /// `e1000_xmit_frame`'s accesses to adapter `dev`'s transmit ring on this CPU: the core
-    /// stalls while the ring's shared lines come from the cache of the CPU that last wrote
-    /// them (`Net::xmit_lines`).
-    XmitLines(u16),
-    /// One frame freed by `e1000_clean_tx_irq` on this CPU: the lines of the frame that the
-    /// queuing CPU wrote come to this one (`Net::free_lines`).
-    FreeLines(u16),
-    /// `e1000_clean_tx_irq`'s end on this CPU: the ring's shared lines (`Net::clean_lines`).
-    CleanLines(u16),
-    /// A frame received from adapter `dev`: the lines the chip's DMA took from the caches
-    /// that the frame's path reads or writes (`Net::rx_miss`), and the adapter's `net_device`
-    /// line if another CPU wrote it last (`Net::rx_lines`).
-    RxMiss(u16),
-    /// A stage's serialising instructions for one frame, beyond their slots at the CPI
-    /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves; a stall of the core.
-    Serializing(super::costs::NetStage),
     /// As `Code(n)`, a block whose serialising instructions take `Net::serializing(stage)`
     /// besides (they are among its `n`, and an interrupt cuts them as it cuts the rest).
     CodeSerial {
         n: u32,
         stage: super::costs::NetStage,
     },
-    /// Go to `to` if NAPI context `napi` is scheduled (its adapter is being polled).
-    BranchIfNapiScheduled {
-        napi: super::context::NapiId,
-        to: Entry,
-    },
-    /// Linux 2.4 e1000's `e1000_clean` test: a poll that cleaned a transmitted frame (the
-    /// frame's second local) or received one (its first) goes to `to` and stays in polling
-    /// mode.
-    BranchIfPollWorked(Entry),
+    /// An operation of the networking core and its drivers (NAPI, the receive and transmit
+    /// rings), interpreted by [`super::net::Net::step`].
+    Net(super::net::NetStep),
 }
 
 impl Step {
@@ -427,21 +323,13 @@ impl Step {
             | Step::NextExpiredTimer { done: to }
             | Step::NextExpiredWheelTimer { done: to }
             | Step::NextWork { idle: to }
-            | Step::TxCleanDone { done: to, .. }
-            | Step::TxReserve { full: to, .. }
-            | Step::NextNapi { done: to }
-            | Step::RxWeightReached { done: to, .. }
-            | Step::RxQuotaReached { done: to, .. }
-            | Step::RefillDue { skip: to, .. }
-            | Step::SetItr { skip: to, .. }
             | Step::IrqThreadTake { idle: to, .. }
             | Step::WakeNextSoftirq { done: to }
             | Step::SoftirqThreadTake { idle: to, .. }
             | Step::BranchIfSoftirqPending(to)
             | Step::DeferSleeper { call: to }
-            | Step::NextDeferredTimer { done: to }
-            | Step::BranchIfNapiScheduled { to, .. }
-            | Step::BranchIfPollWorked(to) => Some(to),
+            | Step::NextDeferredTimer { done: to } => Some(to),
+            Step::Net(op) => op.target_mut(),
             _ => None,
         }
     }
@@ -623,8 +511,8 @@ impl Builder {
         Builder::default()
     }
 
-    pub fn push(&mut self, s: Step) -> &mut Builder {
-        self.steps.push(s);
+    pub fn push(&mut self, s: impl Into<Step>) -> &mut Builder {
+        self.steps.push(s.into());
         self
     }
 
@@ -1093,86 +981,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     None => pc = done,
                 }
             }
-            Step::NapiSchedule(n) => {
-                let napi = &mut net.napi[usize::from(n)];
-                if !napi.scheduled {
-                    napi.scheduled = true;
-                    let d = &mut net.devs[usize::from(napi.dev)];
-                    (d.total_packets, d.total_bytes) = (0, 0);
-                    (d.tx_total_packets, d.tx_total_bytes) = (0, 0);
-                    cx.softirq.poll_list.push_back(n);
-                    cx.softirq.raise(super::softirq::NET_RX_SOFTIRQ);
-                }
-            }
-            Step::NetRxBegin => {
-                cx.softirq.net_budget = i64::from(net.budget);
-                cx.softirq.net_time_limit =
-                    vars[usize::from(super::TICKS.0)] + net.time_limit_jiffies;
-            }
-            Step::NextNapi { done } => match cx.softirq.poll_list.front() {
-                None => pc = done,
-                Some(&n) => {
-                    let jiffies = vars[usize::from(super::TICKS.0)];
-                    if cx.softirq.net_budget <= 0 || jiffies > cx.softirq.net_time_limit {
-                        cx.softirq.raise(super::softirq::NET_RX_SOFTIRQ);
-                        pc = done;
-                    } else {
-                        this.a = u32::from(n);
-                    }
-                }
-            },
-            Step::CallPoll => call!(net.napi[this.a as usize].poll),
-            Step::AfterPoll => {
-                let n = this.a as u16;
-                cx.softirq.net_budget -= i64::from(cx.value);
-                let napi = &net.napi[usize::from(n)];
-                if napi.scheduled && (cx.value >= napi.weight || napi.rotate_while_scheduled) {
-                    unlist(&mut cx.softirq.poll_list, n);
-                    cx.softirq.poll_list.push_back(n);
-                }
-            }
-            Step::NapiComplete(n) => {
-                net.napi[usize::from(n)].scheduled = false;
-                unlist(&mut cx.softirq.poll_list, n);
-            }
-            Step::RxWeightReached { weight, done } => {
-                if this.a >= u32::from(weight) {
-                    pc = done;
-                }
-            }
-            Step::RxQuotaReached { weight, done } => {
-                let left = u32::try_from(cx.softirq.net_budget.max(0)).unwrap_or(u32::MAX);
-                if this.a >= u32::from(weight).min(left) {
-                    pc = done;
-                }
-            }
-            Step::RxNext(dev) => break Op::RxNext(net.devs[usize::from(dev)].device),
-            Step::CountFrame(dev) => {
-                this.a += 1;
-                let d = &mut net.devs[usize::from(dev)];
-                d.total_packets = d.total_packets.wrapping_add(1);
-                d.total_bytes = d.total_bytes.wrapping_add(d.frame_bytes);
-                d.cleaned += 1;
-                d.received += 1;
-            }
-            Step::RefillDue { dev, min, skip } => {
-                if net.devs[usize::from(dev)].cleaned < u32::from(min).max(1) {
-                    pc = skip;
-                }
-            }
-            Step::RxRefill(dev) => {
-                let d = &mut net.devs[usize::from(dev)];
-                let rdt = &mut vars[usize::from(d.rdt.0)];
-                *rdt = (*rdt + u64::from(d.cleaned)) % u64::from(d.ring);
-                d.cleaned = 0;
-            }
-            Step::SetItr { dev, skip } => {
-                let d = &mut net.devs[usize::from(dev)];
-                match d.set_itr() {
-                    Some(v) => vars[usize::from(d.itr_reg.0)] = u64::from(v),
-                    None => pc = skip,
-                }
-            }
             Step::NextExpiredWheelTimer { done } => {
                 let jiffies = vars[usize::from(super::TICKS.0)];
                 match deferred.take_expired(jiffies) {
@@ -1198,49 +1006,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 None => pc = idle,
             },
             Step::CallWork => call!(deferred.works[this.a as usize].func),
-            Step::TxNext(dev) => break Op::TxNext(net.devs[usize::from(dev)].device),
-            Step::CountTx(dev) => {
-                this.b += 1;
-                let d = &mut net.devs[usize::from(dev)];
-                d.tx_in_use -= 1;
-                // `unsigned int` in the adapter: they wrap as the C does.
-                d.tx_total_packets = d.tx_total_packets.wrapping_add(1);
-                d.tx_total_bytes = d.tx_total_bytes.wrapping_add(d.frame_bytes);
-            }
-            Step::TxCleanDone { max, done } => {
-                if this.b >= u32::from(max) {
-                    pc = done;
-                }
-            }
-            Step::TxUsesBudget { weight } => {
-                if this.b > 0 {
-                    this.a = u32::from(weight);
-                }
-            }
-            Step::CallXmit(dev) => call!(net.devs[usize::from(dev)].xmit),
-            Step::TxReserve { dev, full } => {
-                if !net.devs[usize::from(dev)].reserve_tx(vars) {
-                    pc = full;
-                }
-            }
-            Step::TxDrop(dev) => net.devs[usize::from(dev)].tx_dropped += 1,
-            // The core stalls on these (lines coming, serialising instructions): folded where
-            // nothing can come before the stall ends, as a `Run` is, else an op of their own.
-            Step::XmitLines(dev) => held!(net.xmit_lines(dev, cx.cpu)),
-            Step::FreeLines(dev) => held!(net.free_lines(dev, cx.cpu)),
-            Step::CleanLines(dev) => held!(net.clean_lines(dev, cx.cpu)),
-            Step::RxMiss(dev) => held!(net.rx_miss + net.rx_lines(dev, cx.cpu)),
-            Step::Serializing(stage) => held!(net.serializing(stage)),
-            Step::BranchIfNapiScheduled { napi, to } => {
-                if net.napi[usize::from(napi)].scheduled {
-                    pc = to;
-                }
-            }
-            Step::BranchIfPollWorked(to) => {
-                if this.a > 0 || this.b > 0 {
-                    pc = to;
-                }
-            }
             Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
                 Some(t) => {
                     this.a = u32::from(t);
@@ -1248,17 +1013,18 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 }
                 None => pc = done,
             },
+            // The networking core's and drivers' operations, interpreted by their subsystem.
+            Step::Net(op) => match net.step(op, &mut this, vars, cx.softirq, cx.value, cx.cpu) {
+                super::net::After::Next => {}
+                super::net::After::Goto(to) => pc = to,
+                super::net::After::Call(entry) => call!(entry),
+                super::net::After::Stall(d) => held!(d),
+                super::net::After::Ask(op) => break op,
+            },
         }
     };
     stack[top] = Frame { pc, ..this };
     op
-}
-
-/// Take NAPI context `n` off a poll list (`list_del`).
-fn unlist(l: &mut std::collections::VecDeque<super::context::NapiId>, n: super::context::NapiId) {
-    if let Some(i) = l.iter().position(|&x| x == n) {
-        l.remove(i);
-    }
 }
 
 impl Frame {

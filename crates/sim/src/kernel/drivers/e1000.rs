@@ -23,7 +23,7 @@
 //! Where the rings' cache lines live: with a flow's receiving and transmitting adapters polled
 //! on different CPUs, `e1000_xmit_frame` writes the transmit ring on one and
 //! `e1000_clean_tx_irq` frees its frames on the other, so those lines move between the CPUs'
-//! caches ([`Step::XmitLines`], [`Step::FreeLines`], [`Step::CleanLines`]; the counts in the
+//! caches ([`NetStep::XmitLines`], [`NetStep::FreeLines`], [`NetStep::CleanLines`]; the counts in the
 //! kernel file's `[net]`, the costs in the platform's `[cpu.coherence]`).
 
 use crate::hw::regs::e1000 as regs;
@@ -31,7 +31,7 @@ use crate::kernel::costs::NetCosts;
 use crate::kernel::drivers::e1000e::{
     clean_rx_ring, clean_tx_ring, xmit_frame, RxRing, IMS_ENABLE_MASK,
 };
-use crate::kernel::net::NapiId;
+use crate::kernel::net::{NapiId, NetStep};
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::Kernel;
 
@@ -49,13 +49,13 @@ pub fn isr(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, napi: NapiId) -> 
     // `if (unlikely(!icr))`: not ours.
     b.push(Step::BranchIfClear(u32::MAX, 0))
         .push(Step::Run(c.isr - c.isr / 2))
-        .push(Step::NapiSchedule(napi))
+        .push(NetStep::NapiSchedule(napi))
         .push(Step::Return(Operand::Const(IRQ_HANDLED)));
     let not_ours = b.here();
     b.patch(none, not_ours);
     // e1000_irq_enable: irq_sem back to 0 only if no poll holds it.
     let polled = b.here();
-    b.push(Step::BranchIfNapiScheduled { napi, to: 0 })
+    b.push(NetStep::BranchIfNapiScheduled { napi, to: 0 })
         .push(Step::Write(ims, Operand::Const(IMS_ENABLE_MASK)))
         .push(Step::Read(status));
     let out = b.here();
@@ -84,9 +84,9 @@ pub fn poll(
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
     if transmits {
-        clean_tx_ring(&mut b, c, dev, Some(Step::FreeLines(dev)));
+        clean_tx_ring(&mut b, c, dev, Some(NetStep::FreeLines(dev)));
         // `tx_ring->next_to_clean = i`, and the `tx_lock` taken to wake a stopped queue.
-        b.push(Step::CleanLines(dev));
+        b.push(NetStep::CleanLines(dev));
     }
     // e1000_clean_rx_irq: up to `work_to_do = min(*budget, poll_dev->quota)`, each written-back
     // descriptor; every 64-byte frame is copied into a fresh small skb (copybreak,
@@ -96,15 +96,15 @@ pub fn poll(
         &mut b,
         c,
         &rx,
-        Step::RxQuotaReached { weight, done: 0 },
-        Some(Step::RxMiss(dev)),
+        NetStep::RxQuotaReached { weight, done: 0 },
+        Some(NetStep::RxMiss(dev)),
     );
     // "If no Tx and not enough Rx work done, exit the polling mode": `quit_polling:
     // netif_rx_complete(poll_dev); e1000_irq_enable(adapter); return 0;` else `return 1`.
     let more = b.here();
-    b.push(Step::BranchIfPollWorked(0))
+    b.push(NetStep::BranchIfPollWorked(0))
         .push(Step::Run(c.complete))
-        .push(Step::NapiComplete(napi))
+        .push(NetStep::NapiComplete(napi))
         .push(Step::Write(ims, Operand::Const(IMS_ENABLE_MASK)))
         .push(Step::Read(status));
     let out = b.here();
@@ -120,5 +120,5 @@ pub fn poll(
 /// neither the stopped queue nor the qdisc's backlog is modelled: at seed 001's rates the
 /// receiving adapter's buffer drops the excess either way).
 pub fn xmit(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, dev: u16) -> Entry {
-    xmit_frame(k, c, name, bar, dev, Some(Step::XmitLines(dev)))
+    xmit_frame(k, c, name, bar, dev, Some(NetStep::XmitLines(dev)))
 }

@@ -17,7 +17,7 @@
 
 use crate::hw::regs::e1000 as regs;
 use crate::kernel::costs::{NetCosts, NetStage};
-use crate::kernel::net::NapiId;
+use crate::kernel::net::{NapiId, NetStep};
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::Kernel;
 
@@ -53,7 +53,7 @@ pub fn isr(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, napi: NapiId, msi
         at
     });
     b.push(Step::Run(c.isr - c.isr / 2))
-        .push(Step::NapiSchedule(napi))
+        .push(NetStep::NapiSchedule(napi))
         .push(Step::Return(Operand::Const(IRQ_HANDLED)));
     if let Some(at) = test {
         let none = b.here();
@@ -93,23 +93,23 @@ pub fn poll(
         &mut b,
         c,
         &rx,
-        Step::RxWeightReached { weight, done: 0 },
+        NetStep::RxWeightReached { weight, done: 0 },
         None,
     );
     // "if (tx_cleaned) work_done = budget;"
     if transmits {
-        b.push(Step::TxUsesBudget { weight });
+        b.push(NetStep::TxUsesBudget { weight });
     }
     // The whole weight used: stay on the poll list, interrupts still masked.
     let full = b.here();
-    b.push(Step::RxWeightReached { weight, done: 0 })
+    b.push(NetStep::RxWeightReached { weight, done: 0 })
         .push(Step::Run(c.complete));
     let set = b.here();
-    b.push(Step::SetItr { dev, skip: 0 })
+    b.push(NetStep::SetItr { dev, skip: 0 })
         .push(Step::Write(itr, Operand::Var(itr_var)));
     let same = b.here();
     b.patch(set, same);
-    b.push(Step::NapiComplete(napi))
+    b.push(NetStep::NapiComplete(napi))
         .push(Step::Write(ims, Operand::Const(IMS_ENABLE_MASK)))
         .push(Step::Read(status));
     let out = b.here();
@@ -123,15 +123,16 @@ pub fn poll(
 /// unmap, `dev_kfree_skb_any`), at most `E1000_TX_WEIGHT` + 1 frames. `freed`: a step each
 /// frame freed runs before its code (2.4's model: the frame's lines coming from the queuing
 /// CPU).
-pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed: Option<Step>) {
+pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed: Option<NetStep>) {
     let top = b.here();
-    b.push(Step::TxCleanDone {
+    b.push(NetStep::TxCleanDone {
         max: crate::kernel::net::TX_CLEAN_MAX,
         done: 0,
     })
-    .push(Step::TxNext(dev));
+    .push(NetStep::TxNext(dev));
     let none = b.here();
-    b.push(Step::BranchIfClear(1, 0)).push(Step::CountTx(dev));
+    b.push(Step::BranchIfClear(1, 0))
+        .push(NetStep::CountTx(dev));
     if let Some(step) = freed {
         b.push(step);
     }
@@ -176,21 +177,21 @@ pub(super) fn clean_rx_ring(
     b: &mut Builder,
     c: &NetCosts,
     r: &RxRing,
-    limit: Step,
-    received: Option<Step>,
+    limit: NetStep,
+    received: Option<NetStep>,
 ) {
     let top = b.here();
-    b.push(limit).push(Step::RxNext(r.dev));
+    b.push(limit).push(NetStep::RxNext(r.dev));
     let empty = b.here();
     b.push(Step::BranchIfClear(1, 0))
-        .push(Step::CountFrame(r.dev));
+        .push(NetStep::CountFrame(r.dev));
     if let Some(step) = received {
         b.push(step);
     }
     code(b, c, c.rx_packet, NetStage::RxPacket);
     if let Some(out) = r.forward_to {
         code(b, c, c.forward, NetStage::Forward);
-        b.push(Step::CallXmit(out));
+        b.push(NetStep::CallXmit(out));
     }
     let due = b.here();
     refill(b, c, r, RX_BUFFER_WRITE);
@@ -211,7 +212,7 @@ pub(super) fn clean_rx_ring(
 /// kernels keep them in the CPI, and their programs have no such step).
 fn serializing(b: &mut Builder, c: &NetCosts, stage: NetStage) {
     if !c.serializing.of(stage).is_empty() {
-        b.push(Step::Serializing(stage));
+        b.push(NetStep::Serializing(stage));
     }
 }
 
@@ -228,13 +229,13 @@ fn code(b: &mut Builder, c: &NetCosts, n: u32, stage: NetStage) {
 /// `e1000_alloc_rx_buffers` once `min` buffers wait, and the tail write; its first step skips
 /// the rest (target patched by the caller).
 fn refill(b: &mut Builder, c: &NetCosts, r: &RxRing, min: u8) {
-    b.push(Step::RefillDue {
+    b.push(NetStep::RefillDue {
         dev: r.dev,
         min,
         skip: 0,
     })
     .push(Step::Run(c.alloc_rx_buffers))
-    .push(Step::RxRefill(r.dev))
+    .push(NetStep::RxRefill(r.dev))
     .push(Step::Write(r.rdt, Operand::Var(r.rdt_var)));
 }
 
@@ -293,7 +294,7 @@ pub(super) fn xmit_frame(
     name: &str,
     bar: u64,
     dev: u16,
-    locked: Option<Step>,
+    locked: Option<NetStep>,
 ) -> Entry {
     let tdt_var = k.net.devs[usize::from(dev)].tdt;
     let tdt = k.code.mmio(bar + regs::TDT);
@@ -305,13 +306,13 @@ pub(super) fn xmit_frame(
     b.push(Step::Cli).push(Step::Run(c.xmit - c.xmit / 4));
     serializing(&mut b, c, NetStage::Xmit);
     let reserve = b.here();
-    b.push(Step::TxReserve { dev, full: 0 })
+    b.push(NetStep::TxReserve { dev, full: 0 })
         .push(Step::Write(tdt, Operand::Var(tdt_var)))
         .push(Step::Sti)
         .push(Step::Return(Operand::Const(0)));
     let full = b.here();
     b.patch(reserve, full);
-    b.push(Step::TxDrop(dev))
+    b.push(NetStep::TxDrop(dev))
         .push(Step::Sti)
         .push(Step::Return(Operand::Const(0)));
     k.code.add(format!("e1000_xmit_frame({name})"), b)
