@@ -19,7 +19,7 @@
 
 use super::linux::Entries;
 use super::program::{Builder, Entry, Idt, Operand, Step, Var, NO_ENTRY};
-use super::spl::SplPolicy;
+use super::spl::{SplPolicy, SplStep};
 use super::{Kernel, SPURIOUS_8259};
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
 use crate::workload::SplClass;
@@ -119,7 +119,7 @@ pub fn link(
         let resume = k.code.add(format!("Xresume{irq}"), {
             let b: Builder = vec![
                 Code(st.resume),
-                SplEnter(i.mask),
+                SplStep::SplEnter(i.mask).into(),
                 Inc(i.count),
                 Sti,
                 Call(i.handler),
@@ -127,7 +127,7 @@ pub fn link(
                 Code(st.exit),
                 ClearBits(v.imen, bit),
                 imr(irq),
-                Doreti,
+                SplStep::Doreti.into(),
                 Goto(leave),
             ]
             .into();

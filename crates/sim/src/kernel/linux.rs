@@ -20,9 +20,11 @@
 
 use super::net::NetStep::*;
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
+use super::softirq::SoftirqStep::*;
 use super::softirq::{
     HRTIMER_SOFTIRQ, MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ,
 };
+use super::workqueue::DeferredStep::*;
 use super::{Flow, Kernel, CACHED_IRQ_MASK, SPURIOUS_8259, TICKS};
 use crate::hw::lapic;
 use crate::hw::pic8259::{CASCADE_IR, MASTER_CMD, MASTER_DATA, SLAVE_CMD, SLAVE_DATA};
@@ -352,7 +354,7 @@ pub fn link(k: &mut Kernel) {
             "tick_sched_timer",
             vec![
                 Inc(TICKS),
-                RaiseSoftirq(TIMER_SOFTIRQ as u8),
+                RaiseSoftirq(TIMER_SOFTIRQ as u8).into(),
                 t.handler.step(),
                 SchedTick,
                 RestartTimer,
@@ -414,7 +416,7 @@ pub fn link(k: &mut Kernel) {
                     eoi,
                     HardirqEnter,
                     Inc(TICKS),
-                    RaiseSoftirq(TIMER_SOFTIRQ as u8),
+                    RaiseSoftirq(TIMER_SOFTIRQ as u8).into(),
                     t.handler.step(),
                     Call(irq_exit),
                     Return(Operand::Const(0)),

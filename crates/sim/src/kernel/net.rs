@@ -6,7 +6,7 @@
 
 pub use super::context::NapiId;
 use super::costs::NetStage;
-use super::program::{Entry, Frame, Op, Step, Var};
+use super::program::{After, Entry, Frame, Op, Step, Var};
 use super::softirq::SoftirqState;
 use crate::engine::SimDuration;
 
@@ -455,20 +455,6 @@ impl NetStep {
             _ => None,
         }
     }
-}
-
-/// What the interpreter does after a subsystem's operation.
-pub enum After {
-    /// The next step.
-    Next,
-    /// Go to this step of the program instead.
-    Goto(Entry),
-    /// Call this program.
-    Call(Entry),
-    /// The core stalls this long (lines coming, serialising instructions).
-    Stall(SimDuration),
-    /// The core must act (ask a device): the frame hands this op back.
-    Ask(Op),
 }
 
 impl Net {

@@ -25,7 +25,7 @@
 
 use super::context::PreemptCount;
 use super::hrtimer::PastDue;
-use super::softirq::{SoftirqState, TaskletId};
+use super::softirq::SoftirqState;
 use super::Kernel;
 use crate::engine::{SimDuration, SimTime};
 use crate::hw::cpu::CpuCosts;
@@ -109,8 +109,6 @@ pub enum Step {
     /// Go on at the IDT's entry for the frame's vector, in this frame (the interrupt gate's
     /// target is the stub itself, as FreeBSD's `INTR` stubs are).
     JumpVector(Idt),
-    /// Call the function of the tasklet in the frame's first local.
-    CallTasklet,
     Return(Operand),
     Jump(Entry),
     /// Go on at another program's entry (an absolute position: FreeBSD's stubs jump to
@@ -122,9 +120,6 @@ pub enum Step {
     BranchIfLocal(Entry),
     /// Branch if the variable has any of these bits set.
     BranchIfSet(Var, u32, Entry),
-    /// Branch unless `irq_exit` would run softirqs: still in interrupt context, or none
-    /// pending.
-    BranchIfNoSoftirq(Entry),
     /// `local_irq_disable` / `local_irq_enable`.
     Cli,
     Sti,
@@ -152,38 +147,6 @@ pub enum Step {
     /// `__local_bh_enable`'s.
     HardirqEnter,
     HardirqLeave,
-    SoftirqEnter,
-    SoftirqLeave,
-    RaiseSoftirq(u8),
-    TaskletSchedule(TaskletId),
-    /// `__do_softirq`: take the pending mask into the frame's first local, enable interrupts.
-    TakeSoftirqs,
-    /// Take softirq `nr` from the pending mask in the frame's first local: if its bit is set,
-    /// clear it and go on; if not, go to `absent`.
-    TakeSoftirq {
-        nr: u8,
-        absent: Entry,
-    },
-    /// `if (pending && --max_restart) goto restart;`: softirqs raised again while the round
-    /// ran, and fewer than `max` rounds (counted in the frame's second local): go to `to`.
-    SoftirqRestart {
-        max: u8,
-        to: Entry,
-    },
-    /// `tasklet_action`: splice this CPU's list away; tasklets scheduled from now on run in
-    /// the next round.
-    SpliceTasklets,
-    /// The next spliced tasklet into the frame's first local (no longer scheduled); none left:
-    /// go to `done`.
-    NextTasklet {
-        done: Entry,
-    },
-    /// FreeBSD's `Xresume`: save `cpl` in the frame's second local and raise it by the IRQ's
-    /// class mask (the kernel's [`super::SplPolicy`]).
-    SplEnter(u32),
-    /// `doreti`: restore `cpl` from the frame's second local; if an interrupt it held off is
-    /// pending and now unmasked, take it from `ipending` and go on at its replay entry.
-    Doreti,
     /// Instructions of user-mode code (a task's own work between system calls): process code
     /// an interrupt cuts at the next instruction boundary, after a privilege change.
     User(u32),
@@ -233,9 +196,6 @@ pub enum Step {
     /// minus the time it asked to wake at; then `next += interval` (2009's rt-tests: no
     /// catch-up, so a thread that falls behind reports a lag that grows).
     CyclicSample(u8),
-    /// `__do_softirq`'s end: softirqs still pending after the last round wake this CPU's
-    /// ksoftirqd (`wakeup_softirqd`).
-    WakeSoftirqd,
     /// A threaded interrupt's hard part (`redirect_hardirq`): mark descriptor `desc` pending
     /// for its thread and wake the thread.
     WakeIrqThread(u16),
@@ -244,24 +204,6 @@ pub enum Step {
         desc: u16,
         idle: Entry,
     },
-    /// `trigger_softirqs` on the interrupt's exit in a threaded kernel: the pending softirqs
-    /// (outside a nested interrupt) into the frame's first local, whose threads
-    /// [`Step::WakeNextSoftirq`] then wakes.
-    TriggerSoftirqs,
-    /// The lowest softirq left in the frame's first local: wake its thread (`wakeup_softirqd`,
-    /// which skips the wake where an IRQ thread of the same priority will run it); none left:
-    /// go to `done`.
-    WakeNextSoftirq {
-        done: Entry,
-    },
-    /// A softirq thread's test: softirq `nr` pending: clear it and go on; not: go to `idle`.
-    SoftirqThreadTake {
-        nr: u8,
-        idle: Entry,
-    },
-    /// Branch if any softirq is pending (the merged loop of an IRQ thread restarts while one
-    /// is: "with softirq threading there's no reason not to finish the workload").
-    BranchIfSoftirqPending(Entry),
     /// In `hrtimer_interrupt` of a kernel that defers sleepers to the HRTIMER softirq: the
     /// expired timer in the frame's first local is a sleeper: queue it for the softirq and
     /// raise it; not: go to `call` (its callback runs here).
@@ -273,28 +215,6 @@ pub enum Step {
     NextDeferredTimer {
         done: Entry,
     },
-    /// `run_timer_softirq`'s loop: the next timer-wheel timer whose expiry `jiffies` has
-    /// reached, detached, into the frame's first local; none left: go to `done`.
-    NextExpiredWheelTimer {
-        done: Entry,
-    },
-    /// Call the callback of the timer-wheel timer in the frame's first local.
-    CallWheelTimer,
-    /// `mod_timer(timer, round_jiffies(jiffies + seconds * HZ))`.
-    ModTimerSeconds {
-        timer: u16,
-        seconds: u16,
-    },
-    /// `schedule_work`: queue the work on this CPU's `events` thread and wake it, unless the
-    /// work is pending already.
-    QueueWork(u16),
-    /// `run_workqueue`'s loop: the next work of this CPU's list into the frame's first local;
-    /// none left: go to `idle`.
-    NextWork {
-        idle: Entry,
-    },
-    /// Call the function of the work in the frame's first local.
-    CallWork,
     /// As `Code(n)`, a block whose serialising instructions take `Net::serializing(stage)`
     /// besides (they are among its `n`, and an interrupt cuts them as it cuts the rest).
     CodeSerial {
@@ -304,6 +224,12 @@ pub enum Step {
     /// An operation of the networking core and its drivers (NAPI, the receive and transmit
     /// rings), interpreted by [`super::net::Net::step`].
     Net(super::net::NetStep),
+    /// An operation of FreeBSD's `cpl` policy, interpreted by [`super::spl::SplPolicy::step`].
+    Spl(super::spl::SplStep),
+    /// An operation of the timer wheel or the `events` workqueue, interpreted by [`super::workqueue::Deferred::step`].
+    Deferred(super::workqueue::DeferredStep),
+    /// An operation of softirqs and tasklets, interpreted by [`super::softirq::SoftirqState::step`].
+    Softirq(super::softirq::SoftirqStep),
 }
 
 impl Step {
@@ -314,22 +240,16 @@ impl Step {
             | Step::BranchIfClear(_, to)
             | Step::BranchIfLocal(to)
             | Step::BranchIfSet(_, _, to)
-            | Step::BranchIfNoSoftirq(to)
-            | Step::SoftirqRestart { to, .. }
-            | Step::NextTasklet { done: to }
             | Step::Work { idle: to }
-            | Step::TakeSoftirq { absent: to, .. }
             | Step::Nanosleep { skip: to, .. }
             | Step::NextExpiredTimer { done: to }
-            | Step::NextExpiredWheelTimer { done: to }
-            | Step::NextWork { idle: to }
             | Step::IrqThreadTake { idle: to, .. }
-            | Step::WakeNextSoftirq { done: to }
-            | Step::SoftirqThreadTake { idle: to, .. }
-            | Step::BranchIfSoftirqPending(to)
             | Step::DeferSleeper { call: to }
             | Step::NextDeferredTimer { done: to } => Some(to),
             Step::Net(op) => op.target_mut(),
+            Step::Spl(op) => op.target_mut(),
+            Step::Deferred(op) => op.target_mut(),
+            Step::Softirq(op) => op.target_mut(),
             _ => None,
         }
     }
@@ -572,6 +492,25 @@ pub struct StepCtx<'a> {
     pub cpu: u8,
 }
 
+/// What the interpreter does after an operation a subsystem interprets ([`Step::Net`] and
+/// the others): the subsystem changes its own state and says how the frame goes on.
+pub enum After {
+    /// The next step.
+    Next,
+    /// Go to this step of the program instead.
+    Goto(Entry),
+    /// Call this program.
+    Call(Entry),
+    /// Call with this frame (its locals set).
+    CallFrame(Frame),
+    /// Interrupts on (`local_irq_enable`), then the next step.
+    EnableIrqs,
+    /// The core stalls this long (lines coming, serialising instructions).
+    Stall(SimDuration),
+    /// The core must act (ask a device, wake a task): the frame hands this op back.
+    Ask(Op),
+}
+
 /// `irqreturn_t`'s IRQ_HANDLED.
 pub const IRQ_HANDLED: u32 = 1;
 
@@ -667,6 +606,23 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             pc = callee.pc;
         }};
     }
+    // What a subsystem's operation asks of the interpreter.
+    macro_rules! after {
+        ($after:expr) => {
+            match $after {
+                After::Next => {}
+                After::Goto(to) => pc = to,
+                After::Call(entry) => call!(entry),
+                After::CallFrame(frame) => call_frame!(frame),
+                After::EnableIrqs => {
+                    *cx.irqs_enabled = true;
+                    limit = limit!();
+                }
+                After::Stall(d) => held!(d),
+                After::Ask(op) => break op,
+            }
+        };
+    }
     let op = loop {
         // Matched in place: the step's fields are read as its variant needs them.
         let at = pc as usize;
@@ -727,7 +683,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::Call(e) => call!(e),
             Step::CallVector(t) => call!(idt[t as usize * 256 + (this.a & 0xFF) as usize]),
             Step::JumpVector(t) => pc = idt[t as usize * 256 + (this.a & 0xFF) as usize],
-            Step::CallTasklet => call!(tasklets[this.a as usize].func),
             Step::Return(v) => {
                 let v = this.operand(v, vars);
                 // A task's first frame is never popped: its return goes to the core's loop.
@@ -753,11 +708,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             }
             Step::BranchIfSet(v, bits, to) => {
                 if vars[usize::from(v.0)] & u64::from(bits) != 0 {
-                    pc = to;
-                }
-            }
-            Step::BranchIfNoSoftirq(to) => {
-                if cx.preempt.in_interrupt() || cx.softirq.pending == 0 {
                     pc = to;
                 }
             }
@@ -829,46 +779,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::NoteHandled => this.a |= u32::from(cx.value == IRQ_HANDLED),
             Step::HardirqEnter => cx.preempt.hardirq += 1,
             Step::HardirqLeave => cx.preempt.hardirq -= 1,
-            Step::SoftirqEnter => cx.preempt.softirq += 1,
-            Step::SoftirqLeave => cx.preempt.softirq -= 1,
-            Step::RaiseSoftirq(nr) => cx.softirq.raise(u32::from(nr)),
-            Step::TaskletSchedule(t) => super::tasklet_schedule(tasklets, cx.softirq, t),
-            Step::TakeSoftirqs => {
-                this.a = std::mem::take(&mut cx.softirq.pending);
-                *cx.irqs_enabled = true;
-                limit = limit!();
-            }
-            Step::TakeSoftirq { nr, absent } => {
-                if this.a & (1 << nr) != 0 {
-                    this.a &= !(1 << nr);
-                } else {
-                    pc = absent;
-                }
-            }
-            Step::SoftirqRestart { max, to } => {
-                if cx.softirq.pending != 0 && this.b + 1 < u32::from(max) {
-                    this.b += 1;
-                    pc = to;
-                }
-            }
-            Step::SpliceTasklets => {
-                // Swapping the two lists keeps both buffers: no allocation per run.
-                debug_assert!(cx.softirq.tasklet_running.is_empty());
-                std::mem::swap(&mut cx.softirq.tasklet_vec, &mut cx.softirq.tasklet_running);
-            }
-            Step::SplEnter(mask) => {
-                let p = spl.as_ref().expect("SplEnter in an spl kernel");
-                let cpl = &mut vars[usize::from(p.cpl.0)];
-                this.b = *cpl as u32;
-                *cpl |= u64::from(mask);
-            }
-            Step::Doreti => {
-                let p = spl.as_ref().expect("Doreti in an spl kernel");
-                vars[usize::from(p.cpl.0)] = u64::from(this.b);
-                if let Some(e) = p.doreti_replay(vars) {
-                    pc = e;
-                }
-            }
             Step::User(n) => {
                 break Op::Busy {
                     d: cx.costs.instructions(n),
@@ -920,13 +830,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::CyclicSample(thread) => {
                 cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
             }
-            Step::WakeSoftirqd => {
-                if cx.softirq.pending != 0 {
-                    if let Some(&t) = ksoftirqd.get(usize::from(cx.cpu)) {
-                        break Op::Wake(t);
-                    }
-                }
-            }
             Step::WakeIrqThread(d) => {
                 vars[usize::from(irq_thread_pending[usize::from(d)].0)] |= 1;
                 break Op::Wake(irq_threads[usize::from(d)]);
@@ -937,34 +840,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     *v &= !1;
                 } else {
                     pc = idle;
-                }
-            }
-            Step::TriggerSoftirqs => {
-                this.a = if cx.preempt.in_interrupt() {
-                    0
-                } else {
-                    cx.softirq.pending
-                };
-            }
-            Step::WakeNextSoftirq { done } => {
-                if this.a == 0 {
-                    pc = done;
-                } else {
-                    let nr = this.a.trailing_zeros();
-                    this.a &= !(1 << nr);
-                    break Op::WakeSoftirq(nr as u8);
-                }
-            }
-            Step::SoftirqThreadTake { nr, idle } => {
-                if cx.softirq.pending & (1 << nr) != 0 {
-                    cx.softirq.pending &= !(1 << nr);
-                } else {
-                    pc = idle;
-                }
-            }
-            Step::BranchIfSoftirqPending(to) => {
-                if cx.softirq.pending != 0 {
-                    pc = to;
                 }
             }
             Step::DeferSleeper { call } => {
@@ -981,46 +856,16 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     None => pc = done,
                 }
             }
-            Step::NextExpiredWheelTimer { done } => {
-                let jiffies = vars[usize::from(super::TICKS.0)];
-                match deferred.take_expired(jiffies) {
-                    Some(t) => this.a = u32::from(t),
-                    None => pc = done,
-                }
-            }
-            Step::CallWheelTimer => call_frame!(Frame {
-                a: this.a,
-                ..Frame::at(deferred.timers[this.a as usize].func)
-            }),
-            Step::ModTimerSeconds { timer, seconds } => {
-                let jiffies = vars[usize::from(super::TICKS.0)];
-                deferred.mod_timer_seconds(timer, seconds, jiffies, cx.cpu);
-            }
-            Step::QueueWork(w) => {
-                if deferred.queue(cx.cpu, w) {
-                    break Op::Wake(deferred.events[usize::from(cx.cpu)]);
-                }
-            }
-            Step::NextWork { idle } => match deferred.next_work(cx.cpu) {
-                Some(w) => this.a = u32::from(w),
-                None => pc = idle,
-            },
-            Step::CallWork => call!(deferred.works[this.a as usize].func),
-            Step::NextTasklet { done } => match cx.softirq.tasklet_running.pop_front() {
-                Some(t) => {
-                    this.a = u32::from(t);
-                    tasklets[usize::from(t)].scheduled = false;
-                }
-                None => pc = done,
-            },
             // The networking core's and drivers' operations, interpreted by their subsystem.
-            Step::Net(op) => match net.step(op, &mut this, vars, cx.softirq, cx.value, cx.cpu) {
-                super::net::After::Next => {}
-                super::net::After::Goto(to) => pc = to,
-                super::net::After::Call(entry) => call!(entry),
-                super::net::After::Stall(d) => held!(d),
-                super::net::After::Ask(op) => break op,
-            },
+            Step::Net(op) => after!(net.step(op, &mut this, vars, cx.softirq, cx.value, cx.cpu)),
+            Step::Spl(op) => after!(spl
+                .as_ref()
+                .expect("an spl step in an spl kernel")
+                .step(op, &mut this, vars)),
+            Step::Deferred(op) => after!(deferred.step(op, &mut this, vars, cx.cpu)),
+            Step::Softirq(op) => after!(cx
+                .softirq
+                .step(op, &mut this, cx.preempt, tasklets, ksoftirqd, cx.cpu)),
         }
     };
     stack[top] = Frame { pc, ..this };
@@ -1044,6 +889,7 @@ mod tests {
     use super::*;
     use crate::hw::cpu::CpuTiming;
     use crate::kernel::costs::KernelInstructions;
+    use crate::kernel::softirq::SoftirqStep::*;
     use crate::kernel::softirq::TASKLET_SOFTIRQ;
 
     #[test]
@@ -1261,7 +1107,7 @@ mod tests {
         let handler = k.code.add(
             "reraise",
             vec![
-                RaiseSoftirq(TASKLET_SOFTIRQ as u8),
+                RaiseSoftirq(TASKLET_SOFTIRQ as u8).into(),
                 Run(1),
                 Return(Operand::Const(0)),
             ]

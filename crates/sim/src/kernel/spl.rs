@@ -5,10 +5,10 @@
 //! out of an interrupt) and `splx` (when process code lowers `cpl`) replay it.
 //!
 //! The policy is data the programs of `kernel/freebsd.rs` and the workload's `spl` sections use
-//! through three steps ([`super::program::Step::SplEnter`], `Doreti`, and the workload's
+//! through three steps ([`SplStep::SplEnter`], `Doreti`, and the workload's
 //! `Spl`/`Splx` pieces).
 
-use super::program::{Entry, Var, NO_ENTRY};
+use super::program::{After, Entry, Frame, Step, Var, NO_ENTRY};
 use crate::workload::SplClass;
 
 /// Every hardware interrupt's bit in `cpl` (`HWI_MASK`: the 16 lines of the 8259 pair).
@@ -83,6 +83,56 @@ impl SplPolicy {
             Replay::Doreti => self.doreti[irq],
             Replay::Splz => self.splz[irq],
         })
+    }
+}
+
+// ---- the operations of this subsystem's programs ------------------------------------------
+
+/// An operation of FreeBSD's interrupt-priority policy (`splXXX`, `doreti`) in a program of
+/// the step language ([`Step::Spl`]), interpreted here by [`SplPolicy::step`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SplStep {
+    /// FreeBSD's `Xresume`: save `cpl` in the frame's second local and raise it by the IRQ's
+    /// class mask (the kernel's [`super::SplPolicy`]).
+    SplEnter(u32),
+    /// `doreti`: restore `cpl` from the frame's second local; if an interrupt it held off is
+    /// pending and now unmasked, take it from `ipending` and go on at its replay entry.
+    Doreti,
+}
+
+impl From<SplStep> for Step {
+    fn from(op: SplStep) -> Step {
+        Step::Spl(op)
+    }
+}
+
+impl SplStep {
+    /// Where the operation may go instead of the next step: nowhere, none branches.
+    pub fn target_mut(&mut self) -> Option<&mut Entry> {
+        None
+    }
+}
+
+impl SplPolicy {
+    /// Run operation `op` of frame `frame` (its locals) with the kernel's variables.
+    #[inline(always)]
+    pub fn step(&self, op: SplStep, frame: &mut Frame, vars: &mut [u64]) -> After {
+        match op {
+            SplStep::SplEnter(mask) => {
+                let p = self;
+                let cpl = &mut vars[usize::from(p.cpl.0)];
+                frame.b = *cpl as u32;
+                *cpl |= u64::from(mask);
+            }
+            SplStep::Doreti => {
+                let p = self;
+                vars[usize::from(p.cpl.0)] = u64::from(frame.b);
+                if let Some(e) = p.doreti_replay(vars) {
+                    return After::Goto(e);
+                }
+            }
+        }
+        After::Next
     }
 }
 

@@ -10,7 +10,7 @@
 //! `set_user_nice(current, -5)`: a woken task takes the CPU from it only where the preemption
 //! model lets it.
 
-use super::program::Entry;
+use super::program::{After, Entry, Frame, Op, Step};
 use super::sched::TaskId;
 use std::collections::VecDeque;
 
@@ -126,6 +126,90 @@ pub fn round_jiffies(j: u64, cpu: u8, hz: u64, now: u64) -> u64 {
         j
     } else {
         rounded
+    }
+}
+
+// ---- the operations of this subsystem's programs ------------------------------------------
+
+/// An operation of the timer wheel (`run_timer_softirq`, `mod_timer`) or the `events`
+/// workqueue (`schedule_work`, `run_workqueue`) in a program of the step language
+/// ([`Step::Deferred`]), interpreted here by [`Deferred::step`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DeferredStep {
+    /// `run_timer_softirq`'s loop: the next timer-wheel timer whose expiry `jiffies` has
+    /// reached, detached, into the frame's first local; none left: go to `done`.
+    NextExpiredWheelTimer { done: Entry },
+    /// Call the callback of the timer-wheel timer in the frame's first local.
+    CallWheelTimer,
+    /// `mod_timer(timer, round_jiffies(jiffies + seconds * HZ))`.
+    ModTimerSeconds { timer: u16, seconds: u16 },
+    /// `schedule_work`: queue the work on this CPU's `events` thread and wake it, unless the
+    /// work is pending already.
+    QueueWork(u16),
+    /// `run_workqueue`'s loop: the next work of this CPU's list into the frame's first local;
+    /// none left: go to `idle`.
+    NextWork { idle: Entry },
+    /// Call the function of the work in the frame's first local.
+    CallWork,
+}
+
+impl From<DeferredStep> for Step {
+    fn from(op: DeferredStep) -> Step {
+        Step::Deferred(op)
+    }
+}
+
+impl DeferredStep {
+    /// Where the operation may go instead of the next step, if it branches.
+    pub fn target_mut(&mut self) -> Option<&mut Entry> {
+        match self {
+            DeferredStep::NextExpiredWheelTimer { done: to }
+            | DeferredStep::NextWork { idle: to } => Some(to),
+            _ => None,
+        }
+    }
+}
+
+impl Deferred {
+    /// Run operation `op` of frame `frame` (its locals) with the kernel's variables on CPU `cpu`.
+    #[inline(always)]
+    pub fn step(
+        &mut self,
+        op: DeferredStep,
+        frame: &mut Frame,
+        vars: &mut [u64],
+        cpu: u8,
+    ) -> After {
+        match op {
+            DeferredStep::NextExpiredWheelTimer { done } => {
+                let jiffies = vars[usize::from(super::TICKS.0)];
+                match self.take_expired(jiffies) {
+                    Some(t) => frame.a = u32::from(t),
+                    None => return After::Goto(done),
+                }
+            }
+            DeferredStep::CallWheelTimer => {
+                return After::CallFrame(Frame {
+                    a: frame.a,
+                    ..Frame::at(self.timers[frame.a as usize].func)
+                })
+            }
+            DeferredStep::ModTimerSeconds { timer, seconds } => {
+                let jiffies = vars[usize::from(super::TICKS.0)];
+                self.mod_timer_seconds(timer, seconds, jiffies, cpu);
+            }
+            DeferredStep::QueueWork(w) => {
+                if self.queue(cpu, w) {
+                    return After::Ask(Op::Wake(self.events[usize::from(cpu)]));
+                }
+            }
+            DeferredStep::NextWork { idle } => match self.next_work(cpu) {
+                Some(w) => frame.a = u32::from(w),
+                None => return After::Goto(idle),
+            },
+            DeferredStep::CallWork => return After::Call(self.works[frame.a as usize].func),
+        }
+        After::Next
     }
 }
 

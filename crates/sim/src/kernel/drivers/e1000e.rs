@@ -19,6 +19,7 @@ use crate::hw::regs::e1000 as regs;
 use crate::kernel::costs::{NetCosts, NetStage};
 use crate::kernel::net::{NapiId, NetStep};
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
+use crate::kernel::workqueue::DeferredStep;
 use crate::kernel::Kernel;
 
 /// The statistics registers `e1000e_update_stats` reads on an 82571/82572, in its order
@@ -253,7 +254,7 @@ pub fn watchdog(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, wake: u32) -
     let ics = k.code.mmio(bar + regs::ICS);
     b.push(Step::Run(c.watchdog_task - c.watchdog_task / 2))
         .push(Step::Write(ics, Operand::Const(regs::ICR_RXDMT0)))
-        .push(Step::ModTimerSeconds {
+        .push(DeferredStep::ModTimerSeconds {
             timer,
             seconds: WATCHDOG_SECONDS,
         })
@@ -264,7 +265,7 @@ pub fn watchdog(k: &mut Kernel, c: &NetCosts, name: &str, bar: u64, wake: u32) -
         format!("e1000_watchdog({name})"),
         vec![
             Step::Run(c.watchdog + wake),
-            Step::QueueWork(work),
+            DeferredStep::QueueWork(work).into(),
             Step::Return(Operand::Const(0)),
         ]
         .into(),

@@ -6,6 +6,7 @@
 
 use super::Registers;
 use crate::kernel::program::{Builder, Entry, Operand, Step::*, IRQ_HANDLED};
+use crate::kernel::softirq::SoftirqStep::TaskletSchedule;
 use crate::kernel::Kernel;
 
 const IRQ_NONE: u32 = 0;
