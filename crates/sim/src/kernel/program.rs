@@ -226,7 +226,8 @@ pub enum Step {
     Net(super::net::NetStep),
     /// An operation of FreeBSD's `cpl` policy, interpreted by [`super::spl::SplPolicy::step`].
     Spl(super::spl::SplStep),
-    /// An operation of the timer wheel or the `events` workqueue, interpreted by [`super::workqueue::Deferred::step`].
+    /// An operation of the timer wheel or the `events` workqueue, interpreted by
+    /// [`super::workqueue::Deferred::step`].
     Deferred(super::workqueue::DeferredStep),
     /// An operation of softirqs and tasklets, interpreted by [`super::softirq::SoftirqState::step`].
     Softirq(super::softirq::SoftirqStep),

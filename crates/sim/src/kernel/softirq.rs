@@ -150,7 +150,8 @@ impl SoftirqStep {
 }
 
 impl SoftirqState {
-    /// Run operation `op` of frame `frame` (its locals) on this CPU's softirq state, with its preempt count, the kernel's tasklets and ksoftirqd threads, on CPU `cpu`.
+    /// Run operation `op` of frame `frame` (its locals) on this CPU's softirq state, with its
+    /// preempt count, the kernel's tasklets and ksoftirqd threads, on CPU `cpu`.
     #[inline(always)]
     pub fn step(
         &mut self,
