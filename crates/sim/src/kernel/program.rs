@@ -16,6 +16,15 @@
 //! the counted blocks around them. Adding a driver or a kernel path adds a program, not a case
 //! here: the steps are the machine's and the kernel's primitives, the programs are data.
 //!
+//! The core steps are the machine's (run, access a register, call and return, branch, the
+//! interrupt flag, take the vector, wake, block) and are interpreted here. A subsystem's own
+//! operations are one variant each, interpreted in the subsystem's module, which changes its
+//! own state and answers with an [`After`] (go on, go to, call, stall, interrupts on, or an op
+//! for the core): [`Step::Net`] (NAPI and the drivers' rings, `kernel/net.rs`),
+//! [`Step::Softirq`] (`kernel/softirq.rs`), [`Step::Deferred`] (the timer wheel and the
+//! workqueue, `kernel/workqueue.rs`) and [`Step::Spl`] (FreeBSD's `cpl`, `kernel/spl.rs`). The
+//! hrtimer and scheduler operations are still core steps (a later step of issue 40).
+//!
 //! One rule decides what a core sees between steps: an interrupt is taken only where the
 //! interpreter hands an op back to the core (after a `Run` with interrupts on, at a call or a
 //! return; the interpreter makes a call or return itself, and folds a `Run`, only where the
