@@ -373,16 +373,22 @@ pub enum NetStep {
     /// The receive loop's test: the poll's work (the frame's first local) has reached the
     /// weight: go to `done`.
     RxWeightReached { weight: u16, done: Entry },
-    /// 2.4's receive loop's test (`e1000_clean`: `work_to_do = min(*budget, dev->quota)`, the
-    /// quota refilled to the weight each round): the poll's work has reached the weight or
-    /// what is left of `net_rx_action`'s budget: go to `done`.
-    RxQuotaReached { weight: u16, done: Entry },
-    /// The next descriptor of adapter `dev`'s receive ring, if the chip has written it back
-    /// (the value: 1 if one was taken, 0 if not). The ring is host memory that the chip writes
-    /// by DMA; the core asks the chip how far it has got.
-    RxNext(u16),
-    /// One frame taken: the poll's work and the adapter's totals count it.
-    CountFrame(u16),
+    /// The head of `e1000_clean_rx_irq`'s loop: once the poll's work (the frame's first local)
+    /// has reached its `limit`, go to `done`; else the next descriptor of adapter `dev`'s
+    /// receive ring, if the chip has written it back (the value: 1 if one was taken, 0 if
+    /// not). The ring is host memory that the chip writes by DMA; the core asks the chip how
+    /// far it has got.
+    RxNext {
+        dev: u16,
+        limit: RxLimit,
+        done: Entry,
+    },
+    /// The frame [`NetStep::RxNext`] asked for: none written back (the value 0), go to `empty`;
+    /// else one frame taken, counted by the poll's work and the adapter's totals. `lines`
+    /// (2.4's model): then the core stalls while the lines the chip's DMA took from the
+    /// caches come back as the frame's path reads or writes them (`Net::rx_miss`), and the
+    /// adapter's `net_device` line if another CPU wrote it last (`Net::rx_lines`).
+    CountFrame { dev: u16, empty: Entry, lines: bool },
     /// Go to `skip` unless adapter `dev` has at least `min` cleaned buffers to give back.
     RefillDue { dev: u16, min: u8, skip: Entry },
     /// `e1000_alloc_rx_buffers`' tail update: the cleaned buffers go back to the ring (the new
@@ -391,14 +397,16 @@ pub enum NetStep {
     /// `e1000_set_itr`: the new throttle rate into the adapter's ITR variable; unchanged: go to
     /// `skip` (no register write).
     SetItr { dev: u16, skip: Entry },
-    /// `e1000_clean_tx_irq`'s test: the next transmit descriptor of adapter `dev`, if the
-    /// chip has written it back (the value: 1 or 0).
-    TxNext(u16),
-    /// One transmitted frame cleaned: counted in the frame's second local and the adapter's
-    /// totals, its descriptor free again.
-    CountTx(u16),
-    /// `E1000_TX_WEIGHT`: `max` frames cleaned (the frame's second local): go to `done`.
-    TxCleanDone { max: u8, done: Entry },
+    /// The head of `e1000_clean_tx_irq`'s loop: `max` frames cleaned (`E1000_TX_WEIGHT`, the
+    /// frame's second local), go to `done`; else the next transmit descriptor of adapter
+    /// `dev`, if the chip has written it back (the value: 1 or 0).
+    TxNext { dev: u16, max: u8, done: Entry },
+    /// The descriptor [`NetStep::TxNext`] asked for: not written back (the value 0), go to
+    /// `none`; else one transmitted frame cleaned: counted in the frame's second local and the
+    /// adapter's totals, its descriptor free again. `lines` (2.4's model): then the core
+    /// stalls while the lines of the frame that the queuing CPU wrote come to this one
+    /// (`Net::free_lines`).
+    CountTx { dev: u16, none: Entry, lines: bool },
     /// `if (tx_cleaned) work_done = budget;` (`e1000_clean`): a poll that cleaned any
     /// transmitted frame reports its whole weight, and so stays on the poll list.
     TxUsesBudget { weight: u16 },
@@ -413,15 +421,8 @@ pub enum NetStep {
     /// stalls while the ring's shared lines come from the cache of the CPU that last wrote
     /// them (`Net::xmit_lines`).
     XmitLines(u16),
-    /// One frame freed by `e1000_clean_tx_irq` on this CPU: the lines of the frame that the
-    /// queuing CPU wrote come to this one (`Net::free_lines`).
-    FreeLines(u16),
     /// `e1000_clean_tx_irq`'s end on this CPU: the ring's shared lines (`Net::clean_lines`).
     CleanLines(u16),
-    /// A frame received from adapter `dev`: the lines the chip's DMA took from the caches
-    /// that the frame's path reads or writes (`Net::rx_miss`), and the adapter's `net_device`
-    /// line if another CPU wrote it last (`Net::rx_lines`).
-    RxMiss(u16),
     /// A stage's serialising instructions for one frame, beyond their slots at the CPI
     /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves; a stall of the core.
     Serializing(NetStage),
@@ -431,6 +432,16 @@ pub enum NetStep {
     /// frame's second local) or received one (its first) goes to `to` and stays in polling
     /// mode.
     BranchIfPollWorked(Entry),
+}
+
+/// What ends a poll's receive loop ([`NetStep::RxNext`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RxLimit {
+    /// The NAPI context's weight (`e1000_clean_rx_irq`'s `*work_done >= work_to_do`, e1000e).
+    Weight,
+    /// 2.4's quota (`e1000_clean`: `work_to_do = min(*budget, dev->quota)`, the quota refilled
+    /// to the weight each round): the weight or what is left of `net_rx_action`'s budget.
+    Quota,
 }
 
 impl From<NetStep> for Step {
@@ -443,11 +454,13 @@ impl NetStep {
     /// Where the operation may go instead of the next step, if it branches.
     pub fn target_mut(&mut self) -> Option<&mut Entry> {
         match self {
-            NetStep::TxCleanDone { done: to, .. }
+            NetStep::TxNext { done: to, .. }
+            | NetStep::CountTx { none: to, .. }
+            | NetStep::RxNext { done: to, .. }
+            | NetStep::CountFrame { empty: to, .. }
             | NetStep::TxReserve { full: to, .. }
             | NetStep::NextNapi { done: to }
             | NetStep::RxWeightReached { done: to, .. }
-            | NetStep::RxQuotaReached { done: to, .. }
             | NetStep::RefillDue { skip: to, .. }
             | NetStep::SetItr { skip: to, .. }
             | NetStep::BranchIfNapiScheduled { to, .. }
@@ -518,22 +531,36 @@ impl Net {
                     return After::Goto(done);
                 }
             }
-            NetStep::RxQuotaReached { weight, done } => {
-                let left = u32::try_from(softirq.net_budget.max(0)).unwrap_or(u32::MAX);
-                if frame.a >= u32::from(weight).min(left) {
+            NetStep::RxNext { dev, limit, done } => {
+                let d = &self.devs[usize::from(dev)];
+                let weight = self.napi[usize::from(d.napi)]
+                    .weight
+                    .min(u32::from(u16::MAX));
+                let quota = match limit {
+                    RxLimit::Weight => weight,
+                    // `work_to_do = min(*budget, dev->quota)`
+                    RxLimit::Quota => {
+                        weight.min(u32::try_from(softirq.net_budget.max(0)).unwrap_or(u32::MAX))
+                    }
+                };
+                if frame.a >= quota {
                     return After::Goto(done);
                 }
+                return After::Ask(Op::RxNext(d.device));
             }
-            NetStep::RxNext(dev) => {
-                return After::Ask(Op::RxNext(self.devs[usize::from(dev)].device))
-            }
-            NetStep::CountFrame(dev) => {
+            NetStep::CountFrame { dev, empty, lines } => {
+                if value & 1 == 0 {
+                    return After::Goto(empty);
+                }
                 frame.a += 1;
                 let d = &mut self.devs[usize::from(dev)];
                 d.total_packets = d.total_packets.wrapping_add(1);
                 d.total_bytes = d.total_bytes.wrapping_add(d.frame_bytes);
                 d.cleaned += 1;
                 d.received += 1;
+                if lines {
+                    return After::Stall(self.rx_miss + self.rx_lines(dev, cpu));
+                }
             }
             NetStep::RefillDue { dev, min, skip } => {
                 if self.devs[usize::from(dev)].cleaned < u32::from(min).max(1) {
@@ -553,20 +580,24 @@ impl Net {
                     None => return After::Goto(skip),
                 }
             }
-            NetStep::TxNext(dev) => {
-                return After::Ask(Op::TxNext(self.devs[usize::from(dev)].device))
+            NetStep::TxNext { dev, max, done } => {
+                if frame.b >= u32::from(max) {
+                    return After::Goto(done);
+                }
+                return After::Ask(Op::TxNext(self.devs[usize::from(dev)].device));
             }
-            NetStep::CountTx(dev) => {
+            NetStep::CountTx { dev, none, lines } => {
+                if value & 1 == 0 {
+                    return After::Goto(none);
+                }
                 frame.b += 1;
                 let d = &mut self.devs[usize::from(dev)];
                 d.tx_in_use -= 1;
                 // `unsigned int` in the adapter: they wrap as the C does.
                 d.tx_total_packets = d.tx_total_packets.wrapping_add(1);
                 d.tx_total_bytes = d.tx_total_bytes.wrapping_add(d.frame_bytes);
-            }
-            NetStep::TxCleanDone { max, done } => {
-                if frame.b >= u32::from(max) {
-                    return After::Goto(done);
+                if lines {
+                    return After::Stall(self.free_lines(dev, cpu));
                 }
             }
             NetStep::TxUsesBudget { weight } => {
@@ -584,9 +615,7 @@ impl Net {
             // The core stalls on these (lines coming, serialising instructions): folded where
             // nothing can come before the stall ends, as a `Run` is, else an op of their own.
             NetStep::XmitLines(dev) => return After::Stall(self.xmit_lines(dev, cpu)),
-            NetStep::FreeLines(dev) => return After::Stall(self.free_lines(dev, cpu)),
             NetStep::CleanLines(dev) => return After::Stall(self.clean_lines(dev, cpu)),
-            NetStep::RxMiss(dev) => return After::Stall(self.rx_miss + self.rx_lines(dev, cpu)),
             NetStep::Serializing(stage) => return After::Stall(self.serializing(stage)),
             NetStep::BranchIfNapiScheduled { napi, to } => {
                 if self.napi[usize::from(napi)].scheduled {

@@ -23,7 +23,7 @@
 //! Where the rings' cache lines live: with a flow's receiving and transmitting adapters polled
 //! on different CPUs, `e1000_xmit_frame` writes the transmit ring on one and
 //! `e1000_clean_tx_irq` frees its frames on the other, so those lines move between the CPUs'
-//! caches ([`NetStep::XmitLines`], [`NetStep::FreeLines`], [`NetStep::CleanLines`]; the counts in the
+//! caches ([`NetStep::XmitLines`], [`NetStep::CountTx`], [`NetStep::CleanLines`]; the counts in the
 //! kernel file's `[net]`, the costs in the platform's `[cpu.coherence]`).
 
 use crate::hw::regs::e1000 as regs;
@@ -31,7 +31,7 @@ use crate::kernel::costs::NetCosts;
 use crate::kernel::drivers::e1000e::{
     clean_rx_ring, clean_tx_ring, xmit_frame, RxRing, IMS_ENABLE_MASK,
 };
-use crate::kernel::net::{NapiId, NetStep};
+use crate::kernel::net::{NapiId, NetStep, RxLimit};
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::Kernel;
 
@@ -80,11 +80,10 @@ pub fn poll(
     let rx = RxRing::of(k, bar, dev);
     let ims = k.code.mmio(bar + regs::IMS);
     let status = k.code.mmio(bar + regs::STATUS);
-    let weight = u16::try_from(c.weight).unwrap_or(u16::MAX);
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
     if transmits {
-        clean_tx_ring(&mut b, c, dev, Some(NetStep::FreeLines(dev)));
+        clean_tx_ring(&mut b, c, dev, true);
         // `tx_ring->next_to_clean = i`, and the `tx_lock` taken to wake a stopped queue.
         b.push(NetStep::CleanLines(dev));
     }
@@ -92,13 +91,7 @@ pub fn poll(
     // descriptor; every 64-byte frame is copied into a fresh small skb (copybreak,
     // E1000_CB_LENGTH 256) and the ring's buffer given back; refills every
     // E1000_RX_BUFFER_WRITE.
-    clean_rx_ring(
-        &mut b,
-        c,
-        &rx,
-        NetStep::RxQuotaReached { weight, done: 0 },
-        Some(NetStep::RxMiss(dev)),
-    );
+    clean_rx_ring(&mut b, c, &rx, RxLimit::Quota, true);
     // "If no Tx and not enough Rx work done, exit the polling mode": `quit_polling:
     // netif_rx_complete(poll_dev); e1000_irq_enable(adapter); return 0;` else `return 1`.
     let more = b.here();

@@ -17,7 +17,7 @@
 
 use crate::hw::regs::e1000 as regs;
 use crate::kernel::costs::{NetCosts, NetStage};
-use crate::kernel::net::{NapiId, NetStep};
+use crate::kernel::net::{NapiId, NetStep, RxLimit};
 use crate::kernel::program::{Builder, Entry, Operand, Step, IRQ_HANDLED};
 use crate::kernel::workqueue::DeferredStep;
 use crate::kernel::Kernel;
@@ -88,15 +88,9 @@ pub fn poll(
     let mut b = Builder::new();
     b.push(Step::Run(c.poll));
     if transmits {
-        clean_tx_ring(&mut b, c, dev, None);
+        clean_tx_ring(&mut b, c, dev, false);
     }
-    clean_rx_ring(
-        &mut b,
-        c,
-        &rx,
-        NetStep::RxWeightReached { weight, done: 0 },
-        None,
-    );
+    clean_rx_ring(&mut b, c, &rx, RxLimit::Weight, false);
     // "if (tx_cleaned) work_done = budget;"
     if transmits {
         b.push(NetStep::TxUsesBudget { weight });
@@ -121,22 +115,22 @@ pub fn poll(
 
 /// `e1000_clean_tx_irq`'s loop (e1000e and 2.4's e1000 alike): while the next descriptor is
 /// written back (DD), free its buffer (`e1000_put_txbuf` / `e1000_unmap_and_free_tx_resource`:
-/// unmap, `dev_kfree_skb_any`), at most `E1000_TX_WEIGHT` + 1 frames. `freed`: a step each
-/// frame freed runs before its code (2.4's model: the frame's lines coming from the queuing
-/// CPU).
-pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed: Option<NetStep>) {
+/// unmap, `dev_kfree_skb_any`), at most `E1000_TX_WEIGHT` + 1 frames. `freed_lines`: each
+/// frame freed stalls the core before its code (2.4's model: the frame's lines coming from
+/// the queuing CPU, `Net::free_lines`).
+pub(super) fn clean_tx_ring(b: &mut Builder, c: &NetCosts, dev: u16, freed_lines: bool) {
     let top = b.here();
-    b.push(NetStep::TxCleanDone {
+    b.push(NetStep::TxNext {
+        dev,
         max: crate::kernel::net::TX_CLEAN_MAX,
         done: 0,
-    })
-    .push(NetStep::TxNext(dev));
+    });
     let none = b.here();
-    b.push(Step::BranchIfClear(1, 0))
-        .push(NetStep::CountTx(dev));
-    if let Some(step) = freed {
-        b.push(step);
-    }
+    b.push(NetStep::CountTx {
+        dev,
+        none: 0,
+        lines: freed_lines,
+    });
     code(b, c, c.tx_clean, NetStage::TxClean);
     b.push(Step::Jump(top));
     let done = b.here();
@@ -172,23 +166,27 @@ impl RxRing {
 /// frame handed to the stack (and forwarded: the route lookup, `ip_forward`, `ip_output`,
 /// `dev_queue_xmit` and the qdisc, then the output adapter's `e1000_xmit_frame`); every
 /// `E1000_RX_BUFFER_WRITE` cleaned buffers are refilled and the tail written, and at the end
-/// the rest. `received`: a step each frame runs before the stack's code (2.4's model: the
-/// lines the chip's DMA left in memory).
+/// the rest. `received_lines`: each frame stalls the core before the stack's code (2.4's
+/// model: the lines the chip's DMA left in memory, `Net::rx_miss`).
 pub(super) fn clean_rx_ring(
     b: &mut Builder,
     c: &NetCosts,
     r: &RxRing,
-    limit: NetStep,
-    received: Option<NetStep>,
+    limit: RxLimit,
+    received_lines: bool,
 ) {
     let top = b.here();
-    b.push(limit).push(NetStep::RxNext(r.dev));
+    b.push(NetStep::RxNext {
+        dev: r.dev,
+        limit,
+        done: 0,
+    });
     let empty = b.here();
-    b.push(Step::BranchIfClear(1, 0))
-        .push(NetStep::CountFrame(r.dev));
-    if let Some(step) = received {
-        b.push(step);
-    }
+    b.push(NetStep::CountFrame {
+        dev: r.dev,
+        empty: 0,
+        lines: received_lines,
+    });
     code(b, c, c.rx_packet, NetStage::RxPacket);
     if let Some(out) = r.forward_to {
         code(b, c, c.forward, NetStage::Forward);
