@@ -12,8 +12,11 @@
 //! hundreds of timers).
 
 use super::context::TaskId;
-use super::program::Entry;
+use super::program::{After, Entry, Frame, Op, Step};
+use super::softirq::{SoftirqState, HRTIMER_SOFTIRQ};
+use super::tasks::CyclicThread;
 use crate::engine::{SimDuration, SimTime};
+use std::collections::VecDeque;
 
 /// Index of a timer in [`Hrtimers::timers`].
 pub type TimerId = u16;
@@ -67,9 +70,131 @@ pub struct Hrtimers {
     pub past_due: PastDue,
     /// Sleepers started in the past and left queued ([`PastDue::NextEvent`]).
     pub past_due_queued: u64,
+    /// Sleeper timers expired in hard IRQ and left to the HRTIMER softirq, per CPU (-rt's
+    /// softirq split of hrtimers, [`TimerStep::DeferSleeper`]).
+    pub deferred: Vec<VecDeque<TimerId>>,
+}
+
+/// An operation of the hrtimer subsystem in a program of the step language ([`Step::Timer`]),
+/// interpreted here by [`Hrtimers::step`]: the step interpreter knows none of them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimerStep {
+    /// `do_nanosleep` of cyclictest's thread `thread`: `hrtimer_start` of its sleeper for the
+    /// time it asked to wake at (`clock_nanosleep(TIMER_ABSTIME)`), then the interrupts
+    /// program the Local APIC timer if it is now the earliest; already past: what
+    /// [`Hrtimers::past_due`] says, which either leaves it queued (the task sleeps until the
+    /// next `hrtimer_interrupt`) or goes to `skip` (it does not sleep).
+    Nanosleep { thread: u8, skip: Entry },
+    /// `hrtimer_interrupt`'s loop: the earliest timer of this CPU that has expired into the
+    /// frame's first local; none left: go to `done`.
+    NextExpired { done: Entry },
+    /// `__run_hrtimer`: call the callback of the timer in the frame's first local, with the
+    /// timer in the callee's first local.
+    Call,
+    /// `hrtimer_wakeup`: wake the task of the sleeper timer in the frame's first local.
+    WakeTask,
+    /// A periodic timer's callback returns HRTIMER_RESTART: its expiry moves on by its period
+    /// and it is queued again (the timer in the frame's first local).
+    Restart,
+    /// `tick_program_event`: program the Local APIC timer (one-shot) for this CPU's earliest
+    /// queued hrtimer (a write of its initial-count register).
+    Arm,
+    /// In `hrtimer_interrupt` of a kernel that defers sleepers to the HRTIMER softirq: the
+    /// expired timer in the frame's first local is a sleeper: queue it for the softirq and
+    /// raise it; not: go to `call` (its callback runs here).
+    DeferSleeper { call: Entry },
+    /// The HRTIMER softirq: the next deferred timer of this CPU into the frame's first local;
+    /// none left: go to `done`.
+    NextDeferred { done: Entry },
+}
+
+impl From<TimerStep> for Step {
+    fn from(op: TimerStep) -> Step {
+        Step::Timer(op)
+    }
+}
+
+impl TimerStep {
+    /// Where the operation may go instead of the next step, if it branches.
+    pub fn target_mut(&mut self) -> Option<&mut Entry> {
+        match self {
+            TimerStep::Nanosleep { skip: to, .. }
+            | TimerStep::NextExpired { done: to }
+            | TimerStep::DeferSleeper { call: to }
+            | TimerStep::NextDeferred { done: to } => Some(to),
+            _ => None,
+        }
+    }
 }
 
 impl Hrtimers {
+    /// Run operation `op` of the frame `frame` (its locals) at `now` on `cpu`, with
+    /// cyclictest's threads (where a sleeper asks to wake) and this CPU's softirq state.
+    #[inline(always)]
+    pub fn step(
+        &mut self,
+        op: TimerStep,
+        frame: &mut Frame,
+        cyclic: &[CyclicThread],
+        softirq: &mut SoftirqState,
+        now: SimTime,
+        cpu: u8,
+    ) -> After {
+        match op {
+            TimerStep::Nanosleep { thread, skip } => {
+                let t = &cyclic[usize::from(thread)];
+                if t.next > now {
+                    if self.start(t.timer, t.next) {
+                        return After::Ask(Op::ArmTimer);
+                    }
+                } else if self.past_due == PastDue::NextEvent {
+                    // Queued, but the Local APIC keeps its programmed expiry: the task
+                    // sleeps until the next `hrtimer_interrupt`.
+                    self.start(t.timer, t.next);
+                    self.past_due_queued += 1;
+                } else {
+                    return After::Goto(skip);
+                }
+            }
+            TimerStep::NextExpired { done } => match self.take_expired(cpu, now) {
+                Some(t) => frame.a = u32::from(t),
+                None => return After::Goto(done),
+            },
+            TimerStep::Call => {
+                return After::CallFrame(Frame {
+                    a: frame.a,
+                    ..Frame::at(self.timers[frame.a as usize].func)
+                })
+            }
+            TimerStep::WakeTask => {
+                let task = self.timers[frame.a as usize]
+                    .task
+                    .expect("a sleeper's timer has its task");
+                return After::Ask(Op::Wake(task));
+            }
+            TimerStep::Restart => {
+                let t = &mut self.timers[frame.a as usize];
+                let period = t.period.expect("a periodic timer");
+                t.expires += period;
+                t.queued = true;
+            }
+            TimerStep::Arm => return After::Ask(Op::ArmTimer),
+            TimerStep::DeferSleeper { call } => {
+                if self.timers[frame.a as usize].task.is_some() {
+                    self.deferred[usize::from(cpu)].push_back(frame.a as TimerId);
+                    softirq.raise(HRTIMER_SOFTIRQ);
+                } else {
+                    return After::Goto(call);
+                }
+            }
+            TimerStep::NextDeferred { done } => match self.deferred[usize::from(cpu)].pop_front() {
+                Some(t) => frame.a = u32::from(t),
+                None => return After::Goto(done),
+            },
+        }
+        After::Next
+    }
+
     /// `hrtimer_init` + the callback: a timer on `cpu`, not queued.
     pub fn add(&mut self, name: &str, cpu: u8, func: Entry, task: Option<TaskId>) -> TimerId {
         self.timers.push(Hrtimer {

@@ -18,6 +18,7 @@
 //! and handlers as constants: what the running kernel reads from `irq_desc[irq]` is fixed once
 //! `request_irq` has run, so the programs are the same code specialised, not a different path.
 
+use super::hrtimer::TimerStep;
 use super::net::NetStep::*;
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
 use super::softirq::SoftirqStep::*;
@@ -155,8 +156,8 @@ pub fn link(k: &mut Kernel) {
     if deferred {
         let mut b = Builder::new();
         let top = b.here();
-        b.push(NextDeferredTimer { done: 0 })
-            .push(CallTimer)
+        b.push(TimerStep::NextDeferred { done: 0 })
+            .push(TimerStep::Call)
             .push(Jump(top));
         let done = b.here();
         b.patch(top, done);
@@ -357,7 +358,7 @@ pub fn link(k: &mut Kernel) {
                 RaiseSoftirq(TIMER_SOFTIRQ as u8).into(),
                 t.handler.step(),
                 SchedTick,
-                RestartTimer,
+                TimerStep::Restart.into(),
                 Return(Operand::Const(0)),
             ]
             .into(),
@@ -372,7 +373,7 @@ pub fn link(k: &mut Kernel) {
                 vec![
                     Run(sc.rt_period_timer),
                     RtPeriod,
-                    RestartTimer,
+                    TimerStep::Restart.into(),
                     Return(Operand::Const(0)),
                 ]
                 .into(),
@@ -388,17 +389,17 @@ pub fn link(k: &mut Kernel) {
         ]
         .into();
         let top = b.here();
-        b.push(NextExpiredTimer { done: 0 });
+        b.push(TimerStep::NextExpired { done: 0 });
         if deferred {
             let defer = b.here();
-            b.push(DeferSleeper { call: 0 }).push(Jump(top));
+            b.push(TimerStep::DeferSleeper { call: 0 }).push(Jump(top));
             let call = b.here();
             b.patch(defer, call);
         }
-        b.push(CallTimer).push(Jump(top));
+        b.push(TimerStep::Call).push(Jump(top));
         let done = b.here();
         b.patch(top, done);
-        b.push(ArmTimer)
+        b.push(TimerStep::Arm)
             .push(Call(irq_exit))
             .push(Return(Operand::Const(0)));
         k.code

@@ -184,8 +184,6 @@ pub struct Kernel {
     /// Per descriptor: the variable whose bit 0 says the hard part has run and the thread has
     /// not yet taken it (`IRQ_PENDING`).
     pub irq_thread_pending: Vec<Var>,
-    /// Sleeper hrtimers expired in hard IRQ and left to the HRTIMER softirq, per CPU.
-    pub deferred_timers: Vec<std::collections::VecDeque<hrtimer::TimerId>>,
     /// The thread programs `linux::link` built: each descriptor's IRQ thread, and each
     /// softirq's thread with its name (`sirq-net-rx`).
     pub irq_thread_entries: Vec<Entry>,
@@ -222,7 +220,6 @@ impl Kernel {
             irq_threads: Vec::new(),
             softirq_threads: Vec::new(),
             irq_thread_pending: Vec::new(),
-            deferred_timers: Vec::new(),
             irq_thread_entries: Vec::new(),
             softirq_thread_entries: Vec::new(),
             deferred: workqueue::Deferred::default(),

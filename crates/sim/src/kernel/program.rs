@@ -33,7 +33,6 @@
 //! outputs were made so).
 
 use super::context::PreemptCount;
-use super::hrtimer::PastDue;
 use super::softirq::SoftirqState;
 use super::Kernel;
 use crate::engine::{SimDuration, SimTime};
@@ -159,15 +158,6 @@ pub enum Step {
     /// Instructions of user-mode code (a task's own work between system calls): process code
     /// an interrupt cuts at the next instruction boundary, after a privilege change.
     User(u32),
-    /// `do_nanosleep` for cyclictest thread `thread` (`clock_nanosleep(TIMER_ABSTIME)` at its
-    /// next wake-up time): queue its hrtimer there. A time already past is the kernel's
-    /// [`PastDue`](super::hrtimer::PastDue) policy's: it does not sleep (go to `skip`, as
-    /// `hrtimer_start` finds the timer expired and clears the sleeper's task), or it sleeps
-    /// until the next programmed timer interrupt.
-    Nanosleep {
-        thread: u8,
-        skip: Entry,
-    },
     /// `schedule()` from a task that has set itself sleeping: it leaves the run queue and the
     /// core switches to the next task.
     Block,
@@ -178,22 +168,6 @@ pub enum Step {
     Resched {
         irq_return: bool,
     },
-    /// `hrtimer_interrupt`'s loop: the earliest timer of this CPU that has expired into the
-    /// frame's first local; none left: go to `done`.
-    NextExpiredTimer {
-        done: Entry,
-    },
-    /// `__run_hrtimer`: call the callback of the timer in the frame's first local, with the
-    /// timer in the callee's first local.
-    CallTimer,
-    /// `hrtimer_wakeup`: wake the task of the sleeper timer in the frame's first local.
-    WakeTimerTask,
-    /// A periodic timer's callback returns HRTIMER_RESTART: its expiry moves on by its period
-    /// and it is queued again (the timer in the frame's first local).
-    RestartTimer,
-    /// `tick_program_event`: program the Local APIC timer (one-shot) for this CPU's earliest
-    /// queued hrtimer (a write of its initial-count register).
-    ArmTimer,
     /// The scheduler's part of the tick (`scheduler_tick` -> `task_tick_rt` ->
     /// `update_curr_rt`): charge the running real-time task and throttle its class past its
     /// bandwidth (`kernel/sched.rs`).
@@ -213,17 +187,6 @@ pub enum Step {
         desc: u16,
         idle: Entry,
     },
-    /// In `hrtimer_interrupt` of a kernel that defers sleepers to the HRTIMER softirq: the
-    /// expired timer in the frame's first local is a sleeper: queue it for the softirq and
-    /// raise it; not: go to `call` (its callback runs here).
-    DeferSleeper {
-        call: Entry,
-    },
-    /// The HRTIMER softirq: the next deferred timer of this CPU into the frame's first local;
-    /// none left: go to `done`.
-    NextDeferredTimer {
-        done: Entry,
-    },
     /// As `Code(n)`, a block whose serialising instructions take `Net::serializing(stage)`
     /// besides (they are among its `n`, and an interrupt cuts them as it cuts the rest).
     CodeSerial {
@@ -240,6 +203,8 @@ pub enum Step {
     Deferred(super::workqueue::DeferredStep),
     /// An operation of softirqs and tasklets, interpreted by [`super::softirq::SoftirqState::step`].
     Softirq(super::softirq::SoftirqStep),
+    /// An operation of the hrtimer subsystem (`kernel/hrtimer.rs`).
+    Timer(super::hrtimer::TimerStep),
 }
 
 impl Step {
@@ -251,15 +216,12 @@ impl Step {
             | Step::BranchIfLocal(to)
             | Step::BranchIfSet(_, _, to)
             | Step::Work { idle: to }
-            | Step::Nanosleep { skip: to, .. }
-            | Step::NextExpiredTimer { done: to }
-            | Step::IrqThreadTake { idle: to, .. }
-            | Step::DeferSleeper { call: to }
-            | Step::NextDeferredTimer { done: to } => Some(to),
+            | Step::IrqThreadTake { idle: to, .. } => Some(to),
             Step::Net(op) => op.target_mut(),
             Step::Spl(op) => op.target_mut(),
             Step::Deferred(op) => op.target_mut(),
             Step::Softirq(op) => op.target_mut(),
+            Step::Timer(op) => op.target_mut(),
             _ => None,
         }
     }
@@ -552,7 +514,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         ksoftirqd,
         irq_threads,
         irq_thread_pending,
-        deferred_timers,
         deferred,
         ..
     } = &mut *cx.kernel;
@@ -795,46 +756,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     user: true,
                 }
             }
-            Step::Nanosleep { thread, skip } => {
-                let t = &cyclic[usize::from(thread)];
-                if t.next > cx.now + cx.ahead {
-                    if hrtimers.start(t.timer, t.next) {
-                        break Op::ArmTimer;
-                    }
-                } else if hrtimers.past_due == PastDue::NextEvent {
-                    // Queued, but the Local APIC keeps its programmed expiry: the task
-                    // sleeps until the next `hrtimer_interrupt`.
-                    hrtimers.start(t.timer, t.next);
-                    hrtimers.past_due_queued += 1;
-                } else {
-                    pc = skip;
-                }
-            }
             Step::Block => break Op::Block,
             Step::Resched { irq_return } => break Op::Resched { irq_return },
-            Step::NextExpiredTimer { done } => {
-                match hrtimers.take_expired(cx.cpu, cx.now + cx.ahead) {
-                    Some(t) => this.a = u32::from(t),
-                    None => pc = done,
-                }
-            }
-            Step::CallTimer => call_frame!(Frame {
-                a: this.a,
-                ..Frame::at(hrtimers.timers[this.a as usize].func)
-            }),
-            Step::WakeTimerTask => {
-                let task = hrtimers.timers[this.a as usize]
-                    .task
-                    .expect("a sleeper's timer has its task");
-                break Op::Wake(task);
-            }
-            Step::RestartTimer => {
-                let t = &mut hrtimers.timers[this.a as usize];
-                let period = t.period.expect("a periodic timer");
-                t.expires += period;
-                t.queued = true;
-            }
-            Step::ArmTimer => break Op::ArmTimer,
             Step::SchedTick => break Op::SchedTick,
             Step::RtPeriod => break Op::RtPeriod,
             Step::CyclicSample(thread) => {
@@ -852,20 +775,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     pc = idle;
                 }
             }
-            Step::DeferSleeper { call } => {
-                if hrtimers.timers[this.a as usize].task.is_some() {
-                    deferred_timers[usize::from(cx.cpu)].push_back(this.a as u16);
-                    cx.softirq.raise(super::softirq::HRTIMER_SOFTIRQ);
-                } else {
-                    pc = call;
-                }
-            }
-            Step::NextDeferredTimer { done } => {
-                match deferred_timers[usize::from(cx.cpu)].pop_front() {
-                    Some(t) => this.a = u32::from(t),
-                    None => pc = done,
-                }
-            }
             // The networking core's and drivers' operations, interpreted by their subsystem.
             Step::Net(op) => after!(net.step(op, &mut this, vars, cx.softirq, cx.value, cx.cpu)),
             Step::Spl(op) => after!(spl
@@ -876,6 +785,9 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::Softirq(op) => after!(cx
                 .softirq
                 .step(op, &mut this, cx.preempt, tasklets, ksoftirqd, cx.cpu)),
+            Step::Timer(op) => {
+                after!(hrtimers.step(op, &mut this, cyclic, cx.softirq, cx.now + cx.ahead, cx.cpu))
+            }
         }
     };
     stack[top] = Frame { pc, ..this };

@@ -12,7 +12,7 @@
 
 use super::context::TaskId;
 use super::costs::SchedCosts;
-use super::hrtimer::TimerId;
+use super::hrtimer::{TimerId, TimerStep};
 use super::program::{Builder, Entry, Step};
 use crate::engine::{SimDuration, SimTime};
 use irqlab_stats::LatencyHistogram;
@@ -78,7 +78,7 @@ pub fn cyclictest(
     // queues the sleeper and calls schedule() unless the time has passed.
     b.push(Step::Run(half + c.nanosleep));
     let sleep = b.here();
-    b.push(Step::Nanosleep { thread, skip: 0 })
+    b.push(TimerStep::Nanosleep { thread, skip: 0 })
         .push(Step::Block);
     let woken = b.here();
     b.patch(sleep, woken);
@@ -102,7 +102,7 @@ pub fn hrtimer_wakeup(code: &mut super::program::Code, c: &SchedCosts) -> Entry 
         "hrtimer_wakeup",
         vec![
             Step::Run(c.try_to_wake_up),
-            Step::WakeTimerTask,
+            TimerStep::WakeTask.into(),
             Step::Return(super::program::Operand::Const(0)),
         ]
         .into(),

@@ -1178,7 +1178,7 @@ impl Scenario {
                 slots[usize::from(nr)] = Some(task);
             }
             machine.kernel.softirq_threads.push(slots);
-            machine.kernel.deferred_timers.push(Default::default());
+            machine.kernel.hrtimers.deferred.push(Default::default());
         }
         Ok(())
     }
