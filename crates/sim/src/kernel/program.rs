@@ -22,8 +22,14 @@
 //! own state and answers with an [`After`] (go on, go to, call, stall, interrupts on, or an op
 //! for the core): [`Step::Net`] (NAPI and the drivers' rings, `kernel/net.rs`),
 //! [`Step::Softirq`] (`kernel/softirq.rs`), [`Step::Deferred`] (the timer wheel and the
-//! workqueue, `kernel/workqueue.rs`) and [`Step::Spl`] (FreeBSD's `cpl`, `kernel/spl.rs`). The
-//! hrtimer and scheduler operations are still core steps (a later step of issue 40).
+//! workqueue, `kernel/workqueue.rs`), [`Step::Timer`] (hrtimers, `kernel/hrtimer.rs`) and
+//! [`Step::Spl`] (FreeBSD's `cpl`, `kernel/spl.rs`). The scheduler's asks of the core (the
+//! tick's and the RT period's accounting, a preemption point, block) are core steps; the
+//! threaded IRQ handoff and cyclictest's sample are still steps of their own here.
+//!
+//! A subsystem's operation costs a second dispatch (its own `match`, ~10 instructions), so
+//! they are cut at the grain where the kernel's code tests, takes and counts together: the
+//! receive loop's head is one operation (the budget's test and the next descriptor), not two.
 //!
 //! One rule decides what a core sees between steps: an interrupt is taken only where the
 //! interpreter hands an op back to the core (after a `Run` with interrupts on, at a call or a
