@@ -22,7 +22,6 @@ pub mod hw;
 pub mod kernel;
 pub mod machine;
 pub mod plan;
-pub mod pps;
 pub mod probes;
 pub mod report;
 pub mod result;

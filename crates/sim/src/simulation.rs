@@ -2,7 +2,7 @@
 //! the one entry point of the CLI and the validation runner ([`Scenario::simulate`]).
 //!
 //! Every scenario has one schema (`scenario/files.rs`): its kernel file's `family` says whose
-//! interrupt path runs it (Linux's, `scenario/assemble.rs`; FreeBSD 1998's, `pps/`), and each
+//! interrupt path runs it (Linux's, `scenario/assemble.rs`; FreeBSD 1998's, `scenario/freebsd/`), and each
 //! family's model checks and assembles its own parts of the one machine. The rest of irqlab
 //! asks a [`Scenario`] what its run is of and gets a [`RunResult`].
 
@@ -130,9 +130,13 @@ impl Scenario {
             Family::Linux => self
                 .run_replicated(seed, samples, trace, replications, progress)?
                 .into_result(self.file.warmup_samples),
-            Family::Freebsd => {
-                crate::pps::run_replicated(self, seed, samples, replications, progress)?
-            }
+            Family::Freebsd => crate::scenario::freebsd::run_replicated(
+                self,
+                seed,
+                samples,
+                replications,
+                progress,
+            )?,
         })
     }
 }

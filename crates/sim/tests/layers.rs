@@ -101,8 +101,9 @@ fn sources(src: &Path, module: &str) -> Vec<(PathBuf, String)> {
 #[test]
 fn each_simulator_layer_imports_only_the_layers_below_it() {
     // Lowest first. A module may import itself and what is listed; the layers above these
-    // (the assemblers `scenario` and `pps`, `simulation`, `experiment`, the rows of `validate`,
-    // the what-ifs and sweeps) may import any layer below them, and none of these imports them.
+    // (the assembler `scenario` with each kernel family's model, `simulation`, `experiment`,
+    // the rows of `validate`, the what-ifs and sweeps) may import any layer below them, and
+    // none of these imports them.
     let rules: BTreeMap<&str, &[&str]> = BTreeMap::from([
         ("engine", &[][..]),
         ("hw", &["engine"][..]),

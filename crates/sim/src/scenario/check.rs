@@ -663,7 +663,7 @@ impl Scenario {
     pub(super) fn check(&self) -> Result<(), ScenarioError> {
         match self.kernel.family() {
             super::files::Family::Linux => self.check_linux(),
-            super::files::Family::Freebsd => crate::pps::check(self),
+            super::files::Family::Freebsd => crate::scenario::freebsd::check(self),
         }
     }
 

@@ -9,12 +9,14 @@
 //!
 //! One file per role: [`files`] (the formats), [`read`] (reading with overrides and the origin
 //! of every value), [`check`] (refusing what cannot be), [`assemble`] (parts into a machine);
-//! this module loads, runs and replicates.
+//! this module loads, runs and replicates. A kernel family's model is checked and assembled by
+//! its own module: Linux's by `check` and `assemble`, FreeBSD's (seed 004) by [`freebsd`].
 
 mod assemble;
 mod check;
 pub mod error;
 pub mod files;
+pub mod freebsd;
 pub mod ranges;
 pub mod read;
 

@@ -768,7 +768,7 @@ fn part_kind(name: &str, p: &PartSection) -> Result<PartKind, TopologyError> {
         PartKindName::Port => PartKind::Port,
         PartKindName::PirqRouter => PartKind::PirqRouter,
         // A board device routes as the function it is; its own keys are the assembler's
-        // (`pps/assemble.rs` reads them into the device).
+        // (`scenario/freebsd/assemble.rs` reads them into the device).
         PartKindName::Function
         | PartKindName::Pit
         | PartKindName::Rtc

@@ -1,4 +1,4 @@
-//! Seed 004: a 1998 PC (AMD K6/233, Intel 430TX + PIIX4) running FreeBSD-current of July 1998,
+//! FreeBSD's model (a kernel file with `family = "freebsd"`), built for seed 004: a 1998 PC (AMD K6/233, Intel 430TX + PIIX4) running FreeBSD-current of July 1998,
 //! timestamping a GPS pulse-per-second on the parallel port's interrupt (IRQ 7) against a
 //! 90.112 MHz counter on a PCI card that also latches the pulse itself.
 //!
