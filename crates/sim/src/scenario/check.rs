@@ -3,9 +3,7 @@
 //! (or the flag) it came from and how to fix it.
 
 use super::error::ScenarioError;
-use super::files::PlatformFile;
 use super::files::{DriverName, IchSection, Interrupts, IntervalFrom};
-use super::read::{Configured, NamesParts};
 use super::Scenario;
 use crate::hw::ioapic::IOAPIC_BASE;
 use crate::hw::msi::MsiMessage;
@@ -1146,11 +1144,7 @@ pub(super) fn pirq_letter(i: usize) -> char {
     (b'A' + i as u8) as char
 }
 
-impl<F, K> Configured<F, PlatformFile, K>
-where
-    F: NamesParts + super::read::Document,
-    K: super::read::Document,
-{
+impl Scenario {
     /// The platform's clock and core in the ranges the model accepts: one set of limits for
     /// every scenario, whichever kernel it runs. Beyond them the picosecond clock would
     /// overflow or round a cycle to nothing, and the model would mean nothing: a core from

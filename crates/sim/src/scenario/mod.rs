@@ -23,7 +23,7 @@ pub mod read;
 pub(crate) use assemble::{cold_code, cpu_timing};
 pub use error::{Origin, ScenarioError};
 pub use files::*;
-pub use read::{parse_file, Configured, NamesParts};
+pub use read::{parse_file, Scenario};
 
 use crate::kernel::Delivery;
 use crate::machine::{Counters, Machine};
@@ -32,9 +32,6 @@ use crate::result::{Count, Measured, RunResult};
 use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 use std::path::Path;
-
-/// The loaded, overridden and checked configuration of one scenario of the PCIe-era model.
-pub type Scenario = Configured<ScenarioFile, PlatformFile, KernelFile>;
 
 impl Scenario {
     /// The scenario's PCIe functions, in file order: under Linux every device is one
@@ -45,18 +42,6 @@ impl Scenario {
             .iter()
             .filter_map(files::Device::pcie)
             .collect()
-    }
-}
-
-impl NamesParts for ScenarioFile {
-    fn platform_name(&self) -> &str {
-        &self.platform
-    }
-    fn kernel_name(&self) -> &str {
-        &self.kernel
-    }
-    fn presets(&self) -> &[String] {
-        &self.set
     }
 }
 

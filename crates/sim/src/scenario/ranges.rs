@@ -102,12 +102,7 @@ pub struct Declared {
     pub integer: bool,
 }
 
-impl<F, P, K> super::Configured<F, P, K>
-where
-    F: super::NamesParts + super::read::Document,
-    P: super::read::Document,
-    K: super::read::Document,
-{
+impl super::Scenario {
     /// The ranges the three files declare beside their estimates, keyed as `--set` keys them;
     /// the files' own values, not the overridden ones, are the nominal.
     pub fn ranges(&self) -> Result<Vec<Declared>, ScenarioError> {

@@ -3,6 +3,7 @@
 //! so that any value can be traced to its file, line and column, or to the flag that set it.
 
 use super::error::{Origin, ScenarioError};
+use super::{KernelFile, PlatformFile, ScenarioFile};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -85,16 +86,16 @@ pub(crate) fn locate(text: &str, key: &str) -> Option<(usize, usize)> {
 
 /// A scenario file with the platform and kernel files it names: parsed, with the `--set`
 /// overrides applied, and with their texts kept so that an error can point at the line (or the
-/// flag) a value came from. Every scenario is one of these ([`super::Scenario`]); its kernel
-/// family's model checks it (`Scenario::check`).
+/// flag) a value came from: the loaded, overridden and checked configuration of one scenario,
+/// whichever kernel family runs it (its family's model checks it: `Scenario::check`).
 #[derive(Clone, Debug)]
-pub struct Configured<F, P, K> {
+pub struct Scenario {
     pub path: PathBuf,
-    pub file: F,
+    pub file: ScenarioFile,
     pub platform_path: PathBuf,
-    pub platform: P,
+    pub platform: PlatformFile,
     pub kernel_path: PathBuf,
-    pub kernel: K,
+    pub kernel: KernelFile,
     texts: [String; 3],
     overrides: Vec<String>,
 }
@@ -107,49 +108,35 @@ pub trait Document: Sized + Serialize + for<'de> Deserialize<'de> {
     }
 }
 
-impl Document for super::PlatformFile {}
+impl Document for PlatformFile {}
 
-impl Document for super::KernelFile {
+impl Document for KernelFile {
     fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
-        super::KernelFile::parse(path, text)
+        KernelFile::parse(path, text)
     }
 }
 
-impl Document for super::ScenarioFile {
+impl Document for ScenarioFile {
     fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
-        super::ScenarioFile::parse(path, text)
+        ScenarioFile::parse(path, text)
     }
 }
 
-/// A scenario file's names for the other two documents of a run.
-pub trait NamesParts {
-    fn platform_name(&self) -> &str;
-    fn kernel_name(&self) -> &str;
-    /// Settings the file itself makes in the other two, as `--set` flags, applied before the
-    /// command line's.
-    fn presets(&self) -> &[String] {
-        &[]
-    }
-}
-
-impl<F, P, K> Configured<F, P, K>
-where
-    F: NamesParts + Document,
-    P: Document,
-    K: Document,
-{
+impl Scenario {
     /// Read `path` and the files it names, and apply `overrides` (`key=value` strings). The
     /// model's own checks come after.
     pub(crate) fn read_all(path: &Path, overrides: &[String]) -> Result<Self, ScenarioError> {
         let path = path.to_owned();
         let text = read(&path, None)?;
-        let file = F::parse(&path, &text)?;
+        let file = ScenarioFile::parse(&path, &text)?;
         let (platform_path, ptext, platform) =
-            load_named(&path, &text, "platform", file.platform_name())?;
-        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", file.kernel_name())?;
-        let overrides: Vec<String> = file.presets().iter().chain(overrides).cloned().collect();
+            load_named(&path, &text, "platform", &file.platform)?;
+        let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", &file.kernel)?;
+        // The settings the file itself makes in the other two (`set`), as `--set` flags,
+        // applied before the command line's.
+        let overrides: Vec<String> = file.set.iter().chain(overrides).cloned().collect();
         let overrides = &overrides[..];
-        let mut s = Configured {
+        let mut s = Scenario {
             path,
             file,
             platform_path,
