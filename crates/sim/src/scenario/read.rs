@@ -100,7 +100,7 @@ pub struct Scenario {
     overrides: Vec<String>,
 }
 
-/// A document of a run (a scenario, platform or kernel file), read from its text with every
+/// A document a scenario names (its platform or kernel file), read from its text with every
 /// error at its line and column.
 pub trait Document: Sized + Serialize + for<'de> Deserialize<'de> {
     fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
@@ -113,12 +113,6 @@ impl Document for PlatformFile {}
 impl Document for KernelFile {
     fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
         KernelFile::parse(path, text)
-    }
-}
-
-impl Document for ScenarioFile {
-    fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
-        ScenarioFile::parse(path, text)
     }
 }
 
