@@ -170,11 +170,11 @@ fn a_shared_line_runs_every_handler_and_each_reads_its_own_device() {
         let mut m = s.build(7, n, 0).unwrap();
         let c = m.run();
         assert_eq!(
-            m.devices[1].reads_answered,
-            c.mmio_reads - m.devices[0].reads_answered
+            m.devices[1].card().unwrap().reads_answered,
+            c.mmio_reads - m.devices[0].card().unwrap().reads_answered
         );
         assert!(
-            m.devices[1].reads_answered >= n,
+            m.devices[1].card().unwrap().reads_answered >= n,
             "{d}: the sharer is asked every time"
         );
         let shared = m.probe.tasklet.mean_ns().unwrap();
@@ -191,7 +191,7 @@ fn a_shared_line_runs_every_handler_and_each_reads_its_own_device() {
     let s = Scenario::load(&path, &["delivery=msi".into()]).unwrap();
     let mut m = s.build(7, n, 0).unwrap();
     m.run();
-    assert_eq!(m.devices[1].reads_answered, 0);
+    assert_eq!(m.devices[1].card().unwrap().reads_answered, 0);
 }
 
 #[test]

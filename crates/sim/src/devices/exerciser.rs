@@ -9,8 +9,6 @@
 use crate::engine::{SimDuration, SimTime, Stream};
 use crate::hw::msi::MsiCapability;
 use crate::hw::pcie::{Bdf, IntxPin, MsgCode, Tlp, TlpKind};
-use irqlab_stats::series::SampleSeries;
-use irqlab_stats::LatencyHistogram;
 use rand::Rng;
 
 /// How the exerciser spaces its interrupts.
@@ -96,6 +94,24 @@ pub enum Reaction {
     TriggerAfter(SimDuration),
 }
 
+/// What the card does with a TLP that reaches it, and what its round-trip counter counted if
+/// the TLP stopped it (ns: its counts times its nominal period; the probe keeps it,
+/// `probes/round_trip.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Received {
+    pub reaction: Reaction,
+    pub round_trip_ns: Option<u64>,
+}
+
+impl From<Reaction> for Received {
+    fn from(reaction: Reaction) -> Self {
+        Received {
+            reaction,
+            round_trip_ns: None,
+        }
+    }
+}
+
 pub struct Exerciser {
     pub cfg: ExerciserConfig,
     pub status: u32,
@@ -111,13 +127,8 @@ pub struct Exerciser {
     pub held_triggers: u64,
     /// Register reads the card answered (its driver's "is it mine?" checks among them).
     pub reads_answered: u64,
-    /// The round-trip counter's start (running), and the times it measured.
+    /// The round-trip counter's start, while it runs.
     counter_start: Option<SimTime>,
-    pub round_trips: LatencyHistogram,
-    /// The round trips in order (bounded), when asked for.
-    pub series: Option<SampleSeries>,
-    /// Round trips still to discard (the run's warm-up).
-    pub warmup: u64,
     /// DMA requests sent.
     pub dma_requests: u64,
     /// A network controller's receive side behind this PCIe function (`nic.rs`): its registers
@@ -143,9 +154,6 @@ impl Exerciser {
             held_triggers: 0,
             reads_answered: 0,
             counter_start: None,
-            round_trips: LatencyHistogram::new(),
-            series: None,
-            warmup: 0,
             dma_requests: 0,
             nic: None,
             nic_timer: (None, 0),
@@ -352,18 +360,18 @@ impl Exerciser {
     }
 
     /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
-    pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Reaction {
+    pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Received {
         if self.nic.is_some() {
             if let Some(off) = self.in_reg_bar(tlp.addr) {
                 let at = now + self.cfg.core_rx;
                 match tlp.kind {
                     TlpKind::MemRead => {
                         let value = self.nic_access(at, off, None).unwrap_or(0);
-                        return self.answer(tlp, value);
+                        return self.answer(tlp, value).into();
                     }
                     TlpKind::MemWrite => {
                         self.nic_access(at, off, Some(tlp.data));
-                        return Reaction::None;
+                        return Reaction::None.into();
                     }
                     _ => {}
                 }
@@ -375,44 +383,41 @@ impl Exerciser {
                     Some(off) if off == self.cfg.status_offset => self.status,
                     _ => 0,
                 };
-                self.answer(tlp, value)
+                self.answer(tlp, value).into()
             }
             TlpKind::MemWrite => match self.in_reg_bar(tlp.addr) {
                 Some(off) if off == self.cfg.clear_offset => {
                     self.status &= !tlp.data;
-                    Reaction::CheckDeassert(self.cfg.core_rx + self.cfg.deassert_delay)
+                    Reaction::CheckDeassert(self.cfg.core_rx + self.cfg.deassert_delay).into()
                 }
                 _ if Some(tlp.addr) == self.cfg.serviced_addr => {
                     self.in_service = false;
                     let arrived = now + self.cfg.core_rx;
+                    let mut round_trip_ns = None;
                     if let (Some(rt), Some(start)) = (&self.cfg.round_trip, self.counter_start) {
                         // The register stops the counter: it has counted every edge in
                         // (start, stop].
                         let stop = arrived + rt.register_access;
                         let ticks = stop.since(start).as_ps() / rt.period.as_ps();
-                        let ns = (ticks * rt.nominal_period.as_ps()).div_ceil(1000);
-                        if self.warmup > 0 {
-                            self.warmup -= 1;
-                        } else {
-                            self.round_trips.record(ns);
-                            if let Some(s) = &mut self.series {
-                                s.record(ns);
-                            }
-                        }
+                        round_trip_ns = Some((ticks * rt.nominal_period.as_ps()).div_ceil(1000));
                         self.counter_start = None;
                     }
-                    if self.cfg.interval_from_service {
+                    let reaction = if self.cfg.interval_from_service {
                         let gap = self.cfg.core_rx + self.next_gap();
                         Reaction::TriggerAfter(gap)
                     } else if std::mem::take(&mut self.held_trigger) {
                         Reaction::Trigger
                     } else {
                         Reaction::None
+                    };
+                    Received {
+                        reaction,
+                        round_trip_ns,
                     }
                 }
-                _ => Reaction::None, // the signature region just takes the write
+                _ => Reaction::None.into(), // the signature region just takes the write
             },
-            _ => Reaction::None,
+            _ => Reaction::None.into(),
         }
     }
 

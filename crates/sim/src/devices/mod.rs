@@ -9,10 +9,13 @@
 //!   receiver's pulse-per-second on its nACK pin (`gps.rs`), the counter card that timestamps
 //!   (`counter_card.rs`), and cards that interrupt at a rate (`irq_source.rs`).
 //!
-//! Every device has the same interface to the machine: it answers an access that reaches it
-//! (`receive` for the endpoints, [`Board::access`] for board devices) and reacts to its own
-//! timers; what it asks of the machine (a TLP, a level on its line, its next timer) comes back as
-//! a value. What is measured is the probes' business (`probes/`), not the devices'.
+//! The machine holds them in one list ([`Device`]), in the fabric's order of ends, and their
+//! timers come back to them through one event ([`Timer`]). Every device has the same shape of
+//! interface to the machine: it answers an access that reaches it (`receive` for the endpoints,
+//! [`Board::access`] for board devices) and reacts to its own timers; what it asks of the
+//! machine (a TLP, a level on its line, its next timer) and what an instrument in it counted
+//! (seed 002's round-trip counter) come back as values. What is kept of a measurement is the
+//! probes' business (`probes/`), not the devices'.
 
 pub mod counter_card;
 pub mod exerciser;
@@ -62,6 +65,87 @@ pub struct Answer {
     pub data: u32,
     pub delay: SimDuration,
     pub effects: Effects,
+}
+
+/// A device of the machine, at its end of the fabric: the machine holds one list of them, in
+/// the fabric's order of ends (the PCIe endpoints, then the board's devices), and names each by
+/// its index there.
+pub enum Device {
+    /// A PCIe endpoint: the exerciser card in its configurations (`exerciser.rs`), with the
+    /// network controller behind its function if it has one.
+    Card(exerciser::Exerciser),
+    /// A device of the board or of its ISA/PCI slots.
+    Board(Board),
+}
+
+impl Device {
+    /// Does it answer memory address `addr`?
+    pub fn claims_mem(&self, addr: u64) -> bool {
+        match self {
+            Device::Card(c) => c.claims(addr),
+            Device::Board(b) => b.claims_mem(addr),
+        }
+    }
+
+    /// Does it answer port `port`? (A PCIe endpoint of these models has no I/O BAR.)
+    pub fn claims_port(&self, port: u16) -> bool {
+        match self {
+            Device::Card(_) => false,
+            Device::Board(b) => b.claims_port(port),
+        }
+    }
+
+    /// The PCIe endpoint, if it is one.
+    pub fn card(&self) -> Option<&exerciser::Exerciser> {
+        match self {
+            Device::Card(c) => Some(c),
+            Device::Board(_) => None,
+        }
+    }
+
+    /// The PCIe endpoint, if it is one.
+    pub fn card_mut(&mut self) -> Option<&mut exerciser::Exerciser> {
+        match self {
+            Device::Card(c) => Some(c),
+            Device::Board(_) => None,
+        }
+    }
+
+    /// The board device, if it is one.
+    pub fn board(&self) -> Option<&Board> {
+        match self {
+            Device::Board(b) => Some(b),
+            Device::Card(_) => None,
+        }
+    }
+
+    /// The board device, if it is one.
+    pub fn board_mut(&mut self) -> Option<&mut Board> {
+        match self {
+            Device::Board(b) => Some(b),
+            Device::Card(_) => None,
+        }
+    }
+}
+
+/// A device's timer, as the machine's one device event carries it (with the device's index).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Timer {
+    /// A card's interrupt generator fires.
+    Generate,
+    /// A card's DMA stream (0 writes, 1 reads) issues its next request.
+    Dma(u8),
+    /// A card re-checks its INTx line after a clear write.
+    CheckDeassert,
+    /// A card raises an interrupt it held back for its previous one's service (a reaction to a
+    /// delivery made while a core ran ahead: the run's sample count, which every device reads,
+    /// must change in time order).
+    Trigger,
+    /// A card's network controller may assert its interrupt; the event's generation says
+    /// whether the controller's timer is still the one it was set for.
+    Nic,
+    /// A board device's own timer (`Board::timer`'s `which`).
+    Own(u8),
 }
 
 /// A device on the board or in an ISA/PCI slot.

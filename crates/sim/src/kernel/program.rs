@@ -305,6 +305,12 @@ pub enum Op {
     /// [`Step::RtPeriod`]).
     SchedTick,
     RtPeriod,
+    /// A measuring program's sample (cyclictest thread `thread`'s latency, ns), for the
+    /// machine's probe.
+    Sample {
+        thread: u8,
+        ns: u64,
+    },
     /// Take the next written-back receive descriptor of machine device `k`, if there is one
     /// (the value: 1 or 0).
     RxNext(u8),
@@ -767,7 +773,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             Step::SchedTick => break Op::SchedTick,
             Step::RtPeriod => break Op::RtPeriod,
             Step::CyclicSample(thread) => {
-                cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
+                let ns = cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
+                break Op::Sample { thread, ns };
             }
             Step::WakeIrqThread(d) => {
                 vars[usize::from(irq_thread_pending[usize::from(d)].0)] |= 1;

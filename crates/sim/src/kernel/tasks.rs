@@ -15,9 +15,9 @@ use super::costs::SchedCosts;
 use super::hrtimer::{TimerId, TimerStep};
 use super::program::{Builder, Entry, Step};
 use crate::engine::{SimDuration, SimTime};
-use irqlab_stats::LatencyHistogram;
 
-/// One cyclictest thread's state: its user-space variables and its statistics.
+/// One cyclictest thread's state: its user-space variables. What it measures goes to the
+/// machine's probe (`probes/cyclictest.rs`), which keeps its statistics.
 #[derive(Clone, Debug)]
 pub struct CyclicThread {
     pub task: TaskId,
@@ -29,11 +29,6 @@ pub struct CyclicThread {
     pub next: SimTime,
     /// Loops completed (samples taken, warm-up included).
     pub loops: u64,
-    /// Loops run before any is recorded.
-    pub warmup: u64,
-    /// Latencies, `now - next` in ns: cyclictest's own arithmetic (it truncates to whole
-    /// microseconds when it prints).
-    pub latency: LatencyHistogram,
 }
 
 impl CyclicThread {
@@ -44,19 +39,17 @@ impl CyclicThread {
             interval,
             next: first,
             loops: 0,
-            warmup: 0,
-            latency: LatencyHistogram::new(),
         }
     }
 
-    /// `clock_gettime` returned `now`: record the latency and move `next` on by one interval.
-    pub fn sample(&mut self, now: SimTime) {
-        if self.loops >= self.warmup {
-            self.latency
-                .record(now.since_or_zero(self.next).as_ps() / 1000);
-        }
+    /// `clock_gettime` returned `now`: the latency, `now - next` in ns (cyclictest's own
+    /// arithmetic; it truncates to whole microseconds when it prints); `next` moves on by one
+    /// interval.
+    pub fn sample(&mut self, now: SimTime) -> u64 {
+        let ns = now.since_or_zero(self.next).as_ps() / 1000;
         self.loops += 1;
         self.next += self.interval;
+        ns
     }
 }
 
@@ -117,16 +110,13 @@ mod tests {
     fn a_sample_is_now_minus_next_and_next_moves_on_by_one_interval_whatever_the_lag() {
         let us = |n: u64| SimDuration::from_ns(n * 1000);
         let mut t = CyclicThread::new(0, 0, us(500), SimTime::ZERO + us(500));
-        t.sample(SimTime::ZERO + us(505));
+        assert_eq!(t.sample(SimTime::ZERO + us(505)), 5_000);
         assert_eq!(t.next, SimTime::ZERO + us(1000));
         // Starved for 2 ms: the lag is counted from the time asked, and `next` does not catch
         // up (2009's cyclictest), so the following loops report what is left of the lag.
-        t.sample(SimTime::ZERO + us(3000));
-        t.sample(SimTime::ZERO + us(3001));
+        assert_eq!(t.sample(SimTime::ZERO + us(3000)), 2_000_000);
+        assert_eq!(t.sample(SimTime::ZERO + us(3001)), 1_501_000);
         assert_eq!(t.next, SimTime::ZERO + us(2000));
-        assert_eq!(t.latency.min_ns(), Some(5_000));
-        assert_eq!(t.latency.max_ns(), Some(2_000_000));
-        assert_eq!(t.latency.count(), 3);
         assert_eq!(t.loops, 3);
     }
 }

@@ -519,6 +519,7 @@ impl Machine {
                         }
                     }
                     Op::Wake(t) => self.sched.wake(t),
+                    Op::Sample { thread, ns } => self.cyclictest.record(thread, ns),
                     Op::WakeSoftirq(nr) => {
                         // -rt's `wakeup_softirqd`: wake the softirq's thread (2.6.29.4-rt17's
                         // kernel/softirq.c; its "same-prio hardirq thread" branch of
@@ -557,7 +558,7 @@ impl Machine {
                             core.ctx.parked.push((core.ctx.stack.len(), op));
                             break Next::Resume;
                         }
-                        let nic = self.devices[usize::from(k)]
+                        let nic = super::card_mut(&mut self.devices, k)
                             .nic
                             .as_mut()
                             .expect("a network driver's device has a controller");
@@ -642,10 +643,8 @@ impl Machine {
 
     /// Where the MCH sends a CPU memory access.
     pub(super) fn decode(&self, addr: u64) -> Endpoint {
-        if let Some(k) = self.devices.iter().position(|d| d.claims(addr)) {
+        if let Some(k) = self.devices.iter().position(|d| d.claims_mem(addr)) {
             Endpoint::Device(k as u8)
-        } else if let Some(j) = self.board.iter().position(|b| b.claims_mem(addr)) {
-            Endpoint::Device((self.devices.len() + j) as u8)
         } else if self.fabric.hub_window(addr).is_some() {
             Endpoint::Ich
         } else {

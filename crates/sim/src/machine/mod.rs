@@ -5,47 +5,43 @@
 //! One file per part of the machine: `core.rs` (a CPU core running kernel programs, its Local APIC
 //! bus unit), `packets.rs` (transactions crossing the fabric and reaching their endpoints),
 //! `hub.rs` (the I/O hub: port I/O, the 8259 pair, the IO-APIC), `fabric.rs` (the platform's
-//! links with their state and the routes between the machine's ends, from the topology). This
-//! file holds the machine,
-//! its events, the devices' generators and the run loop.
+//! links with their state and the routes between the machine's ends, from the topology),
+//! `devices.rs` (the one list of devices, their timers and what they ask of the machine). This
+//! file holds the machine, its events, its builder and the run loop.
 
 use crate::devices::exerciser::Exerciser;
+use crate::devices::{Device, Timer};
 use crate::engine::{EventQueue, SimDuration, SimTime};
 use crate::hw::ich::Ich;
 use crate::hw::msi::MsiMessage;
-use crate::hw::pcie::{Bdf, TlpKind};
+use crate::hw::pcie::Bdf;
 use crate::kernel::program::Frame;
 use crate::kernel::sched::{Scheduler, TaskContext};
 use crate::kernel::Kernel;
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
-use fabric::{Endpoint, Fabric};
+use crate::probes::cyclictest::CyclictestProbe;
+use crate::probes::round_trip::RoundTripProbe;
+use fabric::Fabric;
 
-pub mod board;
 mod core;
+pub mod devices;
 pub mod fabric;
 mod hub;
 mod packets;
 
-pub use self::board::Phase;
 use self::core::CpuState;
 pub use self::core::{ColdCode, Core, Frequency};
+pub use self::devices::Phase;
 use self::packets::Packet;
 
 /// Events. Small and `Copy`: packets live in a slab and are named by index.
 #[derive(Copy, Clone, Debug)]
 enum Ev {
-    /// Device k's interrupt generator fires.
-    Generate(u8),
-    /// Device k's DMA stream s (0 writes, 1 reads) issues its next request.
-    Dma(u8, u8),
+    /// Device k's timer t fires (of generation g, where the device reprograms it: a network
+    /// controller's; 0 for the others).
+    Device(u8, Timer, u32),
     /// Packet p reaches its next hop (or, past the last, its destination).
     Hop(u32),
-    /// Device k re-checks its INTx line after a clear write.
-    CheckDeassert(u8),
-    /// Device k raises an interrupt it held back for its previous one's service (a reaction to
-    /// a delivery made while the core ran ahead: the run's sample count, which every device
-    /// reads, must change in time order).
-    Trigger(u8),
     /// The ICH has finished servicing request packet p.
     IchDone(u32),
     /// The IO-APIC's interrupt write is ready to leave the hub.
@@ -60,8 +56,6 @@ enum Ev {
     BusyDone(u8, u32),
     /// Core c's workload has its next busy stretch.
     WorkArrives(u8),
-    /// Board device j's timer w fires.
-    Board(u8, u8),
     /// The workload's phase i begins.
     Phase(u8),
     /// Core c's clock moves (`[cpu.frequency]`).
@@ -69,9 +63,10 @@ enum Ev {
     /// Core c's one-shot Local APIC timer (programmed for its earliest hrtimer, programming g)
     /// fires.
     LapicTimer(u8, u32),
-    /// Device k's network controller may assert its interrupt (its timer's generation g).
-    Nic(u8, u32),
 }
+
+// An event is 8 bytes, so that the queue's entries (time, sequence number, event) are 24.
+const _: () = assert!(std::mem::size_of::<Ev>() <= 8);
 
 /// Counters a run reports besides the latencies.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -123,9 +118,9 @@ pub struct Machine {
     /// The tasks and the core's run queue. Seeds 000 and 002 run the idle task alone, whose
     /// context is loaded in the core from the start.
     pub sched: Scheduler,
-    pub devices: Vec<Exerciser>,
-    /// Devices of the board and its ISA/PCI slots (ends after the PCIe devices).
-    pub board: Vec<crate::devices::Board>,
+    /// The devices, in the fabric's order of ends (`Endpoint::Device(k)` is `devices[k]`): the
+    /// PCIe endpoints, then the board's devices.
+    pub devices: Vec<Device>,
     /// The workload's phases, by sample number, and the current one.
     pub phases: Vec<Phase>,
     phase: usize,
@@ -136,6 +131,10 @@ pub struct Machine {
     free: Vec<u32>,
     pub analyzer: Analyzer,
     pub probe: LatencyProbe,
+    /// The measured card's round trips, as its counter counted them (seed 002).
+    pub round_trip: RoundTripProbe,
+    /// cyclictest's latencies, as its threads measured them (seed 003).
+    pub cyclictest: CyclictestProbe,
     /// The link the analyzer sits on (the probed device's; `u8::MAX`: none).
     pub analyzed_link: u8,
     /// The router input each device's INTx arrives on (its pin swizzled by the bridges on its
@@ -233,7 +232,7 @@ impl Counters {
 pub(super) fn has_samples(
     observer: &Option<Box<dyn crate::probes::Observer>>,
     kernel: &Kernel,
-    devices: &[Exerciser],
+    devices: &[Device],
     probed: u8,
     target: u64,
     ended: Option<bool>,
@@ -244,7 +243,26 @@ pub(super) fn has_samples(
     match (observer, kernel.cyclic.first()) {
         (Some(o), _) => o.done(),
         (None, Some(t)) => t.loops >= target,
-        (None, None) => devices[usize::from(probed)].generated >= target,
+        (None, None) => card(devices, probed).generated >= target,
+    }
+}
+
+/// PCIe device k of the machine's devices (the measured device, a network controller's
+/// function: the caller knows it is one).
+#[inline]
+pub(super) fn card(devices: &[Device], k: u8) -> &Exerciser {
+    match &devices[usize::from(k)] {
+        Device::Card(c) => c,
+        Device::Board(_) => unreachable!("device {k} is on the board, not a PCIe endpoint"),
+    }
+}
+
+/// PCIe device k of the machine's devices, to change.
+#[inline]
+pub(super) fn card_mut(devices: &mut [Device], k: u8) -> &mut Exerciser {
+    match &mut devices[usize::from(k)] {
+        Device::Card(c) => c,
+        Device::Board(_) => unreachable!("device {k} is on the board, not a PCIe endpoint"),
     }
 }
 
@@ -269,6 +287,8 @@ pub struct MachineBuilder {
     smi: Option<Smi>,
     analyzer: Analyzer,
     probe: LatencyProbe,
+    round_trip: RoundTripProbe,
+    cyclictest: CyclictestProbe,
     observer: Option<Box<dyn crate::probes::Observer>>,
     root_requester: Bdf,
     target_samples: u64,
@@ -292,6 +312,8 @@ impl MachineBuilder {
             smi: None,
             analyzer: Analyzer::new(0),
             probe: LatencyProbe::new(0, None),
+            round_trip: RoundTripProbe::default(),
+            cyclictest: CyclictestProbe::default(),
             observer: None,
             root_requester,
             target_samples: 0,
@@ -314,7 +336,8 @@ impl MachineBuilder {
         self
     }
 
-    /// The board's devices (on the fabric after the PCIe devices) and the workload's phases.
+    /// The board's devices (on the fabric after the PCIe devices: board device j is the
+    /// machine's device `cards + j`) and the workload's phases.
     pub fn board(mut self, board: Vec<crate::devices::Board>, phases: Vec<Phase>) -> Self {
         self.board = board;
         self.phases = phases;
@@ -331,6 +354,18 @@ impl MachineBuilder {
     pub fn analyzer(mut self, analyzer: Analyzer, probe: LatencyProbe) -> Self {
         self.analyzer = analyzer;
         self.probe = probe;
+        self
+    }
+
+    /// The probe that keeps what the measured card's round-trip counter counts.
+    pub fn round_trip(mut self, probe: RoundTripProbe) -> Self {
+        self.round_trip = probe;
+        self
+    }
+
+    /// The probe that keeps what cyclictest's threads measure, if the kernel runs it.
+    pub fn cyclictest(mut self, probe: CyclictestProbe) -> Self {
+        self.cyclictest = probe;
         self
     }
 
@@ -388,8 +423,9 @@ impl MachineBuilder {
             tag_core: [0; 32],
             apic_core,
             kernel,
-            devices: self.devices,
-            board: self.board,
+            devices: (self.devices.into_iter().map(Device::Card))
+                .chain(self.board.into_iter().map(Device::Board))
+                .collect(),
             phases: self.phases,
             phase: 0,
             observer: self.observer,
@@ -397,6 +433,8 @@ impl MachineBuilder {
             free: Vec::new(),
             analyzer: self.analyzer,
             probe: self.probe,
+            round_trip: self.round_trip,
+            cyclictest: self.cyclictest,
             analyzed_link,
             intx_lines: self.intx_lines,
             probed_device: 0,
@@ -462,23 +500,7 @@ impl Machine {
                 self.q.schedule_in(hold, Ev::Frequency(c as u8));
             }
         }
-        self.start_board();
-        for k in 0..self.devices.len() {
-            if self.devices[k].nic.is_some() {
-                self.nic_changed(k as u8, SimTime::ZERO);
-            }
-            if self.devices[k].cfg.generates {
-                let gap = self.devices[k].first_gap();
-                self.q.schedule_in(gap, Ev::Generate(k as u8));
-            }
-            for stream in 0..2u8 {
-                let d = &self.devices[k].cfg;
-                if [&d.dma_writes, &d.dma_reads][usize::from(stream)].is_some() {
-                    let gap = self.devices[k].next_dma_gap(stream);
-                    self.q.schedule_in(gap, Ev::Dma(k as u8, stream));
-                }
-            }
-        }
+        self.start_devices();
         let mut truncated = false;
         while let Some((_, ev)) = self.q.pop() {
             self.events += 1;
@@ -487,14 +509,8 @@ impl Machine {
                 break;
             }
             match ev {
-                Ev::Generate(k) => self.on_generate(k),
-                Ev::Dma(k, stream) => self.on_dma(k, stream),
+                Ev::Device(k, t, g) => self.on_device_timer(k, t, g),
                 Ev::Hop(p) => self.on_hop(p),
-                Ev::CheckDeassert(k) => {
-                    if let Some(tlp) = self.devices[usize::from(k)].check_deassert() {
-                        self.send(Endpoint::Device(k), Endpoint::Ich, tlp, SimDuration::ZERO);
-                    }
-                }
                 Ev::IchDone(p) => self.on_ich_done(p),
                 Ev::IoApicSend(m) => self.send_interrupt_write(m),
                 Ev::CpuResume(c) => {
@@ -503,22 +519,15 @@ impl Machine {
                     self.cpu_run(c);
                 }
                 Ev::Tick(c) => self.on_tick(usize::from(c)),
-                Ev::Trigger(k) => {
-                    if self.wants_more() {
-                        self.raise(k);
-                    }
-                }
                 Ev::Smi => self.on_smi(),
                 Ev::BusyDone(c, g) => self.busy_done(usize::from(c), g),
                 Ev::WorkArrives(c) => self.work_arrives(usize::from(c)),
-                Ev::Board(j, w) => self.on_board_timer(j, w),
                 Ev::Phase(i) => self.set_phase(usize::from(i)),
                 Ev::Frequency(c) => self.on_frequency(usize::from(c)),
                 Ev::LapicTimer(c, g) => self.on_lapic_timer(usize::from(c), g),
-                Ev::Nic(k, g) => self.on_nic(k, g),
             }
             if let Some(o) = &mut self.observer {
-                o.observe(&self.kernel, &self.board);
+                o.observe(&self.kernel, &self.devices);
                 if o.done() {
                     break;
                 }
@@ -526,12 +535,12 @@ impl Machine {
         }
         // The controllers' counts run to the end: frames that arrived after their last access.
         let end = self.q.now().max(self.last_inline);
-        for d in &mut self.devices {
+        for d in self.devices.iter_mut().filter_map(Device::card_mut) {
             if let Some(n) = &mut d.nic {
                 n.advance(end);
             }
         }
-        let probed = self.devices.get(usize::from(self.probed_device));
+        let probed = (self.devices.get(usize::from(self.probed_device))).and_then(Device::card);
         Counters {
             interrupts_generated: probed.map_or(0, |d| d.generated),
             spurious_interrupts: self.kernel.var(crate::kernel::SPURIOUS_8259),
@@ -552,7 +561,9 @@ impl Machine {
                 .filter_map(|c| c.work.as_ref().map(|w| w.sections))
                 .sum(),
             link_replays: self.fabric.replays(),
-            dma_requests: self.devices.iter().map(|d| d.dma_requests).sum(),
+            dma_requests: (self.devices.iter().filter_map(Device::card))
+                .map(|d| d.dma_requests)
+                .sum(),
             idle_entries: self.idle_entries(),
             interrupts_per_cpu: self.cores.iter().map(|c| c.interrupts).collect(),
             events: self.events,
@@ -575,46 +586,6 @@ impl Machine {
         )
     }
 
-    /// After an access to device k's network controller (or its timer) at `at`: a line the
-    /// controller no longer asserts is deasserted, and the event for its next interrupt is
-    /// moved to when that is due.
-    pub(super) fn nic_changed(&mut self, k: u8, at: SimTime) {
-        let d = &mut self.devices[usize::from(k)];
-        let Some(nic) = &d.nic else { return };
-        let next = nic.next_interrupt();
-        if let Some(tlp) = d.nic_deassert() {
-            let delay = d.cfg.deassert_delay;
-            self.send_at(Endpoint::Device(k), Endpoint::Ich, tlp, at + delay, true);
-        }
-        let d = &mut self.devices[usize::from(k)];
-        if next != d.nic_timer.0 {
-            d.nic_timer = (next, d.nic_timer.1.wrapping_add(1));
-            if let Some(t) = next {
-                let g = d.nic_timer.1;
-                self.q.schedule_at(t.max(self.q.now()), Ev::Nic(k, g));
-            }
-        }
-    }
-
-    /// Device k's network controller: its next interrupt may be due.
-    pub(super) fn on_nic(&mut self, k: u8, gen: u32) {
-        let now = self.q.now();
-        if self.devices[usize::from(k)].nic_timer.1 != gen || !self.wants_more() {
-            return;
-        }
-        let d = &mut self.devices[usize::from(k)];
-        d.nic_timer.0 = None;
-        let nic = d.nic.as_mut().expect("a controller's event");
-        if nic.assert_due(now) {
-            if let Some(tlp) = d.signal() {
-                let delay = d.cfg.core_tx;
-                let dest = self.interrupt_dest(&tlp);
-                self.send_at(Endpoint::Device(k), dest, tlp, now + delay, true);
-            }
-        }
-        self.nic_changed(k, now);
-    }
-
     /// Core c's one-shot Local APIC timer fires, unless it was programmed again since (a stale
     /// event) or the run has its samples (the timers stop, so the run can drain).
     pub(super) fn on_lapic_timer(&mut self, c: usize, gen: u32) {
@@ -629,31 +600,6 @@ impl Machine {
         let vector = t.vector;
         self.cores[c].lapic.accept(vector, false);
         self.poke_cpu(c);
-    }
-
-    pub(super) fn on_generate(&mut self, k: u8) {
-        if self.wants_more() {
-            self.raise(k);
-            // A card that counts its interval from the service write schedules its next
-            // interrupt when that write arrives.
-            if !self.devices[usize::from(k)].cfg.interval_from_service {
-                let gap = self.devices[usize::from(k)].next_gap();
-                self.q.schedule_in(gap, Ev::Generate(k));
-            }
-        }
-    }
-
-    /// A DMA request leaves the card (after its PCIe core's pipeline), and the next is planned.
-    pub(super) fn on_dma(&mut self, k: u8, stream: u8) {
-        if !self.wants_more() {
-            return;
-        }
-        let dev = &mut self.devices[usize::from(k)];
-        let tlp = dev.dma_request(stream);
-        let delay = dev.cfg.core_tx;
-        let gap = dev.next_dma_gap(stream);
-        self.send(Endpoint::Device(k), Endpoint::Memory, tlp, delay);
-        self.q.schedule_in(gap, Ev::Dma(k, stream));
     }
 
     /// The Local APIC timer's periodic interrupt. It stops with the generators, so the run can
@@ -737,38 +683,6 @@ impl Machine {
             add_by_index(&mut out, &core, |e, n| e.1 += n.1);
         }
         out
-    }
-
-    pub(super) fn raise(&mut self, k: u8) {
-        self.raise_at(k, self.q.now(), true);
-    }
-
-    /// Device k raises an interrupt at `at` (now, or later while the core runs ahead of the
-    /// clock); `early` as for [`Self::send_at`].
-    pub(super) fn raise_at(&mut self, k: u8, at: SimTime, early: bool) {
-        if let Some((tlp, delay)) = self.devices[usize::from(k)].trigger_at(at) {
-            if k == self.probed_device {
-                if let Some(p) = &self.progress {
-                    if self.devices[usize::from(k)]
-                        .generated
-                        .is_multiple_of(PROGRESS_EVERY)
-                    {
-                        p.fetch_add(PROGRESS_EVERY, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-            }
-            let dest = self.interrupt_dest(&tlp);
-            self.send_at(Endpoint::Device(k), dest, tlp, at + delay, early);
-        }
-    }
-
-    /// Where a device's interrupt goes: an MSI write to the cores, INTx messages to the hub.
-    fn interrupt_dest(&self, tlp: &crate::hw::pcie::Tlp) -> Endpoint {
-        if tlp.kind == TlpKind::MemWrite {
-            self.core_of(tlp)
-        } else {
-            Endpoint::Ich
-        }
     }
 
     pub fn now(&self) -> SimTime {

@@ -4,6 +4,7 @@
 use super::fabric::{Endpoint, RouteId};
 use super::{CpuState, Ev, Machine};
 use crate::devices::exerciser::Reaction;
+use crate::devices::{Device, Timer};
 use crate::engine::{SimDuration, SimTime};
 use crate::hw::bus::Cycle;
 use crate::hw::msi::MsiMessage;
@@ -231,7 +232,7 @@ impl Machine {
     /// May PCIe device k take a packet ahead of the clock? Not a board device (above), and
     /// not a network controller while the core that sent it runs on.
     fn takes_early(&self, k: u8, ahead: bool) -> bool {
-        match self.devices.get(usize::from(k)) {
+        match self.devices.get(usize::from(k)).and_then(Device::card) {
             None => false,
             Some(d) => !ahead || d.nic.is_none(),
         }
@@ -277,32 +278,39 @@ impl Machine {
     /// Device k takes `tlp` at `at` and reacts; `early` as for [`Self::send_at`].
     pub(super) fn device_receives(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
         self.device_reacts(k, tlp, at, early);
-        if self.devices[usize::from(k)].nic.is_some() {
-            let at = at + self.devices[usize::from(k)].cfg.core_rx;
+        let d = self.card(k);
+        if d.nic.is_some() {
+            let at = at + d.cfg.core_rx;
             self.nic_changed(k, at);
         }
     }
 
     fn device_reacts(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
-        match self.devices[usize::from(k)].receive(at, &tlp) {
+        let received = self.card_mut(k).receive(at, &tlp);
+        if let Some(ns) = received.round_trip_ns.filter(|_| k == self.probed_device) {
+            self.round_trip.record(ns);
+        }
+        match received.reaction {
             Reaction::None => {}
             Reaction::Send(delay, reply) => {
                 let to = self.core_of(&reply);
                 self.send_at(Endpoint::Device(k), to, reply, at + delay, early);
             }
             Reaction::CheckDeassert(delay) => {
-                self.q.schedule_at(at + delay, Ev::CheckDeassert(k));
+                self.q
+                    .schedule_at(at + delay, Ev::Device(k, Timer::CheckDeassert, 0));
             }
             // While the core runs ahead, another device's delivery may still come before `at`
             // and read the sample count that this raise would change: raise at an event.
-            Reaction::Trigger if !early => self.q.schedule_at(at, Ev::Trigger(k)),
+            Reaction::Trigger if !early => self.q.schedule_at(at, Ev::Device(k, Timer::Trigger, 0)),
             Reaction::Trigger => {
                 if self.wants_more() {
                     self.raise_at(k, at, early);
                 }
             }
             Reaction::TriggerAfter(gap) => {
-                self.q.schedule_at(at + gap, Ev::Generate(k));
+                self.q
+                    .schedule_at(at + gap, Ev::Device(k, Timer::Generate, 0));
             }
         }
     }
@@ -312,7 +320,8 @@ impl Machine {
     /// Intel root complexes use; base spec 2.3.1.1).
     pub(super) fn memory_read(&mut self, req: Tlp) {
         const RCB_BYTES: u32 = 64;
-        let Some(k) = self.devices.iter().position(|d| d.cfg.bdf == req.requester) else {
+        let by = |d: &Device| d.card().is_some_and(|d| d.cfg.bdf == req.requester);
+        let Some(k) = self.devices.iter().position(by) else {
             return;
         };
         let mut left = u32::from(req.len_dw) * 4;

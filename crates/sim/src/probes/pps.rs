@@ -12,7 +12,7 @@ use irqlab_stats::series::SampleSeries;
 use irqlab_stats::LatencyHistogram;
 
 pub struct PpsProbe {
-    /// The counter card it reads (a board index).
+    /// The counter card it reads (the machine's device index).
     pub card: usize,
     /// The kernel's `pps_info`: the assert timestamp (counter counts) and sequence number.
     pub stamp: Var,
@@ -104,8 +104,9 @@ impl super::Observer for PpsProbe {
         self.sampled = false;
     }
     #[inline]
-    fn observe(&mut self, kernel: &Kernel, board: &[crate::devices::Board]) {
-        if let crate::devices::Board::CounterCard(card) = &board[self.card] {
+    fn observe(&mut self, kernel: &Kernel, devices: &[crate::devices::Device]) {
+        use crate::devices::{Board, Device};
+        if let Device::Board(Board::CounterCard(card)) = &devices[self.card] {
             self.poll(kernel, card);
         }
     }

@@ -9,6 +9,7 @@ use super::Scenario;
 use crate::devices::exerciser::{
     DmaStream, Exerciser, ExerciserConfig, Generator, RoundTripConfig,
 };
+use crate::devices::Device;
 use crate::engine::{RngStreams, SimDuration, SimTime};
 use crate::hw::cpu::CpuTiming;
 use crate::hw::ich::{Ich, IchTiming, PIRQ_ROUT_DISABLE};
@@ -27,6 +28,8 @@ use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
 use crate::machine::{ColdCode, Core, Frequency, Machine, MachineBuilder, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
+use crate::probes::cyclictest::CyclictestProbe;
+use crate::probes::round_trip::RoundTripProbe;
 use crate::probes::SERIES_POINTS;
 use crate::topology::route::Request;
 use crate::topology::{
@@ -519,14 +522,13 @@ impl Scenario {
         // and the run with every timer phase at zero, neither of which the published run had.
         let warmup = self.file.warmup_samples;
         probe.warmup = warmup;
-        if let Some(d) = devices.first_mut() {
-            d.warmup = warmup;
-        }
+        let mut round_trip = RoundTripProbe {
+            warmup,
+            ..RoundTripProbe::default()
+        };
         if series {
             probe.series = Some(SampleSeries::new(SERIES_POINTS));
-            if let Some(d) = devices.first_mut() {
-                d.series = Some(SampleSeries::new(SERIES_POINTS));
-            }
+            round_trip.series = Some(SampleSeries::new(SERIES_POINTS));
         }
         let root = match topology.parts[usize::from(topology.root)].kind {
             PartKind::HostBridge { requester_id } => requester_id,
@@ -668,6 +670,8 @@ impl Scenario {
             .kernel(kernel)
             .smi(smi)
             .analyzer(Analyzer::new(trace), probe)
+            .round_trip(round_trip)
+            .cyclictest(CyclictestProbe::new(warmup))
             .samples(samples + warmup);
         if self.file.duration_ms > 0.0 {
             // A run of fixed length (a forwarding run's): its traffic ends with it.
@@ -744,8 +748,7 @@ impl Scenario {
                 machine.kernel.hrtimers.timers[usize::from(timer)].task = Some(task);
                 // cyclictest reads the clock and asks to wake one interval later.
                 let first = SimTime::ZERO + phase + interval;
-                let mut t = CyclicThread::new(task, timer, interval, first);
-                t.warmup = warmup;
+                let t = CyclicThread::new(task, timer, interval, first);
                 machine.kernel.cyclic.push(t);
             }
             // The traffic lasts as long as cyclictest's loops would on time (`-l`): then the
@@ -759,7 +762,7 @@ impl Scenario {
             // the run) say it was stopped with the traffic.
             if let Some(t) = machine.kernel.cyclic.first() {
                 let end = t.next + interval * (samples + warmup).saturating_sub(1);
-                for d in &mut machine.devices {
+                for d in machine.devices.iter_mut().filter_map(Device::card_mut) {
                     if let Some(n) = &mut d.nic {
                         n.cfg.traffic_end = Some(end);
                     }

@@ -416,17 +416,14 @@ impl Scenario {
                 path: self.path.clone(),
                 events: counters.events,
                 completed: (m.probe.completed())
-                    .max(m.devices.first().map_or(0, |d| d.round_trips.count()))
+                    .max(m.round_trip.histogram.count())
                     .max(m.kernel.cyclic.first().map_or(0, |t| t.loops)),
                 requested: samples,
             });
         }
         let mut trace = std::mem::take(&mut m.analyzer.records);
         trace.sort_by_key(|r| (r.time_ps, r.packet));
-        let mut cyclictest = LatencyHistogram::new();
-        for t in &m.kernel.cyclic {
-            cyclictest.merge(&t.latency);
-        }
+        let cyclictest = m.cyclictest.merged();
         let tasks = TaskCounters {
             context_switches: m.sched.switches,
             hrtimers_expired: m.kernel.hrtimers.expired,
@@ -436,6 +433,7 @@ impl Scenario {
         };
         let netdev = |k: usize| (m.kernel.net.devs.iter()).find(|x| usize::from(x.device) == k);
         let nics = (m.devices.iter().enumerate())
+            .filter_map(|(k, d)| d.card().map(|d| (k, d)))
             .filter_map(|(k, d)| d.nic.as_ref().map(|n| (k, d, n)))
             .map(|(k, d, n)| NicCounters {
                 name: d.cfg.name.clone(),
@@ -448,11 +446,8 @@ impl Scenario {
                 transmitted_in_run: n.transmitted_in_run,
             })
             .collect();
-        let first = m.devices.first_mut();
-        let (round_trip, device_series) = match first {
-            Some(d) => (std::mem::take(&mut d.round_trips), d.series.take()),
-            None => (LatencyHistogram::new(), None),
-        };
+        let round_trip = std::mem::take(&mut m.round_trip.histogram);
+        let device_series = m.round_trip.series.take();
         Ok(Outcome {
             isr: std::mem::take(&mut m.probe.isr),
             tasklet: std::mem::take(&mut m.probe.tasklet),

@@ -718,7 +718,7 @@ pub(super) fn run(
         Count::always("events_simulated", c.events),
     ];
     for &j in &h.sources {
-        if let Board::IrqSource(src) = &m.board[j] {
+        if let Some(Board::IrqSource(src)) = m.devices[j].board() {
             counters.push(Count::always(
                 format!("{}_interrupts", src.name),
                 src.interrupts,
@@ -729,8 +729,8 @@ pub(super) fn run(
             ));
         }
     }
-    let count_ns = match &m.board[probe.card] {
-        Board::CounterCard(card) => card.count_ns(),
+    let count_ns = match m.devices[probe.card].board() {
+        Some(Board::CounterCard(card)) => card.count_ns(),
         _ => unreachable!("the probe's card"),
     };
     let phases = s.file.workload.as_ref().map_or(&[][..], |w| &w.phase[..]);
