@@ -654,6 +654,7 @@ impl Machine {
 
     /// Issue an access `at` after now (the core's compute time ahead of the clock). `Some(cost)`
     /// for accesses the core completes by itself (Local APIC); `None` when it waits for the bus.
+    #[inline(always)]
     pub(super) fn issue(&mut self, c: usize, a: Access, at: SimDuration) -> Option<SimDuration> {
         let lapic_cost = self.cores[c].timing.lapic_access();
         let mut cycle = Cycle::Narrow;
