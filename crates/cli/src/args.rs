@@ -366,7 +366,8 @@ pub struct SimArgs {
     /// `20_000`, or with k, M or G (`20k`, `4M`).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_negative_numbers = true)]
     pub samples: Option<u64>,
-    /// Print the first N packets the analyzer saw on the device's link (Figure 7 style).
+    /// Print the first N packets the analyzer saw on the measured device's link (Figure 7
+    /// style): a PCIe device's TLPs, or the CPU's I/O cycles on the ISA bus of seed 004's PC.
     #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true,
           value_parser = whole::<usize, 0, { u64::MAX }>)]
     pub trace: usize,

@@ -85,9 +85,13 @@ impl Scenario {
         }
     }
 
-    /// Does the platform have a PCIe link for the analyzer to watch (`--trace`)?
+    /// Has the run a measured device on a link for the analyzer to watch (`--trace`): a PCIe
+    /// device's serial link, or the ISA bus of FreeBSD's PC (the parallel port's)?
     pub fn has_analyzer(&self) -> bool {
-        !self.pcie_devices().is_empty()
+        match self.kernel.family() {
+            Family::Linux => !self.pcie_devices().is_empty(),
+            Family::Freebsd => true,
+        }
     }
 
     /// The variant a figure's name carries: the probe, or the delivery method.
@@ -134,6 +138,7 @@ impl Scenario {
                 self,
                 seed,
                 samples,
+                trace,
                 replications,
                 progress,
             )?,

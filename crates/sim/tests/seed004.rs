@@ -121,6 +121,45 @@ fn two_isa_cycles_precede_the_timestamp() {
     );
 }
 
+/// `--trace` on the ISA PC: the analyzer sits on the parallel port's ISA bus and logs the CPU's
+/// I/O cycles there (the handler's status read of the port among them), each at its first
+/// SYSCLK edge, one cycle after another; watching changes nothing the run measures.
+#[test]
+fn the_trace_shows_the_cpus_cycles_on_the_isa_bus_and_changes_nothing() {
+    use irqlab_sim::hw::pcie::{Dir, TlpKind};
+    let s = Scenario::load(scenario_path(), &[]).expect("scenario loads");
+    let traced = s.simulate(s.file.seed, 3, 64, 1, None).expect("runs");
+    let plain = run(&s, s.file.seed, 3);
+    assert_eq!(traced.trace.len(), 64);
+    assert!(plain.trace.is_empty());
+    assert_eq!(counts(&traced), counts(&plain), "every sample as it was");
+    assert_eq!(traced.counters, plain.counters);
+    let sysclk_ps = 120_000;
+    for r in &traced.trace {
+        assert_eq!(r.dir, Dir::Down, "a reply rides in its cycle: {r:?}");
+        assert!(
+            matches!(r.tlp.kind, TlpKind::IoRead | TlpKind::IoWrite),
+            "{r:?}"
+        );
+        assert_eq!(
+            r.time_ps % sysclk_ps,
+            0,
+            "a cycle starts on a SYSCLK edge: {r:?}"
+        );
+    }
+    for w in traced.trace.windows(2) {
+        assert!(
+            w[1].time_ps >= w[0].time_ps + 3 * sysclk_ps,
+            "one cycle at a time on the bus: {w:?}"
+        );
+    }
+    // The handler reads the port's status register (nACK latched).
+    assert!(traced
+        .trace
+        .iter()
+        .any(|r| r.tlp.kind == TlpKind::IoRead && r.tlp.addr == 0x379));
+}
+
 /// With `pseudo-device sl`, net-class work (the ATM card's interrupts, splimp) holds off the
 /// tty-class parallel port, and IRQ 7 is deferred more often.
 #[test]

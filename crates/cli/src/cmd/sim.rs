@@ -85,7 +85,8 @@ pub fn run(a: SimArgs, inv: &Invocation) -> Result<()> {
     let sim = Scenario::load(&file, &a.set)?;
     if a.trace > 0 && !sim.has_analyzer() {
         anyhow::bail!(
-            "--trace shows PCIe analyzer packets; {} is an ISA PC with no PCIe link to watch",
+            "--trace shows the packets on the measured device's link; {} has no device on a \
+             link to watch (a run of cyclictest alone)",
             a.scenario.display()
         );
     }

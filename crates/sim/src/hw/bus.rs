@@ -146,18 +146,31 @@ impl IsaBus {
 
     /// A crossing entering at `now`; returns when it has crossed.
     pub fn cross(&mut self, now: SimTime, down: bool, cycle: Cycle) -> SimTime {
+        self.cross_cycle(now, down, cycle).1
+    }
+
+    /// A crossing entering at `now`: when its I/O cycle starts on the bus (what a logic
+    /// analyzer on the bus sees; `None` for a reply, whose data rides in the cycle it answers,
+    /// and for the interrupt acknowledge, which is the bridge's own), and when it has crossed.
+    pub fn cross_cycle(
+        &mut self,
+        now: SimTime,
+        down: bool,
+        cycle: Cycle,
+    ) -> (Option<SimTime>, SimTime) {
         if !down {
-            return now;
+            return (None, now);
         }
         let (length, recovery) = match cycle {
-            Cycle::IntAck => return now.next_edge(self.sysclk) + self.intack,
+            Cycle::IntAck => return (None, now.next_edge(self.sysclk) + self.intack),
             Cycle::Narrow => (self.io8, self.recovery8),
             Cycle::Wide => (self.io16, self.recovery16),
         };
         self.cycles += 1;
-        let end = now.max(self.free).next_edge(self.sysclk) + length;
+        let start = now.max(self.free).next_edge(self.sysclk);
+        let end = start + length;
         self.free = end + recovery;
-        end
+        (Some(start), end)
     }
 }
 
@@ -209,6 +222,18 @@ mod tests {
         // INTA is the bridge's own: no recovery wait.
         let d = isa.cross(c, true, Cycle::IntAck);
         assert_eq!(d.as_ps(), c.as_ps() + 2 * sysclk);
+    }
+
+    #[test]
+    fn an_isa_cycle_starts_on_its_edge_and_only_cpu_cycles_show_on_the_bus() {
+        let mut isa = piix4();
+        let sysclk = 120_000u64;
+        let (start, end) = isa.cross_cycle(SimTime::from_ps(1), true, Cycle::Narrow);
+        assert_eq!(start.map(SimTime::as_ps), Some(sysclk));
+        assert_eq!(end.as_ps(), sysclk + 6 * sysclk);
+        assert_eq!(isa.cross_cycle(end, false, Cycle::Narrow), (None, end));
+        assert_eq!(isa.cross_cycle(end, true, Cycle::IntAck).0, None);
+        assert_eq!(isa.cycles, 1);
     }
 
     #[test]

@@ -144,7 +144,8 @@ pub struct Fabric {
 pub struct Crossing {
     /// When the packet reaches the next hop.
     pub arrival: SimTime,
-    /// For serial links: when its first symbol went on the wire (what an analyzer timestamps).
+    /// For serial links, when its first symbol went on the wire; for an ISA bus, when the
+    /// CPU's I/O cycle began (what an analyzer on the link timestamps).
     pub wire_start: Option<SimTime>,
 }
 
@@ -225,11 +226,15 @@ impl Fabric {
             .iter()
             .map(|&d| {
                 // A card's other function hangs from function 0 by a delay link: the card's
-                // serial link is the first one up.
+                // serial link is the first one up. A board device's is its ISA bus, if it
+                // sits on one.
                 let mut l = t.parts[usize::from(d)]
                     .up
                     .expect("a device hangs from its link");
-                while !matches!(t.links[usize::from(l)].kind, LinkKind::Serial { .. }) {
+                while !matches!(
+                    t.links[usize::from(l)].kind,
+                    LinkKind::Serial { .. } | LinkKind::IsaBus(_)
+                ) {
                     match t.parts[usize::from(t.links[usize::from(l)].up)].up {
                         Some(up) => l = up,
                         None => break,
@@ -333,10 +338,13 @@ impl Fabric {
                 arrival: c.cross(now, hop.dir == Dir::Down),
                 wire_start: None,
             },
-            LinkState::Isa(b) => Crossing {
-                arrival: b.cross(now, hop.dir == Dir::Down, cycle),
-                wire_start: None,
-            },
+            LinkState::Isa(b) => {
+                let (start, arrival) = b.cross_cycle(now, hop.dir == Dir::Down, cycle);
+                Crossing {
+                    arrival,
+                    wire_start: start,
+                }
+            }
             LinkState::Bus(b) => Crossing {
                 arrival: b.transact(now),
                 wire_start: None,

@@ -287,6 +287,7 @@ pub struct MachineBuilder {
     smi: Option<Smi>,
     analyzer: Analyzer,
     probe: LatencyProbe,
+    analyzed: Option<usize>,
     round_trip: RoundTripProbe,
     cyclictest: CyclictestProbe,
     observer: Option<Box<dyn crate::probes::Observer>>,
@@ -312,6 +313,7 @@ impl MachineBuilder {
             smi: None,
             analyzer: Analyzer::new(0),
             probe: LatencyProbe::new(0, None),
+            analyzed: None,
             round_trip: RoundTripProbe::default(),
             cyclictest: CyclictestProbe::default(),
             observer: None,
@@ -351,9 +353,17 @@ impl MachineBuilder {
     }
 
     /// The analyzer on the measured device's link and the latency probe that reads its log.
+    /// The measured device is the first PCIe device unless [`Self::analyzed`] names another.
     pub fn analyzer(mut self, analyzer: Analyzer, probe: LatencyProbe) -> Self {
         self.analyzer = analyzer;
         self.probe = probe;
+        self
+    }
+
+    /// The device whose link the analyzer sits on (the machine's device index: PCIe devices
+    /// first, then the board's): its serial link, or the ISA bus a board device sits on.
+    pub fn analyzed(mut self, device: usize) -> Self {
+        self.analyzed = Some(device);
         self
     }
 
@@ -398,12 +408,12 @@ impl MachineBuilder {
 
     pub fn build(self) -> Machine {
         let kernel = self.kernel.expect("a machine runs a kernel");
-        // The analyzer sits on the measured device's link: the first PCIe device's (a board
-        // device's link is not one; without a PCIe device there is none).
-        let analyzed_link = match self.devices.is_empty() {
-            true => u8::MAX,
-            false => self.fabric.device_links.first().copied().unwrap_or(u8::MAX),
-        };
+        // The analyzer sits on the measured device's link: the one named, else the first PCIe
+        // device's (without either there is none).
+        let analyzed = self.analyzed.or((!self.devices.is_empty()).then_some(0));
+        let analyzed_link = analyzed
+            .and_then(|k| self.fabric.device_links.get(k).copied())
+            .unwrap_or(u8::MAX);
         let mut cores = self.cores;
         for core in &mut cores {
             // The idle task, which each core runs from boot.

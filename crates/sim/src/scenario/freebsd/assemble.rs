@@ -23,6 +23,7 @@ use crate::kernel::spl::HWI_MASK;
 use crate::kernel::{Kernel, SPURIOUS_8259, TICKS};
 use crate::machine::fabric::{Ends, Fabric};
 use crate::machine::{Core, Machine, MachineBuilder, Phase};
+use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::pps::PpsProbe;
 use crate::result::Count;
 use crate::scenario::files::{CardSection, DeviceBus};
@@ -393,12 +394,13 @@ pub(super) fn topology(s: &Scenario, bp: &BoardParts) -> Result<(Topology, Ends)
 
 /// The PC of `s`, ready to run `samples` pulses with `seed`, its share of a run of `total`
 /// (the phases' sample numbers are the run's); `progress`, if given, counts pulses as they are
-/// timestamped.
+/// timestamped; the analyzer on the parallel port's ISA bus keeps its first `trace` cycles.
 pub(super) fn build(
     s: &Scenario,
     seed: u64,
     samples: u64,
     total: u64,
+    trace: usize,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<(Machine, Handles), ScenarioError> {
     let p = &s.platform;
@@ -630,6 +632,10 @@ pub(super) fn build(
     work.spl_call_instructions = k.spl_instructions;
     core.work = Some(work);
 
+    // The parallel port, whose bus the analyzer watches.
+    let lpt_device = (board.iter())
+        .position(|d| matches!(d, Board::ParallelPort(_)))
+        .expect("the PC has its parallel port");
     // The probe reads the counter card the pulse latches (the board's one).
     let card = (board.iter())
         .position(|d| matches!(d, Board::CounterCard(_)))
@@ -645,6 +651,11 @@ pub(super) fn build(
     let m = MachineBuilder::new(fabric, ich, vec![core], Bdf::new(0, 0, 0))
         .kernel(kernel)
         .board(board, phases)
+        // The analyzer watches the parallel port's bus, where the pulse's interrupt is read
+        // (the latency probe has no signature to time there: the pulse's probe is the
+        // observer's).
+        .analyzer(Analyzer::new(trace), LatencyProbe::new(u64::MAX, None))
+        .analyzed(lpt_device)
         .observer(Box::new(probe))
         .samples(samples)
         .event_limit(samples.saturating_mul(2_000_000))
@@ -673,15 +684,17 @@ fn take_probe(m: &mut Machine) -> PpsProbe {
 }
 
 /// Run the machine and collect seed 004's result.
-/// `progress`, if given, counts pulses as they are timestamped.
+/// `progress`, if given, counts pulses as they are timestamped; the first `trace` ISA cycles
+/// are kept.
 pub(super) fn run(
     s: &Scenario,
     seed: u64,
     samples: u64,
     total: u64,
+    trace: usize,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<PpsRun, ScenarioError> {
-    let (mut m, h) = build(s, seed, samples, total, progress)?;
+    let (mut m, h) = build(s, seed, samples, total, trace, progress)?;
     let c = m.run();
     let probe = take_probe(&mut m);
     if c.truncated {
@@ -745,6 +758,7 @@ pub(super) fn run(
         count_ns,
         series: probe.series,
         counters,
+        trace: m.analyzer.records.clone(),
     })
 }
 
@@ -770,7 +784,7 @@ mod tests {
         let heavy = Scenario::load(&s.path, &set).unwrap();
         for sc in [&s, &heavy] {
             let run = |strict: bool| {
-                let (mut m, _) = build(sc, 7, 40, 40, None).unwrap();
+                let (mut m, _) = build(sc, 7, 40, 40, 0, None).unwrap();
                 m.strict = strict;
                 let c = m.run();
                 let p = take_probe(&mut m);
@@ -792,7 +806,7 @@ mod tests {
         ]
         .map(String::from);
         let s = Scenario::load(scenario().path, &set).unwrap();
-        let r = run(&s, 3, 60, 60, None).unwrap();
+        let r = run(&s, 3, 60, 60, 0, None).unwrap();
         let get = |n: &str| r.counters.iter().find(|c| c.name == n).unwrap().value;
         let deferred = get("irq7_deferred_by_cpl");
         assert!(deferred > 10, "{deferred} deferred");

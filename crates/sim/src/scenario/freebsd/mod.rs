@@ -54,6 +54,8 @@ pub(crate) struct PpsRun {
     pub count_ns: f64,
     pub series: SampleSeries,
     pub counters: Vec<Count>,
+    /// The first ISA cycles on the parallel port's bus, if asked for.
+    pub trace: Vec<crate::probes::analyzer::TraceRecord>,
 }
 
 impl PpsRun {
@@ -82,7 +84,7 @@ impl PpsRun {
             metrics,
             counters: self.counters,
             series: Some((metric.into(), self.series)),
-            trace: Vec::new(),
+            trace: self.trace,
             counts: Some(Counts {
                 metric: metric.into(),
                 values: self.counts,
@@ -321,6 +323,7 @@ pub(crate) fn run_replicated(
     s: &Scenario,
     seed: u64,
     samples: u64,
+    trace: usize,
     replications: u32,
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<RunResult, ScenarioError> {
@@ -332,7 +335,9 @@ pub(crate) fn run_replicated(
             if share(i) == 0 {
                 return Ok(None);
             }
-            let run = assemble::run(s, seed, share(i), samples, progress.clone())?;
+            // The first replication keeps the trace.
+            let trace = if i == 0 { trace } else { 0 };
+            let run = assemble::run(s, seed, share(i), samples, trace, progress.clone())?;
             Ok(Some(run.into_result()))
         },
         RunResult::absorb,
