@@ -7,11 +7,11 @@ use crate::result::RunResult;
 use crate::scenario::ranges::{Range, Spread};
 use crate::scenario::Scenario;
 use crate::scenario::{parse_file, ScenarioError};
-pub(crate) use crate::validate::Judged;
 pub use crate::validate::{
     wording_interval, Check, ExpectedTrace, LatencyMetric, ShapeExpect, SplitPenalty,
     SHAPE_PASS_SHARE,
 };
+pub(crate) use crate::validate::{Judged, RowContext};
 use irqlab_stats::results::{ExperimentRuns, ValidationReport, ValidationRow, Verdict};
 use irqlab_stats::thousands;
 use serde::Deserialize;
@@ -599,7 +599,10 @@ impl Experiment {
             let ran = self.run_all(&needed, opts, &with, seed)?;
             let results: BTreeMap<String, RunResult> =
                 ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
-            Ok(check.evaluate(self, &results).value.unwrap_or(f64::NAN))
+            Ok(check
+                .evaluate(&self.row_context(), &results)
+                .value
+                .unwrap_or(f64::NAN))
         };
         let (mut lo, mut hi) = cal.search_bounds();
         let snap = |x: f64| cal.low + ((x - cal.low) / cal.step).round() * cal.step;
@@ -640,7 +643,8 @@ impl Experiment {
         checks: &[&Check],
         results: &BTreeMap<String, RunResult>,
     ) -> Vec<ValidationRow> {
-        checks.iter().map(|c| c.evaluate(self, results)).collect()
+        let cx = self.row_context();
+        checks.iter().map(|c| c.evaluate(&cx, results)).collect()
     }
 
     /// Run what the selected rows need and compare.
@@ -693,39 +697,12 @@ impl Experiment {
         ))
     }
 
-    /// A row of this experiment, not yet judged (every kind's `evaluate` starts from it).
-    pub(crate) fn row(&self, id: &str, metric: String, source: &str) -> ValidationRow {
-        ValidationRow {
-            id: id.to_string(),
-            experiment: self.file.id.clone(),
-            metric,
-            published: String::new(),
-            published_text: String::new(),
-            simulated: String::new(),
-            value: None,
-            holds: None,
-            interval: None,
-            tolerance: String::new(),
-            verdict: Verdict::Fail,
-            samples: None,
-            needs: None,
-            source: source.to_string(),
-            detail: String::new(),
-            calibration: Vec::new(),
-            fit_at_bound: None,
+    /// What a row needs of this experiment to judge itself (its id, its folder).
+    pub(crate) fn row_context(&self) -> RowContext<'_> {
+        RowContext {
+            experiment: &self.file.id,
+            dir: self.path.parent().unwrap_or(Path::new(".")),
         }
-    }
-
-    /// A seed-001 row's platform (named from this file) with its cards (checked when loaded).
-    pub(crate) fn population(
-        &self,
-        platform: &str,
-        cards: &[String],
-    ) -> Result<crate::plan::swizzle::Population, ScenarioError> {
-        let path = crate::shipped::resolve(self.path.parent().unwrap_or(Path::new(".")), platform);
-        let cards: Vec<crate::plan::swizzle::Card> =
-            cards.iter().filter_map(|c| c.parse().ok()).collect();
-        crate::plan::swizzle::Population::load(&path, &cards)
     }
 }
 

@@ -40,7 +40,7 @@ impl RowKind for AffinitySpread {
             pass_share: SHAPE_PASS_SHARE,
         }
     }
-    fn evaluate(&self, exp: &Experiment, _: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, _: &BTreeMap<String, RunResult>) -> ValidationRow {
         let AffinitySpread {
             id,
             platform,

@@ -60,7 +60,7 @@ impl RowKind for Exceedance {
             quantity: Quantity::Probability,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let Exceedance {
             id,
             run,

@@ -49,7 +49,7 @@ impl RowKind for InterruptsFall {
             pass_share: SHAPE_PASS_SHARE,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let InterruptsFall {
             id,
             runs: names,

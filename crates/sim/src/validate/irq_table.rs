@@ -42,7 +42,7 @@ impl RowKind for IrqTable {
             pass_share: SHAPE_PASS_SHARE,
         }
     }
-    fn evaluate(&self, exp: &Experiment, _: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, _: &BTreeMap<String, RunResult>) -> ValidationRow {
         let IrqTable {
             id,
             platform,

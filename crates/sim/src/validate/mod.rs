@@ -7,23 +7,23 @@
 //! Adding a kind: a file here with its struct and its `impl RowKind`, and one line in
 //! `kinds!` below (the `kind = "..."` name is the variant's, in snake case).
 
-use crate::experiment::Experiment;
 use crate::result::RunResult;
+use crate::scenario::ScenarioError;
 use irqlab_stats::decide::{self, Decision, Interval, MeanSample, Needs};
 use irqlab_stats::results::{Quantity, SamplesNeeded, ValidationRow, Verdict};
 use irqlab_stats::uncertainty::Scale;
 use irqlab_stats::LatencyHistogram;
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// What every kind's file uses: the shared helpers and types of this module, and the crates'.
 pub(crate) mod prelude {
     pub(crate) use super::{
         bad_cards, decided, judge, mean_sample, nic_sum, quantile_decision, quantile_interval,
         quantile_label, set_holds, us_interval, us_range, wording_interval, Judged, LatencyMetric,
-        RowKind, BAD_CARDS, SHAPE_PASS_SHARE,
+        RowContext, RowKind, BAD_CARDS, SHAPE_PASS_SHARE,
     };
-    pub(crate) use crate::experiment::Experiment;
     pub(crate) use crate::result::RunResult;
     pub(crate) use irqlab_stats::decide::{self, Decision, Interval, Needs};
     pub(crate) use irqlab_stats::results::{Quantity, ValidationRow, Verdict};
@@ -51,7 +51,53 @@ pub(crate) trait RowKind {
     fn judged(&self) -> Judged;
     /// The row, judged on one draw: the runs' results (every id of [`RowKind::runs`] is
     /// present).
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow;
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow;
+}
+
+/// What a row needs of its experiment: the file's id (every row names it) and its folder (a
+/// row worked out on a platform names the platform's file from there). The experiment hands it
+/// over (`Experiment::row_context`): the rows know nothing of how experiments load and run.
+pub(crate) struct RowContext<'a> {
+    pub experiment: &'a str,
+    pub dir: &'a Path,
+}
+
+impl RowContext<'_> {
+    /// A row of the experiment, not yet judged (every kind's `evaluate` starts from it).
+    pub(crate) fn row(&self, id: &str, metric: String, source: &str) -> ValidationRow {
+        ValidationRow {
+            id: id.to_string(),
+            experiment: self.experiment.to_string(),
+            metric,
+            published: String::new(),
+            published_text: String::new(),
+            simulated: String::new(),
+            value: None,
+            holds: None,
+            interval: None,
+            tolerance: String::new(),
+            verdict: Verdict::Fail,
+            samples: None,
+            needs: None,
+            source: source.to_string(),
+            detail: String::new(),
+            calibration: Vec::new(),
+            fit_at_bound: None,
+        }
+    }
+
+    /// A seed-001 row's platform (named from the experiment's folder) with its cards (checked
+    /// when loaded).
+    pub(crate) fn population(
+        &self,
+        platform: &str,
+        cards: &[String],
+    ) -> Result<crate::plan::swizzle::Population, ScenarioError> {
+        let path = crate::shipped::resolve(self.dir, platform);
+        let cards: Vec<crate::plan::swizzle::Card> =
+            cards.iter().filter_map(|c| c.parse().ok()).collect();
+        crate::plan::swizzle::Population::load(&path, &cards)
+    }
 }
 
 /// The kinds: `Variant(module::Type)`, the variant named as the files' `kind` (snake case).
@@ -117,7 +163,7 @@ impl Check {
     }
     pub(crate) fn evaluate(
         &self,
-        exp: &Experiment,
+        exp: &RowContext<'_>,
         runs: &BTreeMap<String, RunResult>,
     ) -> ValidationRow {
         self.kind().evaluate(exp, runs)

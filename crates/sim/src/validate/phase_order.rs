@@ -33,7 +33,7 @@ impl RowKind for PhaseOrder {
             pass_share: SHAPE_PASS_SHARE,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let PhaseOrder {
             id,
             run,

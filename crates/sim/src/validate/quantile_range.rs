@@ -48,7 +48,7 @@ impl RowKind for QuantileRange {
             quantity: Quantity::Nanoseconds,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let QuantileRange {
             id,
             run,

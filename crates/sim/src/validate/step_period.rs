@@ -34,7 +34,7 @@ impl RowKind for StepPeriod {
             pass_share: self.pass_share.unwrap_or(SHAPE_PASS_SHARE),
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let StepPeriod {
             id,
             run,

@@ -26,7 +26,7 @@ impl RowKind for TaskletProportional {
             pass_share: SHAPE_PASS_SHARE,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let mean = |r: &str, m: LatencyMetric| m.of(&runs[r]).mean_ns().unwrap_or(f64::NAN);
         let TaskletProportional {
             id,

@@ -40,7 +40,7 @@ impl RowKind for Throughput {
             quantity: Quantity::PacketsPerSecond,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let Throughput {
             id,
             run,

@@ -26,7 +26,7 @@ impl RowKind for TraceSequence {
             pass_share: SHAPE_PASS_SHARE,
         }
     }
-    fn evaluate(&self, exp: &Experiment, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
+    fn evaluate(&self, exp: &RowContext<'_>, runs: &BTreeMap<String, RunResult>) -> ValidationRow {
         let TraceSequence {
             id,
             sequences,
