@@ -8,6 +8,9 @@ use serde::Serialize;
 /// Index of a task in the scheduler's table (`kernel/sched.rs`).
 pub type TaskId = u16;
 
+/// Index of a timer in the hrtimer subsystem's table (`Hrtimers::timers`, `kernel/hrtimer.rs`).
+pub type TimerId = u16;
+
 /// Index of a NAPI context in the networking core's table (`kernel/net.rs`).
 pub type NapiId = u16;
 

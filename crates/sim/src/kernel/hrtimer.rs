@@ -12,14 +12,13 @@
 //! hundreds of timers).
 
 use super::context::TaskId;
-use super::program::{After, Entry, Frame, Op, Step};
+use super::cyclic::CyclicThread;
+use super::ops::{After, Entry, Frame, Op};
 use super::softirq::{SoftirqState, HRTIMER_SOFTIRQ};
-use super::tasks::CyclicThread;
 use crate::engine::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
-/// Index of a timer in [`Hrtimers::timers`].
-pub type TimerId = u16;
+pub use super::context::TimerId;
 
 /// One `struct hrtimer`.
 #[derive(Clone, Debug)]
@@ -75,7 +74,7 @@ pub struct Hrtimers {
     pub deferred: Vec<VecDeque<TimerId>>,
 }
 
-/// An operation of the hrtimer subsystem in a program of the step language ([`Step::Timer`]),
+/// An operation of the hrtimer subsystem in a program of the step language (`Step::Timer`),
 /// interpreted here by [`Hrtimers::step`]: the step interpreter knows none of them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum TimerStep {
@@ -106,12 +105,6 @@ pub enum TimerStep {
     /// The HRTIMER softirq: the next deferred timer of this CPU into the frame's first local;
     /// none left: go to `done`.
     NextDeferred { done: Entry },
-}
-
-impl From<TimerStep> for Step {
-    fn from(op: TimerStep) -> Step {
-        Step::Timer(op)
-    }
 }
 
 impl TimerStep {

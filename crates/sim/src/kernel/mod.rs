@@ -10,11 +10,13 @@
 pub mod context;
 pub mod costs;
 pub mod cpuidle;
+pub mod cyclic;
 pub mod drivers;
 pub mod freebsd;
 pub mod hrtimer;
 pub mod linux;
 pub mod net;
+pub mod ops;
 pub mod pic;
 pub mod program;
 pub mod sched;
@@ -170,7 +172,7 @@ pub struct Kernel {
     pub sched: Option<costs::SchedCosts>,
     pub hrtimers: hrtimer::Hrtimers,
     /// cyclictest's threads (their user-space state), if the scenario runs it.
-    pub cyclic: Vec<tasks::CyclicThread>,
+    pub cyclic: Vec<cyclic::CyclicThread>,
     /// NAPI and the network drivers' state, and their costs (with network devices).
     pub net: net::Net,
     pub net_costs: Option<costs::NetCosts>,

@@ -6,7 +6,7 @@
 
 pub use super::context::NapiId;
 use super::costs::NetStage;
-use super::program::{After, Entry, Frame, Op, Step, Var};
+use super::ops::{After, Entry, Frame, Op, Var};
 use super::softirq::SoftirqState;
 use crate::engine::SimDuration;
 
@@ -346,7 +346,7 @@ pub fn line_table(cpus: usize, cost: impl Fn(usize, usize) -> SimDuration) -> Ve
 // ---- the operations the networking core's and drivers' programs run -----------------------
 
 /// An operation of the networking core and its drivers (NAPI, the receive and transmit rings)
-/// in a program of the step language ([`Step::Net`]), interpreted here by [`Net::step`]: the
+/// in a program of the step language (`Step::Net`), interpreted here by [`Net::step`]: the
 /// step interpreter knows none of them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum NetStep {
@@ -442,12 +442,6 @@ pub enum RxLimit {
     /// 2.4's quota (`e1000_clean`: `work_to_do = min(*budget, dev->quota)`, the quota refilled
     /// to the weight each round): the weight or what is left of `net_rx_action`'s budget.
     Quota,
-}
-
-impl From<NetStep> for Step {
-    fn from(op: NetStep) -> Step {
-        Step::Net(op)
-    }
 }
 
 impl NetStep {

@@ -16,7 +16,7 @@
 
 pub use super::context::TaskId;
 use super::context::{PreemptCount, SchedClass};
-use super::program::{Frame, Op};
+use super::ops::{Frame, Op};
 use crate::engine::{SimDuration, SimTime};
 
 /// A task's state.

@@ -4,7 +4,7 @@
 //! the rest to ksoftirqd.
 
 use super::context::PreemptCount;
-use super::program::{After, Entry, Frame, Op, Step};
+use super::ops::{After, Entry, Frame, Op};
 use super::sched::TaskId;
 use std::collections::VecDeque;
 
@@ -69,7 +69,7 @@ impl SoftirqState {
 // ---- the operations of this subsystem's programs ------------------------------------------
 
 /// An operation of softirqs and tasklets (`raise_softirq`, `__do_softirq`, `tasklet_action`,
-/// the softirq threads of -rt) in a program of the step language ([`Step::Softirq`]),
+/// the softirq threads of -rt) in a program of the step language (`Step::Softirq`),
 /// interpreted here by [`SoftirqState::step`] on this CPU's state.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SoftirqStep {
@@ -125,12 +125,6 @@ pub enum SoftirqStep {
     /// Branch if any softirq is pending (the merged loop of an IRQ thread restarts while one
     /// is: "with softirq threading there's no reason not to finish the workload").
     BranchIfSoftirqPending(Entry),
-}
-
-impl From<SoftirqStep> for Step {
-    fn from(op: SoftirqStep) -> Step {
-        Step::Softirq(op)
-    }
 }
 
 impl SoftirqStep {

@@ -8,7 +8,7 @@
 //! through three steps ([`SplStep::SplEnter`], `Doreti`, and the workload's
 //! `Spl`/`Splx` pieces).
 
-use super::program::{After, Entry, Frame, Step, Var, NO_ENTRY};
+use super::ops::{After, Entry, Frame, Var, NO_ENTRY};
 use crate::workload::SplClass;
 
 /// Every hardware interrupt's bit in `cpl` (`HWI_MASK`: the 16 lines of the 8259 pair).
@@ -89,7 +89,7 @@ impl SplPolicy {
 // ---- the operations of this subsystem's programs ------------------------------------------
 
 /// An operation of FreeBSD's interrupt-priority policy (`splXXX`, `doreti`) in a program of
-/// the step language ([`Step::Spl`]), interpreted here by [`SplPolicy::step`].
+/// the step language (`Step::Spl`), interpreted here by [`SplPolicy::step`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SplStep {
     /// FreeBSD's `Xresume`: save `cpl` in the frame's second local and raise it by the IRQ's
@@ -98,12 +98,6 @@ pub enum SplStep {
     /// `doreti`: restore `cpl` from the frame's second local; if an interrupt it held off is
     /// pending and now unmasked, take it from `ipending` and go on at its replay entry.
     Doreti,
-}
-
-impl From<SplStep> for Step {
-    fn from(op: SplStep) -> Step {
-        Step::Spl(op)
-    }
 }
 
 impl SplStep {

@@ -10,7 +10,7 @@
 //! `set_user_nice(current, -5)`: a woken task takes the CPU from it only where the preemption
 //! model lets it.
 
-use super::program::{After, Entry, Frame, Op, Step};
+use super::ops::{After, Entry, Frame, Op};
 use super::sched::TaskId;
 use std::collections::VecDeque;
 
@@ -133,7 +133,7 @@ pub fn round_jiffies(j: u64, cpu: u8, hz: u64, now: u64) -> u64 {
 
 /// An operation of the timer wheel (`run_timer_softirq`, `mod_timer`) or the `events`
 /// workqueue (`schedule_work`, `run_workqueue`) in a program of the step language
-/// ([`Step::Deferred`]), interpreted here by [`Deferred::step`].
+/// (`Step::Deferred`), interpreted here by [`Deferred::step`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum DeferredStep {
     /// `run_timer_softirq`'s loop: the next timer-wheel timer whose expiry `jiffies` has
@@ -151,12 +151,6 @@ pub enum DeferredStep {
     NextWork { idle: Entry },
     /// Call the function of the work in the frame's first local.
     CallWork,
-}
-
-impl From<DeferredStep> for Step {
-    fn from(op: DeferredStep) -> Step {
-        Step::Deferred(op)
-    }
 }
 
 impl DeferredStep {
