@@ -2,7 +2,7 @@
 //! struct that says which runs it reads, judges one draw of them ([`RowKind::evaluate`]) and
 //! says how `validate --uncertainty` judges its band over many draws ([`RowKind::judged`]; the
 //! band itself is worked out in [`crate::uncertainty`], the same way for every kind).
-//! [`crate::experiment`] loads the files and runs the scenarios; it knows no kind.
+//! `experiment.rs` loads the files and runs the scenarios; it knows no kind.
 //!
 //! Adding a kind: a file here with its struct and its `impl RowKind`, and one line in
 //! `kinds!` below (the `kind = "..."` name is the variant's, in snake case).
