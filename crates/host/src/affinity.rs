@@ -79,11 +79,11 @@
 //! still set.
 
 use crate::cpu_list::{CpuList, CpuLists};
+use crate::error::HostError;
 use crate::interrupts::{Row, Table};
 use crate::pci::read_trimmed;
 use crate::state::{self, Change, LockedDir, ProcessId, StateDir};
 use crate::timer::parse_cpu_list;
-use crate::HostError;
 pub use irqlab_stats::cpus::{mask_words, parse_mask};
 // What `plan affinity --host` reads of the host and what `--apply` and `--restore` did are the
 // result model's (`irqlab_stats::affinity`), which the renderers read; the readers and writers

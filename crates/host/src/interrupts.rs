@@ -15,7 +15,7 @@
 //! with a name instead of a number (`NMI`, `LOC`, `RES`, ...) are per-CPU classes with a
 //! description; `ERR` and `MIS` have a single total.
 
-use crate::HostError;
+use crate::error::HostError;
 use irqlab_stats::inventory::{Delivery, Trigger};
 use std::path::Path;
 

@@ -2,9 +2,9 @@
 //! `/sys/kernel/irq/N` and the PCI functions behind each line, rates from two snapshots, and the
 //! findings a latency-minded engineer acts on.
 
+use crate::error::HostError;
 use crate::interrupts::{Row, Table};
 use crate::pci::{self, read_trimmed, Function};
-use crate::HostError;
 use irqlab_stats::inventory::{
     Delivery, Finding, Inventory, IrqEntry, PciFunction, Severity, Trigger,
 };

@@ -11,10 +11,10 @@
 //! at the end. Events are paired per CPU: a hard IRQ handler runs to completion on the CPU that
 //! entered it, and a softirq raised on a CPU runs on that CPU.
 
+use crate::error::HostError;
 use crate::readers::{CpuSink, Readers};
 use crate::ringbuf::{self, Field, Format};
 use crate::tracefs::{self, EventName, TraceInstance};
-use crate::HostError;
 use irqlab_stats::activity::{IrqActivity, IrqActivityReport, SoftirqActivity, TaskletActivity};
 use irqlab_stats::LatencyHistogram;
 use std::collections::HashMap;

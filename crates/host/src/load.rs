@@ -33,8 +33,8 @@
 //! to set their process titles; the leader's shell or the watcher's is enough to find the group,
 //! and the group holds the workers.) No group below 2 and never irqlab's own is signalled.
 
+use crate::error::HostError;
 use crate::state::{self, Change, ProcessId, Recorded};
-use crate::HostError;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::os::fd::OwnedFd;

@@ -8,7 +8,7 @@
 //! 1-4 for INTA-INTD. Without root, sysfs returns only the first 64 bytes, so the capability
 //! list may be out of reach; then the capabilities are unknown, not absent.
 
-use crate::HostError;
+use crate::error::HostError;
 use irqlab_stats::inventory::PciFunction;
 use std::path::Path;
 

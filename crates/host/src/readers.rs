@@ -21,9 +21,9 @@
 //! event, and each wake-up is an `irq_work` interrupt on the writing CPU
 //! (`rb_wakeups()` in `ring_buffer.c`).
 
+use crate::error::HostError;
 use crate::ringbuf;
 use crate::tracefs::TraceInstance;
-use crate::HostError;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -35,11 +35,11 @@
 //! Every file in the directory whose name is not `PID-START.json` (the applied affinity record)
 //! is left alone by the recovery.
 
+use crate::error::HostError;
 use crate::state::{
     boot_id, owner_from_name, read_own_file, write_atomic, Change, Entry, LockedDir, ProcessId,
     Record, StateDir, FORMAT,
 };
-use crate::HostError;
 use std::path::{Path, PathBuf};
 
 /// What an irqlab process that ended without cleaning up had left, and what became of it.

@@ -16,7 +16,7 @@
 //!
 //! Event data begins with `common_type` (u16): the event's ID from its `format` file.
 
-use crate::HostError;
+use crate::error::HostError;
 use std::collections::HashMap;
 use std::path::Path;
 

@@ -28,7 +28,7 @@
 //! symbolic link, belongs to another user, or others may write to it (a shared `/tmp`). A
 //! default directory is removed again when its last file goes.
 
-use crate::HostError;
+use crate::error::HostError;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -343,6 +343,7 @@ impl StateDir {
         HostError::StateDir {
             path: self.path.clone(),
             cause: cause.to_string(),
+            env: STATE_DIR_ENV,
         }
     }
 

@@ -33,8 +33,8 @@
 //! # Ok::<(), irqlab_host::HostError>(())
 //! ```
 
+use crate::error::HostError;
 use crate::sys;
-use crate::HostError;
 // Linux's CPU list format lives with the shared result model (`irqlab_stats::cpus`): the
 // renderers format lists too, and they read only that crate.
 pub use irqlab_stats::cpus::{format_cpu_list, parse_cpu_list};

@@ -2,10 +2,10 @@
 //! the worst wake-up) around the measuring threads, an optional load, and the result in the
 //! [`RunReport`] data model that simulated runs use too, so the same renderers show both.
 
+use crate::error::HostError;
 use crate::load::Load;
 use crate::timer::{self, LiveStat, StopReason, TimerOptions, TimerRun};
 use crate::timer_trace::{TimerTrace, TimerTraceResult, TraceDetail};
-use crate::HostError;
 use irqlab_stats::results::{Counter, HistogramData, Metric, RunReport, Spike, SpikeKind};
 use irqlab_stats::LatencyHistogram;
 use std::sync::atomic::AtomicBool;

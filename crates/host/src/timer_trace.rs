@@ -64,10 +64,10 @@
 //! analysis names it unattributed instead of leaving a silent gap, and the run warns when a CPU
 //! shows switches into idle but none out of it.
 
+use crate::error::HostError;
 use crate::readers::{CpuSink, Readers};
 use crate::ringbuf::{self, Field, Format};
 use crate::tracefs::{EventName, TraceInstance, IRQ_EVENTS, LOCAL_TIMER_EVENTS};
-use crate::HostError;
 use irqlab_stats::results::{CauseTotal, LatencyCause, LatencyPart, SpikeEvent, WakeupAnalysis};
 use irqlab_stats::LatencyHistogram;
 use std::collections::{HashMap, VecDeque};

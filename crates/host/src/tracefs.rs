@@ -20,8 +20,8 @@
 //! (`kernel/trace/trace.c`). So any mount will do, and an instance left by a crash can be removed
 //! through any mount, or through a private mount made for the purpose.
 
+use crate::error::HostError;
 use crate::state::{self, Change, Recorded};
-use crate::HostError;
 use std::path::{Path, PathBuf};
 
 /// irqlab's own mount points are named `irqlab-tracefs-PID-START` in the temporary directory.

@@ -2,7 +2,8 @@ use std::borrow::Cow;
 
 use hdrhistogram::Histogram;
 
-use crate::{StatsError, Summary};
+use crate::error::StatsError;
+use crate::summary::Summary;
 
 /// Smallest value the histogram distinguishes from its neighbours (1 ns).
 pub const LOWEST_DISCERNIBLE_NS: u64 = 1;

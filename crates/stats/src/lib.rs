@@ -38,6 +38,7 @@ pub mod affinity;
 pub mod boxwidth;
 pub mod cpus;
 pub mod decide;
+mod error;
 pub mod fence;
 mod histogram;
 pub mod inventory;
@@ -48,21 +49,12 @@ pub mod series;
 mod summary;
 pub mod uncertainty;
 
+pub use error::StatsError;
 pub use histogram::{
     LatencyHistogram, SerializedHistogram, SerializedHistogramError, HIGHEST_TRACKABLE_NS,
     LOWEST_DISCERNIBLE_NS, SIGNIFICANT_FIGURES,
 };
 pub use summary::Summary;
-
-/// Errors returned by this crate.
-#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
-pub enum StatsError {
-    /// A quantile was requested outside `[0, 1]` (or was NaN).
-    #[error(
-        "quantile {0} is outside [0, 1]; pass a fraction such as 0.99 for the 99th percentile"
-    )]
-    QuantileOutOfRange(f64),
-}
 
 /// `1234567` -> `"1,234,567"`: thousands separators for counts and nanoseconds in tables.
 pub fn thousands(n: u64) -> String {
