@@ -197,36 +197,24 @@ impl Step {
     }
 }
 
-// Each subsystem's operations are steps of the language.
-impl From<super::net::NetStep> for Step {
-    fn from(op: super::net::NetStep) -> Step {
-        Step::Net(op)
-    }
+/// Each subsystem's operations are steps of the language: `Step::Net(op)` is `op.into()`.
+macro_rules! subsystem_steps {
+    ($($variant:ident($op:ty)),* $(,)?) => {
+        $(impl From<$op> for Step {
+            fn from(op: $op) -> Step {
+                Step::$variant(op)
+            }
+        })*
+    };
 }
 
-impl From<super::hrtimer::TimerStep> for Step {
-    fn from(op: super::hrtimer::TimerStep) -> Step {
-        Step::Timer(op)
-    }
-}
-
-impl From<super::softirq::SoftirqStep> for Step {
-    fn from(op: super::softirq::SoftirqStep) -> Step {
-        Step::Softirq(op)
-    }
-}
-
-impl From<super::workqueue::DeferredStep> for Step {
-    fn from(op: super::workqueue::DeferredStep) -> Step {
-        Step::Deferred(op)
-    }
-}
-
-impl From<super::spl::SplStep> for Step {
-    fn from(op: super::spl::SplStep) -> Step {
-        Step::Spl(op)
-    }
-}
+subsystem_steps!(
+    Net(super::net::NetStep),
+    Timer(super::hrtimer::TimerStep),
+    Softirq(super::softirq::SoftirqStep),
+    Deferred(super::workqueue::DeferredStep),
+    Spl(super::spl::SplStep),
+);
 
 /// A named program's place in the code.
 #[derive(Clone, Debug)]
