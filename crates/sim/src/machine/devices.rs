@@ -38,10 +38,8 @@ impl Machine {
 
     /// Board device k (the caller knows it is one).
     fn board_mut(&mut self, k: usize) -> &mut Board {
-        match &mut self.devices[k] {
-            Device::Board(b) => b,
-            Device::Card(_) => unreachable!("device {k} is a PCIe endpoint, not on the board"),
-        }
+        (self.devices[k].board_mut())
+            .unwrap_or_else(|| unreachable!("device {k} is a PCIe endpoint, not on the board"))
     }
 
     /// Start the devices: the cards' network controllers, generators and DMA streams, the board

@@ -251,19 +251,15 @@ pub(super) fn has_samples(
 /// function: the caller knows it is one).
 #[inline]
 pub(super) fn card(devices: &[Device], k: u8) -> &Exerciser {
-    match &devices[usize::from(k)] {
-        Device::Card(c) => c,
-        Device::Board(_) => unreachable!("device {k} is on the board, not a PCIe endpoint"),
-    }
+    (devices[usize::from(k)].card())
+        .unwrap_or_else(|| unreachable!("device {k} is on the board, not a PCIe endpoint"))
 }
 
 /// PCIe device k of the machine's devices, to change.
 #[inline]
 pub(super) fn card_mut(devices: &mut [Device], k: u8) -> &mut Exerciser {
-    match &mut devices[usize::from(k)] {
-        Device::Card(c) => c,
-        Device::Board(_) => unreachable!("device {k} is on the board, not a PCIe endpoint"),
-    }
+    (devices[usize::from(k)].card_mut())
+        .unwrap_or_else(|| unreachable!("device {k} is on the board, not a PCIe endpoint"))
 }
 
 /// How often a run reports its progress, in interrupts of the measured device.

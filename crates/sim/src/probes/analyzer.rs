@@ -40,6 +40,14 @@ impl Analyzer {
         }
     }
 
+    /// The logged packets in time order (a packet crossed ahead of the clock may have been
+    /// logged before one that went on the wire earlier), taken out of the analyzer.
+    pub fn take_trace(&mut self) -> Vec<TraceRecord> {
+        let mut trace = std::mem::take(&mut self.records);
+        trace.sort_by_key(|r| (r.time_ps, r.packet));
+        trace
+    }
+
     pub fn observe(&mut self, time: SimTime, dir: Dir, tlp: &Tlp) {
         self.packets += 1;
         if self.records.len() < self.capacity {

@@ -421,8 +421,7 @@ impl Scenario {
                 requested: samples,
             });
         }
-        let mut trace = std::mem::take(&mut m.analyzer.records);
-        trace.sort_by_key(|r| (r.time_ps, r.packet));
+        let trace = m.analyzer.take_trace();
         let cyclictest = m.cyclictest.merged();
         let tasks = TaskCounters {
             context_switches: m.sched.switches,

@@ -758,7 +758,7 @@ pub(super) fn run(
         count_ns,
         series: probe.series,
         counters,
-        trace: m.analyzer.records.clone(),
+        trace: m.analyzer.take_trace(),
     })
 }
 
