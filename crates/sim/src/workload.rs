@@ -74,6 +74,14 @@ pub struct PhaseSpec {
 }
 
 impl PhaseSpec {
+    /// The phase's last sample in a replication that runs `samples` of the run's `total`: a
+    /// replication's share passes through every phase in proportion (a phase that ends at
+    /// sample 1100 of 4400 ends at 275 of a quarter's 1100).
+    pub fn until_in(&self, samples: u64, total: u64) -> u64 {
+        (u128::from(self.until_sample) * u128::from(samples)).div_ceil(u128::from(total.max(1)))
+            as u64
+    }
+
     pub fn load(&self) -> WorkloadSpec {
         WorkloadSpec {
             busy_fraction: self.busy_fraction,
@@ -208,6 +216,9 @@ pub struct WorkState {
     pub pending: bool,
     /// The run has its samples: no new stretches.
     pub stopped: bool,
+    /// Idle with no stretch to come: the load's busy fraction is 0 (until a phase brings one,
+    /// [`WorkState::set_spec`]).
+    unloaded: bool,
     /// Sections run.
     pub sections: u64,
     /// Instructions of an `splXXX()` or `splx()` call (the kernel's, for `spl` sections).
@@ -218,8 +229,9 @@ impl WorkState {
     /// A generator; a core that is always busy (`busy_fraction` 1) starts with work pending.
     pub fn new(spec: WorkloadSpec, rng: Stream) -> WorkState {
         let section_rate_per_ps = spec.section.iter().map(|s| s.per_busy_s * 1e-12).sum();
+        let spec_unloaded = spec.busy_fraction <= 0.0;
         WorkState {
-            pending: spec.busy_fraction > 0.0,
+            pending: !spec_unloaded,
             spec,
             rng,
             section_rate_per_ps,
@@ -227,16 +239,29 @@ impl WorkState {
             busy_left_ps: 0,
             working: false,
             stopped: false,
+            unloaded: spec_unloaded,
             sections: 0,
             spl_call_instructions: 0,
         }
     }
 
-    /// The workload changes (seed 004's phases): the stretch under way goes on, with the new
-    /// sections; the next stretch and idle gap follow the new busy fraction.
-    pub fn set_spec(&mut self, spec: WorkloadSpec) {
+    /// The workload changes (a phase begins): the stretch under way goes on, with the new
+    /// sections; the next stretch and idle gap follow the new busy fraction. A core that had
+    /// no load gets its first stretch after an idle gap of the new load: the gap is returned,
+    /// for the machine to schedule its arrival.
+    pub fn set_spec(&mut self, spec: WorkloadSpec) -> Option<SimDuration> {
         self.section_rate_per_ps = spec.section.iter().map(|s| s.per_busy_s * 1e-12).sum();
         self.spec = spec;
+        let f = self.spec.busy_fraction;
+        if !self.unloaded || self.stopped || f <= 0.0 {
+            return None;
+        }
+        self.unloaded = false;
+        if f >= 1.0 {
+            return Some(SimDuration::ZERO);
+        }
+        let idle_ps = self.spec.busy_ms * 1e9 * (1.0 - f) / f;
+        Some(SimDuration::from_ps(self.exponential(idle_ps)))
     }
 
     pub fn spec(&self) -> &WorkloadSpec {
@@ -296,6 +321,10 @@ impl WorkState {
             let rest = if f >= 1.0 {
                 self.pending = true;
                 Some(SimDuration::ZERO)
+            } else if f <= 0.0 {
+                // No load any more (a phase took it away): idle until one brings it back.
+                self.unloaded = true;
+                None
             } else {
                 let idle_ps = self.spec.busy_ms * 1e9 * (1.0 - f) / f;
                 Some(SimDuration::from_ps(self.exponential(idle_ps)))

@@ -119,3 +119,185 @@ fn a_workload_that_cannot_be_is_refused_with_its_key() {
         "{e}"
     );
 }
+
+/// Three phases on the workstation: no load, an always-busy core with 20 us sections at a
+/// tenth of the card's rate, no load again.
+const PHASES: &str = r#"
+[[workload.phase]]
+name = "quiet"
+until_sample = 1000
+busy_fraction = 0.0
+busy_ms = 1.0
+cold_fraction = 0.0
+
+[[workload.phase]]
+name = "loaded"
+until_sample = 2000
+busy_fraction = 1.0
+busy_ms = 5.0
+cold_fraction = 0.0
+rates = { exerciser = 1000.0 }
+section = [{ kind = "irqs-off", per_busy_s = 5000.0, distribution = "fixed", mean_us = 20.0 }]
+
+[[workload.phase]]
+name = "quiet-again"
+until_sample = 3000
+busy_fraction = 0.0
+busy_ms = 1.0
+cold_fraction = 0.0
+rates = { exerciser = 10000.0 }
+"#;
+
+#[test]
+fn linux_phases_follow_the_measured_cards_samples_with_their_load_and_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = with_workload(dir.path(), PHASES);
+    let set = ["delivery=msi", "samples=3000"];
+    let o = run(&path, &set, 3_000, false);
+    let names: Vec<&str> = o.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["quiet", "loaded", "quiet-again"]);
+    // Each phase holds its own samples, by number: none is dropped on this card (one at a
+    // time), so each has exactly its thousand and together they are the run's.
+    for p in &o.phases {
+        assert_eq!(p.isr.count(), 1_000, "{}", p.name);
+        assert_eq!(p.tasklet.count(), 1_000, "{}", p.name);
+    }
+    assert_eq!(o.isr.count(), 3_000);
+    // Only the loaded phase has sections: an interrupt that falls in one waits up to 20 us.
+    let max = |i: usize| o.phases[i].isr.max_ns().unwrap();
+    assert!(max(1) > 10_000, "loaded max {} ns", max(1));
+    assert!(max(0) < 10_000, "quiet max {} ns", max(0));
+    assert!(o.counters.workload_sections > 0);
+    // The rates: 1,000 interrupts at 1,000/s take a second; the quiet phases, at the card's
+    // own 10,000/s and then 10,000/s again, a tenth of that each.
+    let simulated_s = o.counters.simulated_ps as f64 * 1e-12;
+    assert!(
+        (1.0..1.4).contains(&simulated_s),
+        "simulated {simulated_s} s"
+    );
+    // Step by step, the same.
+    let strict = run(&path, &set, 3_000, true);
+    for (a, b) in o.phases.iter().zip(&strict.phases) {
+        assert_eq!(a.isr, b.isr, "{}", a.name);
+    }
+    // In the neutral result, each metric for the whole run and then for each phase.
+    let r = o.into_result(0);
+    let listed: Vec<(String, Option<String>)> = (r.metrics.iter())
+        .map(|m| (m.name.clone(), m.phase.clone()))
+        .collect();
+    assert_eq!(listed.len(), 8, "{listed:?}");
+    assert_eq!(
+        listed[2],
+        ("isr_latency".to_string(), Some("quiet".to_string()))
+    );
+}
+
+#[test]
+fn replications_run_every_phase_in_proportion() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = with_workload(dir.path(), PHASES);
+    let set = ["delivery=msi".to_string(), "samples=3000".to_string()];
+    let s = Scenario::load(&path, &set).unwrap();
+    let o = s.run_replicated(5, 3_000, 0, 3, None).unwrap();
+    // Each replication's thousand pass through the phases at its 334th and 667th sample
+    // (rounded up): a phase ends within a sample per replication of where the run's does.
+    let counts: Vec<u64> = o.phases.iter().map(|p| p.isr.count()).collect();
+    assert_eq!(counts, [1_002, 999, 999]);
+}
+
+#[test]
+fn cyclictest_phases_follow_its_loops() {
+    let text = std::fs::read_to_string(repo().join("experiments/seed003/idle.toml")).unwrap();
+    let dir = repo().join("experiments/seed003");
+    let start = text.find("[workload]").unwrap();
+    let end = text.find("# The same two 82572EI").unwrap();
+    let phases = r#"
+[[workload.phase]]
+name = "idle"
+until_sample = 500
+busy_fraction = 0.0
+busy_ms = 1.0
+cold_fraction = 0.0
+
+[[workload.phase]]
+name = "busy"
+until_sample = 1000
+busy_fraction = 1.0
+busy_ms = 2.0
+cold_fraction = 0.0
+section = [{ kind = "irqs-off", per_busy_s = 20000.0, distribution = "fixed", mean_us = 30.0 }]
+"#;
+    let text = format!("{}{phases}\n{}", &text[..start], &text[end..]);
+    let text = (text.replace("\"../../", &format!("\"{}/../../", dir.display())))
+        .replace("samples = 20000", "samples = 1000");
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("idle-phases.toml");
+    std::fs::write(&path, text).unwrap();
+    let o = Scenario::load(&path, &[])
+        .expect("loads")
+        .run(1, 1_000, 0)
+        .expect("runs");
+    let counts: Vec<u64> = o.phases.iter().map(|p| p.cyclictest.count()).collect();
+    assert_eq!(counts, [500, 500]);
+    let max = |i: usize| o.phases[i].cyclictest.max_ns().unwrap();
+    assert!(
+        max(1) > max(0) + 10_000,
+        "idle {} ns, busy {} ns",
+        max(0),
+        max(1)
+    );
+}
+
+#[test]
+fn phases_that_cannot_be_are_refused_with_their_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = with_workload(dir.path(), PHASES);
+    let err = |set: &[&str]| {
+        let mut set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+        set.insert(0, "samples=3000".into());
+        match Scenario::load(&path, &set) {
+            Ok(_) => panic!("{set:?} was accepted"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let e = err(&["workload.phase.1.rates.exerciser=0"]);
+    assert!(
+        e.contains("workload.phase.1.rates.exerciser") && e.contains("measured device"),
+        "{e}"
+    );
+    let other = tempfile::tempdir().unwrap();
+    let misnamed = with_workload(other.path(), &PHASES.replace("exerciser =", "nosuch ="));
+    let e = Scenario::load(&misnamed, &["samples=3000".to_string()])
+        .err()
+        .expect("a rate for no device is refused")
+        .to_string();
+    assert!(
+        e.contains("workload.phase.1.rates.nosuch") && e.contains("the devices are: exerciser"),
+        "{e}"
+    );
+    let e = err(&["workload.phase.1.until_sample=900"]);
+    assert!(
+        e.contains("workload.phase.1.until_sample") && e.contains("sample order"),
+        "{e}"
+    );
+    let e = err(&["workload.phase.2.name=quiet"]);
+    assert!(
+        e.contains("workload.phase.2.name") && e.contains("two phases"),
+        "{e}"
+    );
+    let e = err(&["workload.cold_fraction=0.5"]);
+    assert!(
+        e.contains("workload.cold_fraction") && e.contains("each phase gives its own load"),
+        "{e}"
+    );
+    let e = err(&["workload.phase.1.section.0.mean_us=300"]);
+    assert!(
+        e.contains("workload.phase.1.section") && e.contains("150%"),
+        "{e}"
+    );
+    let e = err(&["samples=200000"]);
+    assert!(
+        e.contains("workload.phase.2.until_sample") && e.contains("before the run's 200000"),
+        "{e}"
+    );
+}

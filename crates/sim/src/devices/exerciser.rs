@@ -137,6 +137,9 @@ pub struct Exerciser {
     /// The machine's pending event for the controller's next interrupt (its time, and a
     /// generation that makes older events stale).
     pub nic_timer: (Option<SimTime>, u32),
+    /// The generation of the generator's pending interrupt: a new rate (a workload phase's)
+    /// plans the next interrupt afresh and makes the one planned before stale.
+    pub generator_gen: u32,
     rng: Stream,
 }
 
@@ -157,8 +160,30 @@ impl Exerciser {
             dma_requests: 0,
             nic: None,
             nic_timer: (None, 0),
+            generator_gen: 0,
             rng,
         }
+    }
+
+    /// Raise interrupts at `per_s` from now on (a workload phase's rate; 0 stops the
+    /// generator). Returns whether the machine must plan the next interrupt afresh (with the
+    /// new [`Self::generator_gen`]): a card that counts its interval from the service write
+    /// plans it there, unless it had stopped.
+    pub fn set_rate(&mut self, per_s: f64) -> bool {
+        let was = self.cfg.generates;
+        self.cfg.generates = per_s > 0.0;
+        if per_s > 0.0 {
+            let gap = SimDuration::from_ps((1e12 / per_s).round() as u64);
+            self.cfg.generator = match self.cfg.generator {
+                Generator::Periodic { .. } => Generator::Periodic { interval: gap },
+                Generator::Poisson { .. } => Generator::Poisson { mean: gap },
+            };
+        }
+        if self.cfg.interval_from_service && was {
+            return false;
+        }
+        self.generator_gen = self.generator_gen.wrapping_add(1);
+        self.cfg.generates
     }
 
     fn tag(&mut self) -> u8 {

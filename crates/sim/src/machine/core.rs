@@ -519,7 +519,19 @@ impl Machine {
                         }
                     }
                     Op::Wake(t) => self.sched.wake(t),
-                    Op::Sample { thread, ns } => self.cyclictest.record(thread, ns),
+                    Op::Sample { thread, ns } => {
+                        self.cyclictest.record(thread, ns);
+                        // The first thread's loops are the run's samples: the workload's
+                        // phases follow them (`Machine::sample_behind`, written out here where
+                        // the core is borrowed).
+                        let i = self.phase;
+                        if thread == 0
+                            && i + 1 < self.phases.len()
+                            && self.kernel.cyclic[0].loops == self.phases[i].until_sample
+                        {
+                            self.q.schedule_at(now + acc, Ev::Phase(i as u8 + 1));
+                        }
+                    }
                     Op::WakeSoftirq(nr) => {
                         // -rt's `wakeup_softirqd`: wake the softirq's thread (2.6.29.4-rt17's
                         // kernel/softirq.c; its "same-prio hardirq thread" branch of

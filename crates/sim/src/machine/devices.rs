@@ -3,7 +3,8 @@
 //! streams and network controllers, whose TLPs leave on their links; the board devices' timers,
 //! the levels they drive on the 8259 pair's inputs, the pulse wire between the GPS receiver,
 //! the parallel port and the counter card, and the accesses that reach them; and the workload's
-//! phases, which change by sample number (seed 004's load).
+//! phases, which change by the number of the run's samples (seed 004's load, or any scenario's
+//! `[[workload.phase]]`s).
 
 use super::fabric::Endpoint;
 use super::{Ev, Machine, PROGRESS_EVERY};
@@ -16,10 +17,14 @@ use crate::workload::WorkloadSpec;
 /// One stretch of a run's workload, by sample number.
 #[derive(Clone, Debug)]
 pub struct Phase {
-    /// The last sample (1-based, inclusive) taken under it.
+    /// The last sample (1-based, inclusive) taken under it, numbered as the run's source
+    /// numbers them: the pulses, the measured card's interrupts, or cyclictest's first thread's
+    /// loops (warm-up included).
     pub until_sample: u64,
     pub work: WorkloadSpec,
-    /// Interrupt rates of the board's sources (device index, per second).
+    /// Interrupt rates of devices (device index, per second): the board's interrupt sources,
+    /// or PCIe cards that raise interrupts of their own (from the second phase on: the first
+    /// phase's rates are the cards' own, as assembled).
     pub rates: Vec<(u8, f64)>,
 }
 
@@ -55,7 +60,9 @@ impl Machine {
                     let d = self.card_mut(k8);
                     if d.cfg.generates {
                         let gap = d.first_gap();
-                        self.q.schedule_in(gap, Ev::Device(k8, Timer::Generate, 0));
+                        let gen = d.generator_gen;
+                        self.q
+                            .schedule_in(gap, Ev::Device(k8, Timer::Generate, gen));
                     }
                     for stream in 0..2u8 {
                         let d = self.card_mut(k8);
@@ -81,7 +88,7 @@ impl Machine {
     /// Device k's timer `t` (of generation `gen`) fires.
     pub(super) fn on_device_timer(&mut self, k: u8, t: Timer, gen: u32) {
         match t {
-            Timer::Generate => self.on_generate(k),
+            Timer::Generate => self.on_generate(k, gen),
             Timer::Dma(stream) => self.on_dma(k, stream),
             Timer::CheckDeassert => {
                 if let Some(tlp) = self.card_mut(k).check_deassert() {
@@ -136,29 +143,47 @@ impl Machine {
         if let Some(o) = &mut self.observer {
             o.pulse(pulse.number);
         }
+        self.sample_behind(pulse.number, self.q.now() + pulse.half_period);
+    }
+
+    /// Sample `n` of the run's source is behind (a pulse sent, the measured card's interrupt
+    /// before the one now raised, cyclictest's loop): if it was the current phase's last, the
+    /// next phase begins at `at`, before the next sample is taken.
+    #[inline]
+    pub(super) fn sample_behind(&mut self, n: u64, at: SimTime) {
         let i = self.phase;
-        if i + 1 < self.phases.len() && pulse.number == self.phases[i].until_sample {
-            self.q
-                .schedule_in(pulse.half_period, Ev::Phase(i as u8 + 1));
+        if i + 1 < self.phases.len() && n == self.phases[i].until_sample {
+            self.q.schedule_at(at, Ev::Phase(i as u8 + 1));
         }
     }
 
-    /// The workload and the sources' rates of phase `i`.
+    /// The workload and the devices' rates of phase `i`.
     pub(super) fn set_phase(&mut self, i: usize) {
         self.phase = i;
         let now = self.q.now();
         let rates = self.phases[i].rates.clone();
         for (j, rate) in rates {
-            if let Device::Board(Board::IrqSource(s)) = &mut self.devices[usize::from(j)] {
-                let e = s.set_rate(now, rate);
-                self.apply(usize::from(j), e, now);
+            match &mut self.devices[usize::from(j)] {
+                Device::Board(Board::IrqSource(s)) => {
+                    let e = s.set_rate(now, rate);
+                    self.apply(usize::from(j), e, now);
+                }
+                Device::Card(d) if i > 0 => {
+                    if d.set_rate(rate) {
+                        let (gap, gen) = (d.next_gap(), d.generator_gen);
+                        self.q.schedule_in(gap, Ev::Device(j, Timer::Generate, gen));
+                    }
+                }
+                _ => {}
             }
         }
         if i > 0 {
             let spec = self.phases[i].work.clone();
-            for core in &mut self.cores {
-                if let Some(w) = &mut core.work {
-                    w.set_spec(spec.clone());
+            for c in 0..self.cores.len() {
+                if let Some(w) = &mut self.cores[c].work {
+                    if let Some(gap) = w.set_spec(spec.clone()) {
+                        self.q.schedule_in(gap, Ev::WorkArrives(c as u8));
+                    }
                 }
             }
         }
@@ -249,14 +274,19 @@ impl Machine {
         self.nic_changed(k, now);
     }
 
-    pub(super) fn on_generate(&mut self, k: u8) {
+    pub(super) fn on_generate(&mut self, k: u8, gen: u32) {
+        let d = self.card(k);
+        // Planned before a phase gave the card a new rate, or at a rate of 0.
+        if gen != d.generator_gen || !d.cfg.generates {
+            return;
+        }
         if self.wants_more() {
             self.raise(k);
             // A card that counts its interval from the service write schedules its next
             // interrupt when that write arrives.
             if !self.card(k).cfg.interval_from_service {
                 let gap = self.card_mut(k).next_gap();
-                self.q.schedule_in(gap, Ev::Device(k, Timer::Generate, 0));
+                self.q.schedule_in(gap, Ev::Device(k, Timer::Generate, gen));
             }
         }
     }
@@ -284,10 +314,15 @@ impl Machine {
     pub(super) fn raise_at(&mut self, k: u8, at: SimTime, early: bool) {
         if let Some((tlp, delay)) = self.card_mut(k).trigger_at(at) {
             if k == self.probed_device {
+                let n = self.card(k).generated;
                 if let Some(p) = &self.progress {
-                    if self.card(k).generated.is_multiple_of(PROGRESS_EVERY) {
+                    if n.is_multiple_of(PROGRESS_EVERY) {
                         p.fetch_add(PROGRESS_EVERY, std::sync::atomic::Ordering::Relaxed);
                     }
+                }
+                // The card's interrupts are the run's samples unless cyclictest's are.
+                if !self.phases.is_empty() && self.kernel.cyclic.is_empty() {
+                    self.sample_behind(n - 1, at);
                 }
             }
             let dest = self.interrupt_dest(&tlp);

@@ -267,7 +267,7 @@ pub const PROGRESS_EVERY: u64 = 1 << 14;
 
 /// A machine assembled in stages, each a method: the fabric with its hub and cores
 /// ([`MachineBuilder::new`]), the kernel as it boots, the PCIe devices with their INTx lines,
-/// the board's devices with the workload's phases, the platform's SMIs, the probes, and how
+/// the board's devices, the workload's phases, the platform's SMIs, the probes, and how
 /// long the run is; then [`MachineBuilder::build`]. A stage left out is the machine without
 /// it (no devices, no SMIs, no observer). Tasks are spawned on the built machine, as the
 /// kernel boots them.
@@ -335,9 +335,14 @@ impl MachineBuilder {
     }
 
     /// The board's devices (on the fabric after the PCIe devices: board device j is the
-    /// machine's device `cards + j`) and the workload's phases.
-    pub fn board(mut self, board: Vec<crate::devices::Board>, phases: Vec<Phase>) -> Self {
+    /// machine's device `cards + j`).
+    pub fn board(mut self, board: Vec<crate::devices::Board>) -> Self {
         self.board = board;
+        self
+    }
+
+    /// The workload's phases, by the number of the run's samples (none: one load).
+    pub fn phases(mut self, phases: Vec<Phase>) -> Self {
         self.phases = phases;
         self
     }

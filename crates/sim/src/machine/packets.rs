@@ -309,8 +309,9 @@ impl Machine {
                 }
             }
             Reaction::TriggerAfter(gap) => {
+                let gen = self.card(k).generator_gen;
                 self.q
-                    .schedule_at(at + gap, Ev::Device(k, Timer::Generate, 0));
+                    .schedule_at(at + gap, Ev::Device(k, Timer::Generate, gen));
             }
         }
     }

@@ -74,6 +74,9 @@ pub struct LatencyProbe {
     isr_seen: bool,
     pub isr: LatencyHistogram,
     pub tasklet: LatencyHistogram,
+    /// Both per workload phase, by their number past the warm-up.
+    pub isr_phases: super::ByPhase,
+    pub tasklet_phases: super::ByPhase,
     /// The ISR latencies in order (bounded), when asked for.
     pub series: Option<SampleSeries>,
     /// Interrupt packets seen while a measurement was still open (the interrupts came too fast
@@ -91,6 +94,8 @@ impl LatencyProbe {
             isr_seen: false,
             isr: LatencyHistogram::new(),
             tasklet: LatencyHistogram::new(),
+            isr_phases: super::ByPhase::default(),
+            tasklet_phases: super::ByPhase::default(),
             series: None,
             overlapped: 0,
         }
@@ -136,6 +141,7 @@ impl LatencyProbe {
             self.isr_seen = true;
             if !warming {
                 self.isr.record(ns);
+                self.isr_phases.record(ns);
                 if let Some(s) = &mut self.series {
                     s.record(ns);
                 }
@@ -147,6 +153,7 @@ impl LatencyProbe {
         } else if Some(tlp.addr) == self.tasklet_signature_addr && self.isr_seen {
             if !warming {
                 self.tasklet.record(ns);
+                self.tasklet_phases.record(ns);
             }
             self.start = None;
             self.warmup = self.warmup.saturating_sub(1);

@@ -11,6 +11,9 @@ pub struct CyclictestProbe {
     /// Loops of each thread before any is recorded (the run's warm-up).
     pub warmup: u64,
     threads: Vec<Thread>,
+    /// Every thread's latencies per workload phase, each by its own loop's number past the
+    /// warm-up.
+    pub phases: super::ByPhase,
 }
 
 #[derive(Debug, Default)]
@@ -26,6 +29,7 @@ impl CyclictestProbe {
         CyclictestProbe {
             warmup,
             threads: Vec::new(),
+            phases: super::ByPhase::default(),
         }
     }
 
@@ -36,10 +40,11 @@ impl CyclictestProbe {
             self.threads.resize_with(i + 1, Thread::default);
         }
         let t = &mut self.threads[i];
-        if t.seen >= self.warmup {
-            t.latency.record(ns);
-        }
         t.seen += 1;
+        if t.seen > self.warmup {
+            t.latency.record(ns);
+            self.phases.record_at(t.seen - self.warmup, ns);
+        }
     }
 
     /// Every thread's latencies in one histogram (cyclictest's summary over its threads).

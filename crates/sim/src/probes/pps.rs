@@ -21,13 +21,12 @@ pub struct PpsProbe {
     /// The last pulse's number and whether its timestamp has been taken.
     pulse: u64,
     sampled: bool,
-    /// The last sample of each workload phase (1-based, inclusive).
-    pub phase_until: Vec<u64>,
     pub target: u64,
     pub samples: u64,
     pub missed: u64,
     pub latency: LatencyHistogram,
-    pub phases: Vec<LatencyHistogram>,
+    /// The latencies per workload phase, by the pulse's number.
+    pub phases: super::ByPhase,
     /// Every sample in counts.
     pub counts: Vec<u64>,
     pub series: SampleSeries,
@@ -50,11 +49,7 @@ impl PpsProbe {
             seen: 0,
             pulse: 0,
             sampled: true,
-            phases: phase_until
-                .iter()
-                .map(|_| LatencyHistogram::new())
-                .collect(),
-            phase_until,
+            phases: super::ByPhase::new(phase_until),
             target,
             samples: 0,
             missed: 0,
@@ -81,10 +76,7 @@ impl PpsProbe {
         let ns = (counts as f64 * card.count_ns()).round() as u64;
         self.samples += 1;
         self.latency.record(ns);
-        let i = (self.phase_until.iter())
-            .position(|&u| self.pulse <= u)
-            .unwrap_or(self.phase_until.len() - 1);
-        self.phases[i].record(ns);
+        self.phases.record_at(self.pulse, ns);
         self.counts.push(counts);
         self.series.record(ns);
         if let Some(p) = &self.progress {

@@ -15,6 +15,8 @@ pub struct RoundTripProbe {
     pub histogram: LatencyHistogram,
     /// The round trips in order (bounded), when asked for.
     pub series: Option<SampleSeries>,
+    /// The round trips per workload phase, by their number past the warm-up.
+    pub phases: super::ByPhase,
 }
 
 impl RoundTripProbe {
@@ -25,6 +27,7 @@ impl RoundTripProbe {
             return;
         }
         self.histogram.record(ns);
+        self.phases.record(ns);
         if let Some(s) = &mut self.series {
             s.record(ns);
         }

@@ -27,10 +27,11 @@ use crate::kernel::tasks;
 use crate::kernel::Tick;
 use crate::kernel::{linux, Action, Chip, Delivery, Flow, Kernel};
 use crate::machine::fabric::{Ends, Fabric};
-use crate::machine::{ColdCode, Core, Frequency, Machine, MachineBuilder, Smi};
+use crate::machine::{ColdCode, Core, Frequency, Machine, MachineBuilder, Phase, Smi};
 use crate::probes::analyzer::{Analyzer, LatencyProbe};
 use crate::probes::cyclictest::CyclictestProbe;
 use crate::probes::round_trip::RoundTripProbe;
+use crate::probes::ByPhase;
 use crate::probes::SERIES_POINTS;
 use crate::topology::route::Request;
 use crate::topology::{
@@ -189,14 +190,17 @@ impl VectorAllocator {
 impl Scenario {
     /// Build the machine for a run that keeps its first `trace` TLPs and its sample series.
     pub fn build(&self, seed: u64, samples: u64, trace: usize) -> Result<Machine, ScenarioError> {
-        self.build_keeping(seed, samples, trace, true)
+        self.build_keeping(seed, samples, samples, trace, true)
     }
 
-    /// Build the machine for a run; `series`: keep the sample series (bounded).
+    /// Build the machine for a run of `samples`, a replication's share of the run's
+    /// `run_samples` (the workload's phases are numbered in those); `series`: keep the sample
+    /// series (bounded).
     pub(super) fn build_keeping(
         &self,
         seed: u64,
         samples: u64,
+        run_samples: u64,
         trace: usize,
         series: bool,
     ) -> Result<Machine, ScenarioError> {
@@ -277,6 +281,33 @@ impl Scenario {
             }
             devices.push(dev);
         }
+        // The workload's phases (none: one load for the run), numbered in the run's samples
+        // past the warm-up: the measured card's interrupts, or cyclictest's first thread's
+        // loops. A card a phase gives a rate raises its interrupts at it (in the card's own
+        // clock); the first phase's rates are the cards' from the start.
+        let warmup = self.file.warmup_samples;
+        let phase_specs = (self.file.workload.as_ref()).map_or(&[][..], |w| &w.phase[..]);
+        let until: Vec<u64> = (phase_specs.iter())
+            .map(|ph| ph.until_in(samples, run_samples))
+            .collect();
+        let pcie = self.pcie_devices();
+        let phases: Vec<Phase> = (phase_specs.iter().zip(&until))
+            .map(|(ph, &u)| Phase {
+                until_sample: warmup + u,
+                work: ph.load(),
+                rates: (pcie.iter().enumerate())
+                    .filter_map(|(k, d)| {
+                        let rate = ph.rates.get(&d.name)?;
+                        Some((k as u8, rate * (1.0 + d.clock_ppm * 1e-6)))
+                    })
+                    .collect(),
+            })
+            .collect();
+        if let Some(first) = phases.first() {
+            for &(k, rate) in &first.rates {
+                devices[usize::from(k)].set_rate(rate);
+            }
+        }
         let mut pirq_rout = [PIRQ_ROUT_DISABLE; 8];
         let mut elcr: u16 = 0;
         let ich_file = self.ich()?;
@@ -334,11 +365,10 @@ impl Scenario {
                     mean_hold: ns(f.hold_us * 1e3),
                     rng: rng.stream(&format!("frequency.cpu{i}")),
                 });
-                core.work = self
-                    .file
-                    .workload
-                    .as_ref()
-                    .map(|w| WorkState::new(w.load(), rng.stream(&format!("workload.cpu{i}"))));
+                core.work = self.file.workload.as_ref().map(|w| {
+                    let load = phases.first().map_or_else(|| w.load(), |p| p.work.clone());
+                    WorkState::new(load, rng.stream(&format!("workload.cpu{i}")))
+                });
                 core.cold = p
                     .cpu
                     .cache
@@ -521,12 +551,16 @@ impl Scenario {
         };
         // Warm-up interrupts go first and are not recorded: the governor starts with no history
         // and the run with every timer phase at zero, neither of which the published run had.
-        let warmup = self.file.warmup_samples;
         probe.warmup = warmup;
+        probe.isr_phases = ByPhase::new(until.clone());
+        probe.tasklet_phases = ByPhase::new(until.clone());
         let mut round_trip = RoundTripProbe {
             warmup,
+            phases: ByPhase::new(until.clone()),
             ..RoundTripProbe::default()
         };
+        let mut cyclictest = CyclictestProbe::new(warmup);
+        cyclictest.phases = ByPhase::new(until);
         if series {
             probe.series = Some(SampleSeries::new(SERIES_POINTS));
             round_trip.series = Some(SampleSeries::new(SERIES_POINTS));
@@ -672,7 +706,8 @@ impl Scenario {
             .smi(smi)
             .analyzer(Analyzer::new(trace), probe)
             .round_trip(round_trip)
-            .cyclictest(CyclictestProbe::new(warmup))
+            .cyclictest(cyclictest)
+            .phases(phases)
             .samples(samples + warmup);
         if self.file.duration_ms > 0.0 {
             // A run of fixed length (a forwarding run's): its traffic ends with it.

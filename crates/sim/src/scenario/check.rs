@@ -170,29 +170,113 @@ impl Scenario {
         Ok(())
     }
 
-    /// The workload: a busy fraction, stretches and sections whose time fits in a busy second.
-    fn check_workload(&self) -> Result<(), ScenarioError> {
+    /// The workload, for every kernel family: one load for the whole run, or phases that follow
+    /// the run's sample numbers, each a load of its own with its devices' interrupt rates.
+    /// `rated`: the devices a phase may give a rate (by name), or why a device may not have one.
+    pub(super) fn check_workload(
+        &self,
+        rated: &[(&str, Option<&str>)],
+    ) -> Result<(), ScenarioError> {
         let Some(w) = &self.file.workload else {
             return Ok(());
         };
-        if !w.phase.is_empty() {
+        if w.phase.is_empty() {
+            let (Some(_), Some(_)) = (w.busy_fraction, w.busy_ms) else {
+                return Err(self.invalid(
+                    "workload",
+                    "give busy_fraction (0 to 1) and busy_ms (a busy stretch's mean length), or \
+                     the load in [[workload.phase]]s",
+                ));
+            };
+            return self.check_load("workload", &w.load());
+        }
+        let given = [
+            ("busy_fraction", w.busy_fraction.is_some()),
+            ("busy_ms", w.busy_ms.is_some()),
+            ("section", !w.section.is_empty()),
+            ("cold_fraction", w.cold_fraction != 0.0),
+        ];
+        if let Some((key, _)) = given.iter().find(|(_, given)| *given) {
             return Err(self.invalid(
-                "workload.phase",
-                "this kernel's model runs one load for the whole run: give busy_fraction and \
-                 busy_ms in [workload] (phases by sample number are run by FreeBSD's)",
+                &format!("workload.{key}"),
+                "with [[workload.phase]]s, each phase gives its own load: move busy_fraction, \
+                 busy_ms, section and cold_fraction into the phases",
             ));
         }
-        let (Some(busy_fraction), Some(busy_ms)) = (w.busy_fraction, w.busy_ms) else {
+        if self.counts_frames() {
             return Err(self.invalid(
-                "workload",
-                "give busy_fraction (0 to 1) and busy_ms (a busy stretch's mean length)",
+                "workload.phase",
+                "a run of fixed length (duration_ms) counts frames, not samples: phases follow \
+                 sample numbers; give the run one load in [workload]",
             ));
-        };
-        self.in_range("workload.busy_fraction", busy_fraction, 0.0, 1.0, "")?;
-        self.in_range("workload.busy_ms", busy_ms, 1e-3, 1e5, "ms")?;
+        }
+        let mut last = 0;
+        for (i, ph) in w.phase.iter().enumerate() {
+            let key = |k: &str| format!("workload.phase.{i}.{k}");
+            if ph.until_sample <= last {
+                return Err(self.invalid(
+                    &key("until_sample"),
+                    format!(
+                        "{} does not come after the previous phase's {last}: phases run in \
+                         sample order",
+                        ph.until_sample
+                    ),
+                ));
+            }
+            last = ph.until_sample;
+            if w.phase[..i].iter().any(|p| p.name == ph.name) {
+                return Err(self.invalid(
+                    &key("name"),
+                    format!(
+                        "two phases are named '{}': a phase's results go by its name",
+                        ph.name
+                    ),
+                ));
+            }
+            self.check_load(&format!("workload.phase.{i}"), &ph.load())?;
+            for (name, rate) in &ph.rates {
+                let key = key(&format!("rates.{name}"));
+                match rated.iter().find(|(n, _)| n == name) {
+                    None => {
+                        let names: Vec<&str> = rated.iter().map(|(n, _)| *n).collect();
+                        return Err(self.invalid(
+                            &key,
+                            format!("no device '{name}'; the devices are: {}", names.join(", ")),
+                        ));
+                    }
+                    Some((_, Some(why))) => return Err(self.invalid(&key, *why)),
+                    Some((_, None)) => {}
+                }
+                self.in_range(&key, *rate, 0.0, 1e7, "per s")?;
+            }
+        }
+        if last < self.file.samples {
+            return Err(self.invalid(
+                &format!("workload.phase.{}.until_sample", w.phase.len() - 1),
+                format!(
+                    "the last phase ends at sample {last}, before the run's {} samples: extend \
+                     its until_sample",
+                    self.file.samples
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// One load (`prefix`: `workload` or `workload.phase.N`): a busy fraction, stretches, and
+    /// sections whose time fits in a busy second.
+    fn check_load(
+        &self,
+        prefix: &str,
+        w: &crate::workload::WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let key = |f: &str| format!("{prefix}.{f}");
+        self.in_range(&key("busy_fraction"), w.busy_fraction, 0.0, 1.0, "")?;
+        self.in_range(&key("busy_ms"), w.busy_ms, 1e-3, 1e5, "ms")?;
+        self.in_range(&key("cold_fraction"), w.cold_fraction, 0.0, 1.0, "")?;
         let mut held = 0.0;
         for (i, s) in w.section.iter().enumerate() {
-            let key = |f: &str| format!("workload.section.{i}.{f}");
+            let key = |f: &str| format!("{prefix}.section.{i}.{f}");
             self.in_range(&key("per_busy_s"), s.per_busy_s, 0.0, 1e6, "per s")?;
             self.in_range(&key("mean_us"), s.mean_us, 1e-3, 1e6, "us")?;
             self.in_range(&key("sigma"), s.sigma, 0.0, 5.0, "")?;
@@ -207,7 +291,7 @@ impl Scenario {
         }
         if held >= 1.0 {
             return Err(self.invalid(
-                "workload.section",
+                &key("section"),
                 format!(
                     "the sections would hold interrupts off for {:.0}% of every busy second: \
                      lower per_busy_s or mean_us so that they take less than all of it",
@@ -1062,7 +1146,42 @@ impl Scenario {
         }
         self.check_bars()?;
         self.check_modern()?;
-        self.check_workload()?;
+        // A phase may give a rate to a card that raises interrupts of its own.
+        let rated: Vec<(&str, Option<&str>)> = (self.pcie_devices().into_iter())
+            .map(|d| {
+                let why = if d.nic.is_some() {
+                    Some("a network controller's interrupts come from its traffic: give its port's gap_us instead")
+                } else if d.interrupts == Interrupts::None {
+                    Some("this card raises no interrupts of its own (interrupts = \"none\")")
+                } else {
+                    None
+                };
+                (d.name.as_str(), why)
+            })
+            .collect();
+        self.check_workload(&rated)?;
+        // The measured card's interrupts are the run's samples: it cannot stop raising them.
+        let measured = (self.pcie_devices().first())
+            .filter(|d| self.file.cyclictest.is_none() && d.nic.is_none())
+            .map(|d| d.name.clone());
+        let phases = self
+            .file
+            .workload
+            .as_ref()
+            .map_or(&[][..], |w| &w.phase[..]);
+        for (i, ph) in phases.iter().enumerate() {
+            if let Some(name) = &measured {
+                if ph.rates.get(name) == Some(&0.0) {
+                    return Err(self.invalid(
+                        &format!("workload.phase.{i}.rates.{name}"),
+                        format!(
+                            "{name} is the measured device: its interrupts are the run's \
+                             samples, so its rate must be above 0"
+                        ),
+                    ));
+                }
+            }
+        }
         if let Some(net) = self.kernel.linux().net.as_ref() {
             for (key, n) in [
                 ("tx_packet_lines_in_flight", net.tx_packet_lines_in_flight),

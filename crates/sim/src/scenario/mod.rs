@@ -68,6 +68,18 @@ pub struct Outcome {
     /// A run of fixed length (`duration_ms`), in microseconds; 0: the run counted samples.
     /// Replications add up.
     pub run_length_us: u64,
+    /// The same latencies per workload phase, in phase order (none without phases).
+    pub phases: Vec<PhaseOutcome>,
+}
+
+/// One workload phase's latencies (`[[workload.phase]]`), by the samples' numbers.
+#[derive(Debug)]
+pub struct PhaseOutcome {
+    pub name: String,
+    pub isr: LatencyHistogram,
+    pub tasklet: LatencyHistogram,
+    pub round_trip: LatencyHistogram,
+    pub cyclictest: LatencyHistogram,
 }
 
 /// What the scheduler and the timers did (zero on a kernel without tasks).
@@ -116,6 +128,12 @@ impl Outcome {
         self.tasks.rt_throttles += o.tasks.rt_throttles;
         self.tasks.rt_throttled_us += o.tasks.rt_throttled_us;
         self.run_length_us += o.run_length_us;
+        for (a, b) in self.phases.iter_mut().zip(&o.phases) {
+            a.isr.merge(&b.isr);
+            a.tasklet.merge(&b.tasklet);
+            a.round_trip.merge(&b.round_trip);
+            a.cyclictest.merge(&b.cyclictest);
+        }
         for (a, b) in self.nics.iter_mut().zip(&o.nics) {
             a.interrupts += b.interrupts;
             a.frames += b.frames;
@@ -225,47 +243,60 @@ impl Outcome {
         }
         counters.push(Count::if_nonzero("link_replays", c.link_replays));
         counters.push(Count::if_nonzero("dma_requests", c.dma_requests));
-        let measured = |name: &str, description: &str, h: LatencyHistogram| Measured {
-            name: name.into(),
-            description: description.into(),
-            phase: None,
-            histogram: h,
-            quantum_ns: None,
-        };
-        let mut metrics = Vec::new();
-        if !self.round_trip.is_empty() {
-            metrics.push(measured(
-                "round_trip",
-                "the card's counter: MSI raised to the ISR's write reaching its register (4 ns \
-                 counts at 250 MHz, the register access included)",
-                self.round_trip,
-            ));
-        }
+        // The metrics the run has, each for the whole run and then for each phase.
         let cyclictest = !self.cyclictest.is_empty();
-        if cyclictest {
-            metrics.push(measured(
-                "cyclictest_latency",
-                "cyclictest's own arithmetic: clock_gettime after the wake-up minus the absolute \
-                 time it asked clock_nanosleep for",
-                self.cyclictest,
-            ));
-        }
         // A run of fixed length counts frames: the ISR's latency is a sample only where the
         // measured device's driver writes its signature.
         let fixed_length = self.run_length_us > 0;
-        if (!cyclictest && !fixed_length) || !self.isr.is_empty() {
-            metrics.push(measured(
-                "isr_latency",
-                "interrupt TLP on the device's link to the ISR's write on it",
-                self.isr,
-            ));
+        let shown = [
+            !self.round_trip.is_empty(),
+            cyclictest,
+            (!cyclictest && !fixed_length) || !self.isr.is_empty(),
+            has_tasklet,
+        ];
+        let metric = |m: usize, phase: Option<&str>, h: LatencyHistogram| {
+            let (name, description) = [
+                (
+                    "round_trip",
+                    "the card's counter: MSI raised to the ISR's write reaching its register \
+                     (4 ns counts at 250 MHz, the register access included)",
+                ),
+                (
+                    "cyclictest_latency",
+                    "cyclictest's own arithmetic: clock_gettime after the wake-up minus the \
+                     absolute time it asked clock_nanosleep for",
+                ),
+                (
+                    "isr_latency",
+                    "interrupt TLP on the device's link to the ISR's write on it",
+                ),
+                (
+                    "tasklet_latency",
+                    "interrupt TLP to the tasklet's signature write",
+                ),
+            ][m];
+            Measured {
+                name: name.into(),
+                description: description.into(),
+                phase: phase.map(str::to_string),
+                histogram: h,
+                quantum_ns: None,
+            }
+        };
+        let mut metrics = Vec::new();
+        let whole = [self.round_trip, self.cyclictest, self.isr, self.tasklet];
+        for (m, h) in whole.into_iter().enumerate() {
+            if shown[m] {
+                metrics.push(metric(m, None, h));
+            }
         }
-        if has_tasklet {
-            metrics.push(measured(
-                "tasklet_latency",
-                "interrupt TLP to the tasklet's signature write",
-                self.tasklet,
-            ));
+        for p in self.phases {
+            let each = [p.round_trip, p.cyclictest, p.isr, p.tasklet];
+            for (m, h) in each.into_iter().enumerate() {
+                if shown[m] {
+                    metrics.push(metric(m, Some(&p.name), h));
+                }
+            }
         }
         RunResult {
             metrics,
@@ -383,9 +414,9 @@ impl Scenario {
                 }
                 // The first replication keeps the trace and the series.
                 let mut m = if i == 0 {
-                    self.build_keeping(s, share(i), trace, true)?
+                    self.build_keeping(s, share(i), samples, trace, true)?
                 } else {
-                    self.build_keeping(s, share(i), 0, false)?
+                    self.build_keeping(s, share(i), samples, 0, false)?
                 };
                 m.progress = progress.clone();
                 self.finish(m, share(i)).map(Some)
@@ -445,6 +476,21 @@ impl Scenario {
                 transmitted_in_run: n.transmitted_in_run,
             })
             .collect();
+        let names =
+            (self.file.workload.iter()).flat_map(|w| w.phase.iter().map(|p| p.name.clone()));
+        let phases = names
+            .enumerate()
+            .map(|(i, name)| {
+                let take = |b: &mut crate::probes::ByPhase| std::mem::take(&mut b.histograms[i]);
+                PhaseOutcome {
+                    name,
+                    isr: take(&mut m.probe.isr_phases),
+                    tasklet: take(&mut m.probe.tasklet_phases),
+                    round_trip: take(&mut m.round_trip.phases),
+                    cyclictest: take(&mut m.cyclictest.phases),
+                }
+            })
+            .collect();
         let round_trip = std::mem::take(&mut m.round_trip.histogram);
         let device_series = m.round_trip.series.take();
         Ok(Outcome {
@@ -463,6 +509,7 @@ impl Scenario {
             counters,
             trace,
             run_length_us: (self.file.duration_ms * 1e3).round() as u64,
+            phases,
         })
     }
 }

@@ -607,10 +607,7 @@ pub(super) fn build(
         .as_ref()
         .map(|c| cold_code(c, streams.stream("cache")));
     // A replication's share of the run's samples passes through every phase in proportion.
-    let until = |ph: &crate::workload::PhaseSpec| {
-        (u128::from(ph.until_sample) * u128::from(samples)).div_ceil(u128::from(total.max(1)))
-            as u64
-    };
+    let until = |ph: &crate::workload::PhaseSpec| ph.until_in(samples, total);
     let phases: Vec<Phase> = phase_specs
         .iter()
         .map(|ph| Phase {
@@ -650,7 +647,8 @@ pub(super) fn build(
     probe.progress = progress;
     let m = MachineBuilder::new(fabric, ich, vec![core], Bdf::new(0, 0, 0))
         .kernel(kernel)
-        .board(board, phases)
+        .board(board)
+        .phases(phases)
         // The analyzer watches the parallel port's bus, where the pulse's interrupt is read
         // (the latency probe has no signature to time there: the pulse's probe is the
         // observer's).
@@ -752,7 +750,7 @@ pub(super) fn run(
         phases: phases
             .iter()
             .map(|p| p.name.clone())
-            .zip(probe.phases)
+            .zip(probe.phases.histograms)
             .collect(),
         counts: probe.counts,
         count_ns,

@@ -236,82 +236,15 @@ pub(crate) fn check(s: &Scenario) -> Result<(), ScenarioError> {
             ));
         }
     }
-    let phases = f.workload.as_ref().map_or(&[][..], |w| &w.phase[..]);
-    if phases.is_empty() {
+    if f.workload.as_ref().is_none_or(|w| w.phase.is_empty()) {
         return Err(s.invalid(
             "workload",
             "give at least one [[workload.phase]]: FreeBSD's model follows the load by sample \
              number",
         ));
     }
-    if let Some(w) = &f.workload {
-        let given = [
-            ("busy_fraction", w.busy_fraction.is_some()),
-            ("busy_ms", w.busy_ms.is_some()),
-            ("section", !w.section.is_empty()),
-            ("cold_fraction", w.cold_fraction != 0.0),
-        ];
-        if let Some((key, _)) = given.iter().find(|(_, given)| *given) {
-            return Err(s.invalid(
-                &format!("workload.{key}"),
-                "with [[workload.phase]]s, each phase gives its own load: move busy_fraction, \
-                 busy_ms, section and cold_fraction into the phases",
-            ));
-        }
-    }
-    let mut last = 0;
-    for (i, ph) in phases.iter().enumerate() {
-        let key = |k: &str| format!("workload.phase.{i}.{k}");
-        if ph.until_sample <= last {
-            return Err(s.invalid(
-                &key("until_sample"),
-                format!(
-                    "{} does not come after the previous phase's {last}: phases run in \
-                     sample order",
-                    ph.until_sample
-                ),
-            ));
-        }
-        last = ph.until_sample;
-        s.in_range(&key("busy_fraction"), ph.busy_fraction, 0.0, 1.0, "")?;
-        s.in_range(&key("busy_ms"), ph.busy_ms, 0.001, 1e5, "ms")?;
-        s.in_range(&key("cold_fraction"), ph.cold_fraction, 0.0, 1.0, "")?;
-        for (name, rate) in &ph.rates {
-            if !cards.iter().any(|d| &d.name == name) {
-                let names: Vec<&str> = cards.iter().map(|d| d.name.as_str()).collect();
-                return Err(s.invalid(
-                    &key(&format!("rates.{name}")),
-                    format!("no device '{name}'; the devices are: {}", names.join(", ")),
-                ));
-            }
-            s.in_range(&key(&format!("rates.{name}")), *rate, 0.0, 1e5, "per s")?;
-        }
-        for (j, sec) in ph.section.iter().enumerate() {
-            let key = |k: &str| format!("workload.phase.{i}.section.{j}.{k}");
-            s.in_range(&key("per_busy_s"), sec.per_busy_s, 0.0, 1e6, "per s")?;
-            s.in_range(&key("mean_us"), sec.mean_us, 0.0, 1e5, "us")?;
-            s.in_range(&key("sigma"), sec.sigma, 0.0, 5.0, "")?;
-            if sec.distribution == crate::workload::LengthDistribution::Lognormal
-                && sec.sigma == 0.0
-            {
-                return Err(s.invalid(
-                    &key("sigma"),
-                    "a lognormal length needs its spread: give sigma > 0",
-                ));
-            }
-        }
-    }
-    if last < f.samples {
-        return Err(s.invalid(
-            &format!("workload.phase.{}.until_sample", phases.len() - 1),
-            format!(
-                "the last phase ends at sample {last}, before the run's {} samples: extend \
-                 its until_sample",
-                f.samples
-            ),
-        ));
-    }
-    Ok(())
+    let rated: Vec<(&str, Option<&str>)> = cards.iter().map(|d| (d.name.as_str(), None)).collect();
+    s.check_workload(&rated)
 }
 
 /// Run `samples` pulses with `seed` in `replications`, merged: the samples are split among
