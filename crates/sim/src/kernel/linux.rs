@@ -22,7 +22,6 @@ use super::hrtimer::TimerStep;
 use super::irq_threads::IrqThreadStep;
 use super::net::NetStep::*;
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
-use super::sched::SchedStep;
 use super::softirq::SoftirqStep::*;
 use super::softirq::{
     HRTIMER_SOFTIRQ, MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ,
@@ -359,7 +358,7 @@ pub fn link(k: &mut Kernel) {
                 Inc(TICKS),
                 RaiseSoftirq(TIMER_SOFTIRQ as u8).into(),
                 t.handler.step(),
-                SchedStep::Tick.into(),
+                SchedTick,
                 TimerStep::Restart.into(),
                 Return(Operand::Const(0)),
             ]
@@ -374,7 +373,7 @@ pub fn link(k: &mut Kernel) {
                 "sched_rt_period_timer",
                 vec![
                     Run(sc.rt_period_timer),
-                    SchedStep::RtPeriod.into(),
+                    RtPeriod,
                     TimerStep::Restart.into(),
                     Return(Operand::Const(0)),
                 ]
