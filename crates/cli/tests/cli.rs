@@ -568,6 +568,34 @@ fn seed004_sim_reports_phases_and_draws_its_figures() {
     }
 }
 
+/// Workload phases on a Linux scenario: the table lists each metric for the whole run and per
+/// phase, with the phase's own count of samples (here the first 10, then the rest of 40).
+#[test]
+fn a_linux_scenario_in_phases_reports_each_phase() {
+    let repo = repo_root().canonicalize().unwrap();
+    let text = std::fs::read_to_string(repo.join("experiments/seed000/ws.toml")).unwrap();
+    let phases = "[[workload.phase]]\nname = \"first\"\nuntil_sample = 10\nbusy_fraction = 0.0\n\
+                  busy_ms = 1.0\ncold_fraction = 0.0\n\n[[workload.phase]]\nname = \"rest\"\n\
+                  until_sample = 20000\nbusy_fraction = 1.0\nbusy_ms = 5.0\ncold_fraction = 0.0\n\n";
+    let text = text
+        .replace("\"../../", &format!("\"{}/", repo.display()))
+        .replacen("[[device]]", &format!("{phases}[[device]]"), 1);
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("ws-phases.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = stdout_of(&["sim", path.to_str().unwrap(), "--samples", "40"]);
+    let count = |metric: &str| {
+        let line = (out.lines())
+            .find(|l| l.split_whitespace().next() == Some(metric))
+            .unwrap_or_else(|| panic!("no {metric} in {out}"));
+        line.split_whitespace().nth(1).unwrap().to_string()
+    };
+    assert_eq!(count("isr_latency"), "40");
+    assert_eq!(count("isr_latency[first]"), "10");
+    assert_eq!(count("isr_latency[rest]"), "30");
+    assert_eq!(count("tasklet_latency[rest]"), "30");
+}
+
 /// `--trace` means the same on the ISA PC: the analyzer on the measured device's link (the
 /// parallel port's ISA bus) lists the CPU's I/O cycles there.
 #[test]
