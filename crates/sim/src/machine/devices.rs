@@ -168,8 +168,10 @@ impl Machine {
                     let e = s.set_rate(now, rate);
                     self.apply(usize::from(j), e, now);
                 }
+                // The first phase's rates are the cards' own (set as assembled).
                 Device::Card(d) if i > 0 => {
-                    if d.set_rate(rate) {
+                    let plan_afresh = d.set_rate(rate);
+                    if plan_afresh {
                         let (gap, gen) = (d.next_gap(), d.generator_gen);
                         self.q.schedule_in(gap, Ev::Device(j, Timer::Generate, gen));
                     }
