@@ -257,11 +257,18 @@ impl WorkState {
             return None;
         }
         self.unloaded = false;
+        Some(self.idle_gap())
+    }
+
+    /// The idle gap before the next busy stretch, drawn so that the stretches make the busy
+    /// fraction (none for a core always busy; the caller handles a load of 0).
+    fn idle_gap(&mut self) -> SimDuration {
+        let f = self.spec.busy_fraction;
         if f >= 1.0 {
-            return Some(SimDuration::ZERO);
+            return SimDuration::ZERO;
         }
         let idle_ps = self.spec.busy_ms * 1e9 * (1.0 - f) / f;
-        Some(SimDuration::from_ps(self.exponential(idle_ps)))
+        SimDuration::from_ps(self.exponential(idle_ps))
     }
 
     pub fn spec(&self) -> &WorkloadSpec {
@@ -318,16 +325,14 @@ impl WorkState {
             let left = std::mem::take(&mut self.busy_left_ps);
             self.working = false;
             let f = self.spec.busy_fraction;
-            let rest = if f >= 1.0 {
-                self.pending = true;
-                Some(SimDuration::ZERO)
-            } else if f <= 0.0 {
+            let rest = if f <= 0.0 {
                 // No load any more (a phase took it away): idle until one brings it back.
                 self.unloaded = true;
                 None
             } else {
-                let idle_ps = self.spec.busy_ms * 1e9 * (1.0 - f) / f;
-                Some(SimDuration::from_ps(self.exponential(idle_ps)))
+                // Always busy: the next stretch is due at once.
+                self.pending |= f >= 1.0;
+                Some(self.idle_gap())
             };
             self.queue.push_back(Piece::Rest(rest));
             return Piece::Busy(SimDuration::from_ps(left.max(1)));

@@ -522,14 +522,15 @@ impl Machine {
                     Op::Sample { thread, ns } => {
                         self.cyclictest.record(thread, ns);
                         // The first thread's loops are the run's samples: the workload's
-                        // phases follow them (`Machine::sample_behind`, written out here where
-                        // the core is borrowed).
-                        let i = self.phase;
-                        if thread == 0
-                            && i + 1 < self.phases.len()
-                            && self.kernel.cyclic[0].loops == self.phases[i].until_sample
-                        {
-                            self.q.schedule_at(now + acc, Ev::Phase(i as u8 + 1));
+                        // phases follow them (as `Machine::sample_behind`, which needs the
+                        // whole machine while the core is borrowed here).
+                        if thread == 0 {
+                            let loops = self.kernel.cyclic[0].loops;
+                            if let Some(next) =
+                                super::devices::next_phase(&self.phases, self.phase, loops)
+                            {
+                                self.q.schedule_at(now + acc, Ev::Phase(next));
+                            }
                         }
                     }
                     Op::WakeSoftirq(nr) => {

@@ -28,6 +28,12 @@ pub struct Phase {
     pub rates: Vec<(u8, f64)>,
 }
 
+/// The phase that begins once sample `n` is behind, if `n` was the last of phase `current`.
+#[inline]
+pub(super) fn next_phase(phases: &[Phase], current: usize, n: u64) -> Option<u8> {
+    (current + 1 < phases.len() && n == phases[current].until_sample).then(|| current as u8 + 1)
+}
+
 impl Machine {
     /// PCIe device k (the caller knows it is one).
     #[inline]
@@ -151,9 +157,8 @@ impl Machine {
     /// next phase begins at `at`, before the next sample is taken.
     #[inline]
     pub(super) fn sample_behind(&mut self, n: u64, at: SimTime) {
-        let i = self.phase;
-        if i + 1 < self.phases.len() && n == self.phases[i].until_sample {
-            self.q.schedule_at(at, Ev::Phase(i as u8 + 1));
+        if let Some(next) = next_phase(&self.phases, self.phase, n) {
+            self.q.schedule_at(at, Ev::Phase(next));
         }
     }
 
