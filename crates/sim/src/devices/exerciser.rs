@@ -6,6 +6,7 @@
 //! 0xFAFF3174 (both in the region the driver maps as `PCI_Reg_Pointer`), and the signatures at
 //! 0xF9000040 (ISR) and 0xF9000080 (tasklet) in the region it maps as `ack_pointer`.
 
+use super::{Effect, Effects, Timer, Upstream};
 use crate::engine::{SimDuration, SimTime, Stream};
 use crate::hw::msi::MsiCapability;
 use crate::hw::pcie::{Bdf, IntxPin, MsgCode, Tlp, TlpKind};
@@ -80,49 +81,17 @@ pub struct DmaStream {
     pub addr: u64,
 }
 
-/// What a TLP arriving at the card makes it do.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reaction {
-    None,
-    /// Send this TLP after the given delay.
-    Send(SimDuration, Tlp),
-    /// Re-check the INTx line after the given delay (a clear write was taken).
-    CheckDeassert(SimDuration),
-    /// Raise the interrupt that was held back.
-    Trigger,
-    /// Raise the next interrupt after this gap (interval counted from the service write).
-    TriggerAfter(SimDuration),
-}
-
-/// What the card does with a TLP that reaches it, and what its round-trip counter counted if
-/// the TLP stopped it (ns: its counts times its nominal period; the probe keeps it,
-/// `probes/round_trip.rs`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Received {
-    pub reaction: Reaction,
-    pub round_trip_ns: Option<u64>,
-}
-
-impl From<Reaction> for Received {
-    fn from(reaction: Reaction) -> Self {
-        Received {
-            reaction,
-            round_trip_ns: None,
-        }
-    }
-}
-
 pub struct Exerciser {
     pub cfg: ExerciserConfig,
-    pub status: u32,
-    pub intx_asserted: bool,
+    status: u32,
+    intx_asserted: bool,
     pub msi: MsiCapability,
     next_tag: u8,
     pub generated: u64,
     /// An interrupt was raised and its service write has not arrived yet.
-    pub in_service: bool,
+    in_service: bool,
     /// A trigger fell while in service and waits for the service write.
-    pub held_trigger: bool,
+    held_trigger: bool,
     /// Triggers that had to wait.
     pub held_triggers: u64,
     /// Register reads the card answered (its driver's "is it mine?" checks among them).
@@ -136,10 +105,10 @@ pub struct Exerciser {
     pub nic: Option<Box<super::nic::Nic>>,
     /// The machine's pending event for the controller's next interrupt (its time, and a
     /// generation that makes older events stale).
-    pub nic_timer: (Option<SimTime>, u32),
+    nic_timer: (Option<SimTime>, u32),
     /// The generation of the generator's pending interrupt: a new rate (a workload phase's)
     /// plans the next interrupt afresh and makes the one planned before stale.
-    pub generator_gen: u32,
+    generator_gen: u32,
     rng: Stream,
 }
 
@@ -165,10 +134,171 @@ impl Exerciser {
         }
     }
 
+    /// Its first timers, from the machine's start at `now`: its network controller's next
+    /// interrupt, its own first interrupt, its DMA streams' first requests.
+    pub fn start(&mut self, now: SimTime, e: &mut Effects) {
+        if self.nic.is_some() {
+            self.nic_changed(now, e);
+        }
+        if self.cfg.generates {
+            let gap = self.first_gap();
+            e.push(Effect::Timer {
+                at: now + gap,
+                timer: Timer::Generate,
+                gen: self.generator_gen,
+            });
+        }
+        for stream in 0..2u8 {
+            if [&self.cfg.dma_writes, &self.cfg.dma_reads][usize::from(stream)].is_some() {
+                let gap = self.next_dma_gap(stream);
+                e.push(Effect::Timer {
+                    at: now + gap,
+                    timer: Timer::Dma(stream),
+                    gen: 0,
+                });
+            }
+        }
+    }
+
+    /// Its timer `t` (of generation `gen`) fires at `now`; `running`: the run still takes
+    /// samples (else it raises nothing and issues no DMA, so that the run drains).
+    pub fn timer(&mut self, now: SimTime, t: Timer, gen: u32, running: bool, e: &mut Effects) {
+        match t {
+            Timer::Generate => {
+                // Planned before a phase gave the card a new rate, or at a rate of 0.
+                if gen != self.generator_gen || !self.cfg.generates || !running {
+                    return;
+                }
+                self.raise(now, e);
+                // A card that counts its interval from the service write plans its next
+                // interrupt when that write arrives.
+                if !self.cfg.interval_from_service {
+                    let gap = self.next_gap();
+                    e.push(Effect::Timer {
+                        at: now + gap,
+                        timer: Timer::Generate,
+                        gen,
+                    });
+                }
+            }
+            Timer::Trigger => {
+                if running {
+                    self.raise(now, e);
+                }
+            }
+            Timer::Dma(stream) => {
+                // A request leaves after the PCIe core's pipeline, and the next is planned.
+                if running {
+                    let tlp = self.dma_request(stream);
+                    let gap = self.next_dma_gap(stream);
+                    e.push(Effect::Send {
+                        tlp,
+                        at: now + self.cfg.core_tx,
+                        to: Upstream::Memory,
+                    });
+                    e.push(Effect::Timer {
+                        at: now + gap,
+                        timer: Timer::Dma(stream),
+                        gen: 0,
+                    });
+                }
+            }
+            Timer::CheckDeassert => {
+                if let Some(tlp) = self.check_deassert() {
+                    e.push(Effect::Send {
+                        tlp,
+                        at: now,
+                        to: Upstream::Hub,
+                    });
+                }
+            }
+            Timer::Nic => {
+                // The controller's next interrupt may be due, unless the timer was moved since.
+                if self.nic_timer.1 != gen || !running {
+                    return;
+                }
+                self.nic_timer.0 = None;
+                let nic = self.nic.as_mut().expect("a controller's timer");
+                if nic.assert_due(now) {
+                    if let Some(tlp) = self.signal() {
+                        e.push(Effect::Send {
+                            tlp,
+                            at: now + self.cfg.core_tx,
+                            to: interrupt_upstream(&tlp),
+                        });
+                    }
+                }
+                self.nic_changed(now, e);
+            }
+            Timer::Own(_) => unreachable!("a card's timers are its generator's, DMA's and NIC's"),
+        }
+    }
+
+    /// A request `tlp` reaches its PCIe core from the link at `now`: what it does (a
+    /// completion for a read among it), and, with a network controller behind the function,
+    /// the controller's line and timer after it.
+    pub fn access(&mut self, now: SimTime, tlp: &Tlp, e: &mut Effects) {
+        self.receive(now, tlp, e);
+        if self.nic.is_some() {
+            self.nic_changed(now + self.cfg.core_rx, e);
+        }
+    }
+
+    /// Raise interrupts at `per_s` from `now` on (a later workload phase's rate): the next
+    /// interrupt is planned afresh where [`Self::set_rate`] says so.
+    pub fn change_rate(&mut self, now: SimTime, per_s: f64, e: &mut Effects) {
+        if self.set_rate(per_s) {
+            let gap = self.next_gap();
+            e.push(Effect::Timer {
+                at: now + gap,
+                timer: Timer::Generate,
+                gen: self.generator_gen,
+            });
+        }
+    }
+
+    /// Raise an interrupt at `at`: the run counts it, and its TLP leaves.
+    fn raise(&mut self, at: SimTime, e: &mut Effects) {
+        if let Some((tlp, delay)) = self.trigger_at(at) {
+            e.push(Effect::Raised(self.generated));
+            e.push(Effect::Send {
+                tlp,
+                at: at + delay,
+                to: interrupt_upstream(&tlp),
+            });
+        }
+    }
+
+    /// After an access to its network controller (or the controller's timer) at `at`: a line
+    /// the controller no longer asserts is deasserted, and the controller's timer moves to when
+    /// its next interrupt is due (a new generation makes the one set before stale).
+    fn nic_changed(&mut self, at: SimTime, e: &mut Effects) {
+        let Some(nic) = &self.nic else { return };
+        let next = nic.next_interrupt();
+        if let Some(tlp) = self.nic_deassert() {
+            e.push(Effect::Send {
+                tlp,
+                at: at + self.cfg.deassert_delay,
+                to: Upstream::Hub,
+            });
+        }
+        if next != self.nic_timer.0 {
+            self.nic_timer = (next, self.nic_timer.1.wrapping_add(1));
+            if let Some(at) = next {
+                e.push(Effect::Timer {
+                    at,
+                    timer: Timer::Nic,
+                    gen: self.nic_timer.1,
+                });
+            }
+        }
+    }
+
     /// Raise interrupts at `per_s` from now on (a workload phase's rate; 0 stops the
-    /// generator). Returns whether the machine must plan the next interrupt afresh (with the
-    /// new [`Self::generator_gen`]): a card that counts its interval from the service write
-    /// plans it there, unless it had stopped.
+    /// generator; the assembly sets the first phase's this way). Returns whether the next
+    /// interrupt must be planned afresh, under a new generation that makes the one planned
+    /// before stale ([`Self::change_rate`] plans it): a card that counts its interval from the
+    /// service write plans it there, unless it had stopped.
     pub fn set_rate(&mut self, per_s: f64) -> bool {
         let was = self.cfg.generates;
         self.cfg.generates = per_s > 0.0;
@@ -206,7 +336,7 @@ impl Exerciser {
 
     /// The gap to the first interrupt: a periodic card is switched on at an arbitrary moment of
     /// its period (uniformly drawn), so its phase against the host's timers is not fixed.
-    pub fn first_gap(&mut self) -> SimDuration {
+    fn first_gap(&mut self) -> SimDuration {
         let gap = self.next_gap();
         match self.cfg.generator {
             Generator::Periodic { .. } => {
@@ -218,7 +348,7 @@ impl Exerciser {
     }
 
     /// The gap to the next interrupt.
-    pub fn next_gap(&mut self) -> SimDuration {
+    fn next_gap(&mut self) -> SimDuration {
         match self.cfg.generator {
             Generator::Periodic { interval } => interval,
             Generator::Poisson { mean } => self.exponential(mean),
@@ -230,7 +360,7 @@ impl Exerciser {
     }
 
     /// The gap to the next DMA request of a stream (0: writes, 1: reads).
-    pub fn next_dma_gap(&mut self, stream: u8) -> SimDuration {
+    fn next_dma_gap(&mut self, stream: u8) -> SimDuration {
         let s = if stream == 0 {
             &self.cfg.dma_writes
         } else {
@@ -241,7 +371,7 @@ impl Exerciser {
     }
 
     /// The next DMA request of a stream: a memory write with its payload, or a read request.
-    pub fn dma_request(&mut self, stream: u8) -> Tlp {
+    fn dma_request(&mut self, stream: u8) -> Tlp {
         self.dma_requests += 1;
         let (kind, s) = if stream == 0 {
             (TlpKind::MemWrite, self.cfg.dma_writes.clone())
@@ -255,7 +385,7 @@ impl Exerciser {
     /// Raise an interrupt at `now`. Returns the TLP and how long after `now` it reaches the
     /// link: a round-trip counter starts at its next clock edge, and the PCIe core's transmit
     /// pipeline lies between the card's logic and the link.
-    pub fn trigger_at(&mut self, now: SimTime) -> Option<(Tlp, SimDuration)> {
+    fn trigger_at(&mut self, now: SimTime) -> Option<(Tlp, SimDuration)> {
         let tlp = self.trigger()?;
         let mut delay = self.cfg.core_tx;
         if let Some(rt) = &self.cfg.round_trip {
@@ -268,7 +398,7 @@ impl Exerciser {
 
     /// Raise an interrupt: set the pending status, then signal with an MSI write or, if the INTx
     /// line is not already asserted, an Assert_INTx message. Returns the TLP to send.
-    pub fn trigger(&mut self) -> Option<Tlp> {
+    fn trigger(&mut self) -> Option<Tlp> {
         if self.cfg.serviced_addr.is_some() {
             if self.in_service {
                 self.held_trigger = true;
@@ -297,7 +427,7 @@ impl Exerciser {
     /// The card's interrupt (its own, or its network controller's), as this function signals
     /// it: an MSI write (held pending while masked), or Assert_INTx if the line is not
     /// asserted already.
-    pub fn signal(&mut self) -> Option<Tlp> {
+    fn signal(&mut self) -> Option<Tlp> {
         if self.msi.enabled {
             if self.msi.masked {
                 self.msi.pending = true;
@@ -315,7 +445,7 @@ impl Exerciser {
     }
 
     /// Deassert_INTx once the controller no longer asserts its interrupt (ICR was read).
-    pub fn nic_deassert(&mut self) -> Option<Tlp> {
+    fn nic_deassert(&mut self) -> Option<Tlp> {
         let asserted = self.nic.as_ref().is_some_and(|n| n.line_asserted());
         if self.msi.enabled || !self.intx_asserted || asserted {
             return None;
@@ -366,8 +496,9 @@ impl Exerciser {
         }
     }
 
-    /// The completion of read `tlp` with `value`, after the card's turnaround.
-    fn answer(&mut self, tlp: &Tlp, value: u32) -> Reaction {
+    /// The completion of read `tlp`, arrived at `now`, with `value`, after the card's
+    /// turnaround.
+    fn answer(&mut self, now: SimTime, tlp: &Tlp, value: u32, e: &mut Effects) {
         self.reads_answered += 1;
         let cpl = Tlp {
             kind: TlpKind::CplD,
@@ -378,25 +509,26 @@ impl Exerciser {
             len_dw: 1,
             data: value,
         };
-        Reaction::Send(
-            self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx,
-            cpl,
-        )
+        e.push(Effect::Send {
+            tlp: cpl,
+            at: now + (self.cfg.core_rx + self.cfg.read_turnaround + self.cfg.core_tx),
+            to: Upstream::Cpu,
+        });
     }
 
     /// A TLP addressed to the card reaches its PCIe core from the link at `now`.
-    pub fn receive(&mut self, now: SimTime, tlp: &Tlp) -> Received {
+    fn receive(&mut self, now: SimTime, tlp: &Tlp, e: &mut Effects) {
         if self.nic.is_some() {
             if let Some(off) = self.in_reg_bar(tlp.addr) {
                 let at = now + self.cfg.core_rx;
                 match tlp.kind {
                     TlpKind::MemRead => {
                         let value = self.nic_access(at, off, None).unwrap_or(0);
-                        return self.answer(tlp, value).into();
+                        return self.answer(now, tlp, value, e);
                     }
                     TlpKind::MemWrite => {
                         self.nic_access(at, off, Some(tlp.data));
-                        return Reaction::None.into();
+                        return;
                     }
                     _ => {}
                 }
@@ -408,51 +540,257 @@ impl Exerciser {
                     Some(off) if off == self.cfg.status_offset => self.status,
                     _ => 0,
                 };
-                self.answer(tlp, value).into()
+                self.answer(now, tlp, value, e)
             }
             TlpKind::MemWrite => match self.in_reg_bar(tlp.addr) {
                 Some(off) if off == self.cfg.clear_offset => {
                     self.status &= !tlp.data;
-                    Reaction::CheckDeassert(self.cfg.core_rx + self.cfg.deassert_delay).into()
+                    e.push(Effect::Timer {
+                        at: now + (self.cfg.core_rx + self.cfg.deassert_delay),
+                        timer: Timer::CheckDeassert,
+                        gen: 0,
+                    });
                 }
                 _ if Some(tlp.addr) == self.cfg.serviced_addr => {
                     self.in_service = false;
                     let arrived = now + self.cfg.core_rx;
-                    let mut round_trip_ns = None;
                     if let (Some(rt), Some(start)) = (&self.cfg.round_trip, self.counter_start) {
                         // The register stops the counter: it has counted every edge in
                         // (start, stop].
                         let stop = arrived + rt.register_access;
                         let ticks = stop.since(start).as_ps() / rt.period.as_ps();
-                        round_trip_ns = Some((ticks * rt.nominal_period.as_ps()).div_ceil(1000));
+                        let ns = (ticks * rt.nominal_period.as_ps()).div_ceil(1000);
+                        e.push(Effect::RoundTrip(ns));
                         self.counter_start = None;
                     }
-                    let reaction = if self.cfg.interval_from_service {
+                    if self.cfg.interval_from_service {
                         let gap = self.cfg.core_rx + self.next_gap();
-                        Reaction::TriggerAfter(gap)
+                        e.push(Effect::Timer {
+                            at: now + gap,
+                            timer: Timer::Generate,
+                            gen: self.generator_gen,
+                        });
                     } else if std::mem::take(&mut self.held_trigger) {
-                        Reaction::Trigger
-                    } else {
-                        Reaction::None
-                    };
-                    Received {
-                        reaction,
-                        round_trip_ns,
+                        e.push(Effect::Due(Timer::Trigger));
                     }
                 }
-                _ => Reaction::None.into(), // the signature region just takes the write
+                _ => {} // the signature region just takes the write
             },
-            _ => Reaction::None.into(),
+            _ => {}
         }
     }
 
     /// After a clear: drop the INTx line if nothing is pending any more.
-    pub fn check_deassert(&mut self) -> Option<Tlp> {
+    fn check_deassert(&mut self) -> Option<Tlp> {
         if self.intx_asserted && self.status & self.cfg.pending_flag == 0 {
             self.intx_asserted = false;
             let pin = self.cfg.intx_pin;
             return Some(self.request(TlpKind::Msg(MsgCode::DeassertIntx(pin)), 0, 0, 0));
         }
         None
+    }
+}
+
+/// Where a card's interrupt goes: an MSI write to the cores, INTx messages to the hub.
+fn interrupt_upstream(tlp: &Tlp) -> Upstream {
+    if tlp.kind == TlpKind::MemWrite {
+        Upstream::Cpu
+    } else {
+        Upstream::Hub
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The card behind the devices' one interface: what it asks of the machine, as values, in
+    //! its order.
+    use super::*;
+    use crate::engine::RngStreams;
+    use crate::hw::msi::MsiMessage;
+
+    const REG: u64 = 0xFAFF_0000;
+    const SIG: u64 = 0xF900_0000;
+
+    fn ns(n: u64) -> SimDuration {
+        SimDuration::from_ns(n)
+    }
+
+    fn at(n: u64) -> SimTime {
+        SimTime::ZERO + ns(n)
+    }
+
+    /// Seed 002's kind of card: periodic, one interrupt at a time, counted from its service
+    /// write, with a round-trip counter at 250 MHz.
+    fn card(interval_from_service: bool, msi: bool) -> Exerciser {
+        let cfg = ExerciserConfig {
+            name: "card".into(),
+            bdf: Bdf::new(3, 0, 0),
+            intx_pin: IntxPin::parse("A").unwrap(),
+            reg_bar: REG,
+            reg_bar_size: 0x1000,
+            signature_bar: SIG,
+            signature_bar_size: 0x1000,
+            status_offset: 4,
+            clear_offset: 0x174,
+            pending_flag: 1,
+            read_turnaround: ns(300),
+            deassert_delay: ns(50),
+            generator: Generator::Periodic {
+                interval: ns(10_000),
+            },
+            generates: true,
+            serviced_addr: Some(SIG + 0x80),
+            interval_from_service,
+            core_tx: ns(100),
+            core_rx: ns(80),
+            round_trip: Some(RoundTripConfig {
+                period: ns(4),
+                nominal_period: ns(4),
+                register_access: ns(8),
+            }),
+            dma_writes: None,
+            dma_reads: None,
+        };
+        let mut c = Exerciser::new(cfg, RngStreams::new(1).stream("card"));
+        if msi {
+            c.msi.program(MsiMessage::new(0, 0x41, false).unwrap());
+        }
+        c
+    }
+
+    fn write(addr: u64, data: u32) -> Tlp {
+        Tlp {
+            kind: TlpKind::MemWrite,
+            requester: Bdf::default(),
+            completer: Bdf::default(),
+            tag: 0,
+            addr,
+            len_dw: 1,
+            data,
+        }
+    }
+
+    fn effects(f: impl FnOnce(&mut Effects)) -> Vec<Effect> {
+        let mut e = Effects::default();
+        f(&mut e);
+        e.0.to_vec()
+    }
+
+    #[test]
+    fn a_raise_counts_the_interrupt_then_sends_its_msi_then_plans_the_next() {
+        let mut c = card(false, true);
+        let e = effects(|e| c.timer(at(1_000), Timer::Generate, 0, true, e));
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert_eq!(e[0], Effect::Raised(1));
+        // The counter starts on the next 4 ns edge (1,000 ns is one), the core's 100 ns after.
+        match e[1] {
+            Effect::Send { tlp, at: t, to } => {
+                assert_eq!(
+                    (tlp.kind, to, t),
+                    (TlpKind::MemWrite, Upstream::Cpu, at(1_100))
+                );
+            }
+            other => panic!("not a send: {other:?}"),
+        }
+        let next = Effect::Timer {
+            at: at(11_000),
+            timer: Timer::Generate,
+            gen: 0,
+        };
+        assert_eq!(e[2], next);
+    }
+
+    #[test]
+    fn without_msi_the_card_asserts_intx_once_and_the_clear_write_deasserts_it() {
+        let mut c = card(false, false);
+        let e = effects(|e| c.timer(at(0), Timer::Generate, 0, true, e));
+        assert!(
+            matches!(e[1], Effect::Send { tlp, to: Upstream::Hub, .. }
+                if tlp.kind == TlpKind::Msg(MsgCode::AssertIntx(IntxPin::parse("A").unwrap()))),
+            "{e:?}"
+        );
+        let clear = effects(|e| c.access(at(500), &write(REG + 0x174, 1), e));
+        let recheck = Effect::Timer {
+            at: at(500 + 80 + 50),
+            timer: Timer::CheckDeassert,
+            gen: 0,
+        };
+        assert_eq!(clear, vec![recheck]);
+        let e = effects(|e| c.timer(at(630), Timer::CheckDeassert, 0, true, e));
+        assert!(
+            matches!(e[..], [Effect::Send { tlp, to: Upstream::Hub, .. }]
+                if matches!(tlp.kind, TlpKind::Msg(MsgCode::DeassertIntx(_)))),
+            "{e:?}"
+        );
+        // The line is down: a second re-check sends nothing.
+        assert!(effects(|e| c.timer(at(700), Timer::CheckDeassert, 0, true, e)).is_empty());
+    }
+
+    #[test]
+    fn the_service_write_stops_the_counter_and_plans_the_next_interrupt_from_it() {
+        let mut c = card(true, true);
+        effects(|e| c.timer(at(1_000), Timer::Generate, 0, true, e));
+        let e = effects(|e| c.access(at(3_000), &write(SIG + 0x80, 0), e));
+        // Counted edges in (1,000, 3,000 + 80 + 8] ns: 522 of 4 ns.
+        assert_eq!(e[0], Effect::RoundTrip(2_088));
+        let next = Effect::Timer {
+            at: at(3_000 + 80 + 10_000),
+            timer: Timer::Generate,
+            gen: 0,
+        };
+        assert_eq!(e[1..], [next]);
+    }
+
+    #[test]
+    fn a_trigger_held_for_the_previous_service_is_due_at_the_service_write() {
+        let mut c = card(false, true);
+        effects(|e| c.timer(at(0), Timer::Generate, 0, true, e));
+        // The next trigger falls while the first is in service: held, nothing sent.
+        let held = effects(|e| c.timer(at(10_000), Timer::Generate, 0, true, e));
+        assert!(matches!(held[..], [Effect::Timer { .. }]), "{held:?}");
+        let e = effects(|e| c.access(at(12_000), &write(SIG + 0x80, 0), e));
+        assert_eq!(e.last(), Some(&Effect::Due(Timer::Trigger)));
+        let raised = effects(|e| c.timer(at(12_000), Timer::Trigger, 0, true, e));
+        assert_eq!(raised[0], Effect::Raised(2));
+    }
+
+    #[test]
+    fn a_stale_generation_or_a_run_that_has_its_samples_raises_nothing() {
+        let mut c = card(false, true);
+        assert!(effects(|e| c.timer(at(0), Timer::Generate, 0, false, e)).is_empty());
+        // A new rate plans afresh under a new generation: the old plan is stale.
+        let plan = effects(|e| c.change_rate(at(0), 50_000.0, e));
+        let fresh = Effect::Timer {
+            at: at(20_000),
+            timer: Timer::Generate,
+            gen: 1,
+        };
+        assert_eq!(plan, vec![fresh]);
+        assert!(effects(|e| c.timer(at(10_000), Timer::Generate, 0, true, e)).is_empty());
+        assert_eq!(
+            effects(|e| c.timer(at(20_000), Timer::Generate, 1, true, e)).len(),
+            3
+        );
+        assert_eq!(c.generated, 1);
+    }
+
+    #[test]
+    fn a_read_of_the_status_register_is_answered_after_the_cards_turnaround() {
+        let mut c = card(false, true);
+        effects(|e| c.timer(at(0), Timer::Generate, 0, true, e));
+        let read = Tlp {
+            kind: TlpKind::MemRead,
+            tag: 7,
+            ..write(REG + 4, 0)
+        };
+        let e = effects(|e| c.access(at(1_000), &read, e));
+        match e[..] {
+            [Effect::Send { tlp, at: t, to }] => {
+                assert_eq!((tlp.kind, tlp.tag, tlp.data), (TlpKind::CplD, 7, 1));
+                assert_eq!((t, to), (at(1_000 + 80 + 300 + 100), Upstream::Cpu));
+            }
+            _ => panic!("one completion expected: {e:?}"),
+        }
+        assert_eq!(c.reads_answered, 1);
     }
 }

@@ -32,14 +32,12 @@ impl Gps {
         let jitter = normal(&mut self.rng) * self.jitter_ps;
         let next = self.first.as_ps() as f64 + n as f64 * self.second_ps + jitter;
         let next = SimTime::from_ps(next.max(now.as_ps() as f64 + 1e9) as u64);
-        Effects {
-            pulse: Some(super::Pulse {
-                number: n,
-                half_period: self.half_second(),
-            }),
-            ..Effects::default()
-        }
-        .timer(next, RISE)
+        let mut e = Effects::default().timer(next, RISE);
+        e.push(super::Effect::Pulse(super::Pulse {
+            number: n,
+            half_period: self.half_second(),
+        }));
+        e
     }
 
     /// Half a GPS second, for what changes between pulses.

@@ -71,17 +71,14 @@ impl IrqSource {
         }
         self.raised = true;
         self.interrupts += 1;
-        Effects {
-            line: Some((self.irq, true)),
-            ..e
-        }
+        e.line(self.irq, true)
     }
 
     /// A register access: the first after a request clears the line.
     pub fn access(&mut self) -> Answer {
         let mut effects = Effects::default();
         if std::mem::take(&mut self.raised) {
-            effects.line = Some((self.irq, false));
+            effects.push(super::Effect::Line(self.irq, false));
         }
         Answer {
             data: 0,

@@ -9,13 +9,16 @@
 //!   receiver's pulse-per-second on its nACK pin (`gps.rs`), the counter card that timestamps
 //!   (`counter_card.rs`), and cards that interrupt at a rate (`irq_source.rs`).
 //!
-//! The machine holds them in one list ([`Device`]), in the fabric's order of ends, and their
-//! timers come back to them through one event ([`Timer`]). Every device has the same shape of
-//! interface to the machine: it answers an access that reaches it (`receive` for the endpoints,
-//! [`Board::access`] for board devices) and reacts to its own timers; what it asks of the
-//! machine (a TLP, a level on its line, its next timer) and what an instrument in it counted
-//! (seed 002's round-trip counter) come back as values. What is kept of a measurement is the
-//! probes' business (`probes/`), not the devices'.
+//! The machine holds them in one list ([`Device`]), in the fabric's order of ends, and every
+//! device has the same interface to it: `start` (its first timers), `timer` (one of its timers
+//! fires: the machine's one device event carries [`Timer`]), `access` (a request reaches it:
+//! a TLP, or a port or memory cycle of the board's buses) and `pulse` (the board's pulse wire
+//! rises), plus `set_rate` for a workload phase. Each answers with [`Effects`], values the
+//! machine applies in order: a TLP that leaves it with its time and where it goes upstream, a
+//! timer, a level on its interrupt line, a pulse, an interrupt raised, a round trip its counter
+//! timed. The list is the caller's (`out`), so the hot path (every interrupt, every register
+//! access) copies nothing. What is kept of a measurement is the probes' business (`probes/`),
+//! not the devices'.
 
 pub mod counter_card;
 pub mod exerciser;
@@ -27,18 +30,50 @@ pub mod pit;
 pub mod rtc;
 
 use crate::engine::{SimDuration, SimTime, Stream};
+use crate::hw::pcie::{Bdf, Tlp, TlpKind};
+use arrayvec::ArrayVec;
 
-/// What a board device asks of the machine.
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct Effects {
-    /// Drive its interrupt line: (IRQ, level).
-    pub line: Option<(u8, bool)>,
-    /// Its timers to set: (when, which).
-    pub timers: [Option<(SimTime, u8)>; 2],
+/// Where a card's TLP goes upstream; the machine finds the end that takes it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Upstream {
+    /// The CPUs: a completion to the core that asked, an MSI write to the cores it addresses.
+    Cpu,
+    /// The I/O hub: INTx messages, for its interrupt router.
+    Hub,
+    /// Host memory: DMA.
+    Memory,
+}
+
+/// One thing a device asks of the machine.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// A TLP leaves it (its PCIe core, or a board device's bus interface) at `at`, for `to`.
+    Send { tlp: Tlp, at: SimTime, to: Upstream },
+    /// Its timer `timer`, of generation `gen`, fires at `at` (at once if `at` has passed: a
+    /// network controller's interrupt that became due while the core ran ahead).
+    Timer { at: SimTime, timer: Timer, gen: u32 },
+    /// Its timer `timer` is due at the time of the access that asked for it: then and there if
+    /// the machine takes the access at an event, else at an event of its own at that time
+    /// (a delivery made while a core runs ahead of the clock must not change what other
+    /// devices see before it).
+    Due(Timer),
+    /// Drive its interrupt line: (IRQ of the 8259 pair, level).
+    Line(u8, bool),
     /// A pulse leaves it on the board's wire (the GPS receiver's output): the devices with an
     /// input on it take it, and the machine's observer hears it.
-    pub pulse: Option<Pulse>,
+    Pulse(Pulse),
+    /// It raised its `n`th interrupt (the run's samples, if it is the measured device).
+    Raised(u64),
+    /// Its instrument stopped on a round trip (seed 002's counter, in ns: counts times the
+    /// nominal period); the probe keeps it (`probes/round_trip.rs`).
+    RoundTrip(u64),
 }
+
+/// What a device asks of the machine, in the order it asks: the machine does them in that
+/// order (it matters where two fall at the same time, or where one decides whether another
+/// may run ahead of the clock).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Effects(pub ArrayVec<Effect, 4>);
 
 /// A pulse on the board's wire, as its source numbers it.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -51,16 +86,32 @@ pub struct Pulse {
 }
 
 impl Effects {
+    /// One more, after those already asked for.
+    #[inline]
+    pub fn push(&mut self, e: Effect) {
+        self.0.push(e);
+    }
+
+    /// A board device's own timer `which` at `at`.
     fn timer(mut self, at: SimTime, which: u8) -> Effects {
-        let slot = self.timers.iter_mut().find(|t| t.is_none());
-        *slot.expect("two timers at most") = Some((at, which));
+        self.push(Effect::Timer {
+            at,
+            timer: Timer::Own(which),
+            gen: 0,
+        });
+        self
+    }
+
+    /// Drive the interrupt line `irq` to `level`.
+    fn line(mut self, irq: u8, level: bool) -> Effects {
+        self.push(Effect::Line(irq, level));
         self
     }
 }
 
 /// A board device's answer to an access: the data of a read, after a delay of its own (wait
 /// states), and the effects of the access.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     pub data: u32,
     pub delay: SimDuration,
@@ -96,6 +147,76 @@ impl Device {
         match self {
             Device::Card(_) => false,
             Device::Board(b) => b.claims_port(port),
+        }
+    }
+
+    /// Its first timers, from the machine's start at `now`.
+    pub fn start(&mut self, now: SimTime, out: &mut Effects) {
+        match self {
+            Device::Card(c) => c.start(now, out),
+            Device::Board(b) => *out = b.start(),
+        }
+    }
+
+    /// Its timer `t` (of generation `gen`) fires at `now`; `running`: the run still takes
+    /// samples (a card raises no interrupt and issues no DMA once it has them, so that the
+    /// run drains).
+    pub fn timer(&mut self, now: SimTime, t: Timer, gen: u32, running: bool, out: &mut Effects) {
+        match (self, t) {
+            (Device::Board(b), Timer::Own(which)) => *out = b.timer(now, which),
+            (Device::Card(c), t) => c.timer(now, t, gen, running, out),
+            (Device::Board(_), t) => unreachable!("a board device has no {t:?} timer"),
+        }
+    }
+
+    /// A request `tlp` reaches it at `now`: what it does, its answer to a read (or an I/O
+    /// write) among it.
+    pub fn access(&mut self, now: SimTime, tlp: &Tlp, out: &mut Effects) {
+        match self {
+            Device::Card(c) => c.access(now, tlp, out),
+            Device::Board(b) => {
+                let write = match tlp.kind {
+                    TlpKind::MemWrite | TlpKind::IoWrite => Some(tlp.data),
+                    _ => None,
+                };
+                let a = b.access(now, tlp.addr, write);
+                *out = a.effects;
+                let reply = match tlp.kind {
+                    TlpKind::MemRead | TlpKind::IoRead => TlpKind::CplD,
+                    TlpKind::IoWrite => TlpKind::Cpl,
+                    _ => return,
+                };
+                let cpl = Tlp {
+                    kind: reply,
+                    requester: tlp.requester,
+                    completer: Bdf::default(),
+                    tag: tlp.tag,
+                    addr: tlp.addr,
+                    len_dw: 1,
+                    data: a.data,
+                };
+                out.push(Effect::Send {
+                    tlp: cpl,
+                    at: now + a.delay,
+                    to: Upstream::Cpu,
+                });
+            }
+        }
+    }
+
+    /// The board's pulse wire rises at `now`.
+    pub fn pulse(&mut self, now: SimTime, out: &mut Effects) {
+        if let Device::Board(b) = self {
+            *out = b.pulse(now);
+        }
+    }
+
+    /// Raise interrupts at `per_s` from `now` on (a workload phase's rate; 0 stops them).
+    pub fn set_rate(&mut self, now: SimTime, per_s: f64, out: &mut Effects) {
+        match self {
+            Device::Card(c) => c.change_rate(now, per_s, out),
+            Device::Board(Board::IrqSource(s)) => *out = s.set_rate(now, per_s),
+            Device::Board(_) => {}
         }
     }
 
@@ -247,4 +368,62 @@ impl Board {
 /// An exponential gap with mean `1 / rate_per_s`.
 pub(crate) fn poisson_gap(rng: &mut Stream, rate_per_s: f64) -> SimDuration {
     crate::engine::exponential(rng, SimDuration::from_ps((1e12 / rate_per_s) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Board devices behind the one interface: an access answered as the card's are (a
+    //! completion among the effects), after what the access did to the device's line.
+    use super::*;
+
+    fn io(kind: TlpKind, port: u64, data: u32) -> Tlp {
+        Tlp {
+            kind,
+            requester: Bdf::default(),
+            completer: Bdf::default(),
+            tag: 3,
+            addr: port,
+            len_dw: 1,
+            data,
+        }
+    }
+
+    #[test]
+    fn the_rtc_drops_its_line_on_the_read_of_register_c_then_answers() {
+        let period = SimDuration::from_ns(7_812_500);
+        let mut d = Device::Board(Board::Rtc(rtc::Rtc::new(8, period, SimTime::ZERO)));
+        let mut e = Effects::default();
+        d.start(SimTime::ZERO, &mut e);
+        assert!(
+            matches!(
+                e.0[..],
+                [Effect::Timer {
+                    timer: Timer::Own(0),
+                    ..
+                }]
+            ),
+            "{e:?}"
+        );
+        let mut e = Effects::default();
+        d.timer(SimTime::ZERO, Timer::Own(0), 0, true, &mut e);
+        assert_eq!(e.0.last(), Some(&Effect::Line(8, true)));
+
+        let mut e = Effects::default();
+        d.access(SimTime::ZERO, &io(TlpKind::IoWrite, 0x70, 0x0C), &mut e);
+        // An I/O write is completed without data, and changes no line.
+        assert!(matches!(e.0[..], [Effect::Send { tlp, .. }] if tlp.kind == TlpKind::Cpl));
+        let mut e = Effects::default();
+        let t = SimTime::ZERO + SimDuration::from_ns(10);
+        d.access(t, &io(TlpKind::IoRead, 0x71, 0), &mut e);
+        match e.0[..] {
+            [Effect::Line(8, false), Effect::Send { tlp, at, to }] => {
+                assert_eq!(
+                    (tlp.kind, tlp.tag, to, at),
+                    (TlpKind::CplD, 3, Upstream::Cpu, t)
+                );
+                assert_eq!(tlp.data, rtc::PERIODIC_FLAG | 0x80);
+            }
+            _ => panic!("the line drops, then the answer leaves: {e:?}"),
+        }
+    }
 }

@@ -25,10 +25,7 @@ impl ParallelPort {
     }
 
     pub fn timer(&self, _now: SimTime, which: u8) -> Effects {
-        Effects {
-            line: Some((self.irq, which == RAISE)),
-            ..Effects::default()
-        }
+        Effects::default().line(self.irq, which == RAISE)
     }
 
     /// The status register: nothing of it is modelled but its read.

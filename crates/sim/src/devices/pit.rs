@@ -35,17 +35,12 @@ impl Pit {
 
     pub fn timer(&self, now: SimTime, which: u8) -> Effects {
         if which == RISE {
-            Effects {
-                line: Some((self.irq, true)),
-                ..Effects::default()
-            }
-            .timer(now + self.period, RISE)
-            .timer(now + SimDuration::from_ps(self.period.as_ps() / 2), FALL)
+            Effects::default()
+                .timer(now + self.period, RISE)
+                .timer(now + SimDuration::from_ps(self.period.as_ps() / 2), FALL)
+                .line(self.irq, true)
         } else {
-            Effects {
-                line: Some((self.irq, false)),
-                ..Effects::default()
-            }
+            Effects::default().line(self.irq, false)
         }
     }
 }

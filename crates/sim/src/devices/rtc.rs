@@ -39,10 +39,7 @@ impl Rtc {
             return e; // still set: the line is already high
         }
         self.flag = true;
-        Effects {
-            line: Some((self.irq, true)),
-            ..e
-        }
+        e.line(self.irq, true)
     }
 
     pub fn access(&mut self, port: u16, write: Option<u32>) -> Answer {
@@ -56,7 +53,7 @@ impl Rtc {
             (0x71, None) if self.index == REG_C && self.flag => {
                 self.flag = false;
                 a.data = PERIODIC_FLAG | 0x80; // PF and IRQF
-                a.effects.line = Some((self.irq, false));
+                a.effects.push(super::Effect::Line(self.irq, false));
             }
             _ => {}
         }

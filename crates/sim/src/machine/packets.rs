@@ -3,8 +3,7 @@
 
 use super::fabric::{Endpoint, RouteId};
 use super::{CpuState, Ev, Machine};
-use crate::devices::exerciser::Reaction;
-use crate::devices::{Device, Timer};
+use crate::devices::Device;
 use crate::engine::{SimDuration, SimTime};
 use crate::hw::bus::Cycle;
 use crate::hw::msi::MsiMessage;
@@ -196,7 +195,7 @@ impl Machine {
                 Endpoint::Device(k) if self.is_board(k) && !ahead => {
                     self.release(p);
                     self.last_inline = self.last_inline.max(t);
-                    self.board_receives(k, tlp, t);
+                    self.device_access(k, tlp, t, true);
                     return released;
                 }
                 // A network controller's state runs in time order (`nic.rs`): a store the core
@@ -205,7 +204,7 @@ impl Machine {
                 Endpoint::Device(k) if self.takes_early(k, ahead) => {
                     self.release(p);
                     self.last_inline = self.last_inline.max(t);
-                    self.device_receives(k, tlp, t, !ahead);
+                    self.device_access(k, tlp, t, !ahead);
                     return released;
                 }
                 // An interrupt message for halted cores: nothing of them runs before their
@@ -242,13 +241,9 @@ impl Machine {
         let pkt = &self.packets[p as usize];
         let (tlp, dest) = (pkt.tlp, pkt.dest);
         match dest {
-            Endpoint::Device(k) if self.is_board(k) => {
-                self.release(p);
-                self.board_receives(k, tlp, self.q.now());
-            }
             Endpoint::Device(k) => {
                 self.release(p);
-                self.device_receives(k, tlp, self.q.now(), true);
+                self.device_access(k, tlp, self.q.now(), true);
             }
             Endpoint::Memory => {
                 self.release(p);
@@ -272,47 +267,6 @@ impl Machine {
                 }
             }
             Endpoint::Ich => self.ich_receive(p, tlp),
-        }
-    }
-
-    /// Device k takes `tlp` at `at` and reacts; `early` as for [`Self::send_at`].
-    pub(super) fn device_receives(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
-        self.device_reacts(k, tlp, at, early);
-        let d = self.card(k);
-        if d.nic.is_some() {
-            let at = at + d.cfg.core_rx;
-            self.nic_changed(k, at);
-        }
-    }
-
-    fn device_reacts(&mut self, k: u8, tlp: Tlp, at: SimTime, early: bool) {
-        let received = self.card_mut(k).receive(at, &tlp);
-        if let Some(ns) = received.round_trip_ns.filter(|_| k == self.probed_device) {
-            self.round_trip.record(ns);
-        }
-        match received.reaction {
-            Reaction::None => {}
-            Reaction::Send(delay, reply) => {
-                let to = self.core_of(&reply);
-                self.send_at(Endpoint::Device(k), to, reply, at + delay, early);
-            }
-            Reaction::CheckDeassert(delay) => {
-                self.q
-                    .schedule_at(at + delay, Ev::Device(k, Timer::CheckDeassert, 0));
-            }
-            // While the core runs ahead, another device's delivery may still come before `at`
-            // and read the sample count that this raise would change: raise at an event.
-            Reaction::Trigger if !early => self.q.schedule_at(at, Ev::Device(k, Timer::Trigger, 0)),
-            Reaction::Trigger => {
-                if self.wants_more() {
-                    self.raise_at(k, at, early);
-                }
-            }
-            Reaction::TriggerAfter(gap) => {
-                let gen = self.card(k).generator_gen;
-                self.q
-                    .schedule_at(at + gap, Ev::Device(k, Timer::Generate, gen));
-            }
         }
     }
 
