@@ -150,6 +150,19 @@ impl Device {
         }
     }
 
+    /// Must a request from a core that runs on ahead of the clock reach it only at the
+    /// request's event? A board device's effects (the 8259's inputs) reach the cores at once,
+    /// and a network controller's state runs in time order (`nic.rs`: a store the core has gone
+    /// on from must come after the core's earlier reads of its rings). Other cards take a
+    /// request whenever nothing else can reach them first.
+    #[inline]
+    pub fn in_order(&self) -> bool {
+        match self {
+            Device::Board(_) => true,
+            Device::Card(c) => c.nic.is_some(),
+        }
+    }
+
     /// Its first timers, from the machine's start at `now`.
     pub fn start(&mut self, now: SimTime, out: &mut Effects) {
         match self {

@@ -10,7 +10,7 @@
 
 use super::fabric::Endpoint;
 use super::{Ev, Machine, PROGRESS_EVERY};
-use crate::devices::{Device, Effect, Effects, Pulse, Timer, Upstream};
+use crate::devices::{Effect, Effects, Pulse, Timer, Upstream};
 use crate::engine::SimTime;
 use crate::hw::pcie::Tlp;
 use crate::workload::WorkloadSpec;
@@ -186,10 +186,5 @@ impl Machine {
             Some(k) => Endpoint::Device(k as u8),
             None => Endpoint::Ich,
         }
-    }
-
-    /// Is the end device `k` a board device?
-    pub(super) fn is_board(&self, k: u8) -> bool {
-        matches!(self.devices[usize::from(k)], Device::Board(_))
     }
 }

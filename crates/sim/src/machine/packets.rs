@@ -190,18 +190,9 @@ impl Machine {
             let pkt = &self.packets[p as usize];
             let (tlp, dest) = (pkt.tlp, pkt.dest);
             match dest {
-                // A board device's effects (the 8259's inputs) reach the cores at once, so it
-                // takes a request ahead of the clock only while the core that sent it waits.
-                Endpoint::Device(k) if self.is_board(k) && !ahead => {
-                    self.release(p);
-                    self.last_inline = self.last_inline.max(t);
-                    self.device_access(k, tlp, t, true);
-                    return released;
-                }
-                // A network controller's state runs in time order (`nic.rs`): a store the core
-                // has gone on from reaches it at its event, after the core's earlier reads of
-                // its ring.
-                Endpoint::Device(k) if self.takes_early(k, ahead) => {
+                // A device takes a request ahead of the clock, unless the core that sent it runs
+                // on ahead and the device must see requests in time order (`Device::in_order`).
+                Endpoint::Device(k) if !ahead || !self.devices[usize::from(k)].in_order() => {
                     self.release(p);
                     self.last_inline = self.last_inline.max(t);
                     self.device_access(k, tlp, t, !ahead);
@@ -226,15 +217,6 @@ impl Machine {
         self.packets[p as usize].hop = i;
         self.q.schedule_at(t, Ev::Hop(p));
         released
-    }
-
-    /// May PCIe device k take a packet ahead of the clock? Not a board device (above), and
-    /// not a network controller while the core that sent it runs on.
-    fn takes_early(&self, k: u8, ahead: bool) -> bool {
-        match self.devices.get(usize::from(k)).and_then(Device::card) {
-            None => false,
-            Some(d) => !ahead || d.nic.is_none(),
-        }
     }
 
     pub(super) fn deliver(&mut self, p: u32) {
