@@ -19,6 +19,7 @@
 //! `request_irq` has run, so the programs are the same code specialised, not a different path.
 
 use super::hrtimer::TimerStep;
+use super::irq_threads::IrqThreadStep;
 use super::net::NetStep::*;
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
 use super::softirq::SoftirqStep::*;
@@ -290,7 +291,7 @@ pub fn link(k: &mut Kernel) {
                     // `redirect_hardirq`: the handler runs in the descriptor's thread.
                     Some(t) => b
                         .push(Run(t.redirect + try_to_wake_up))
-                        .push(WakeIrqThread(i as u16)),
+                        .push(IrqThreadStep::Wake(i as u16)),
                     None => b.push(Call(chain)),
                 };
                 b.push(Run(rest));
@@ -304,10 +305,10 @@ pub fn link(k: &mut Kernel) {
         // `cond_resched`; sleep when nothing is pending.
         if let Some(t) = &threads {
             let pending = k.new_var(0);
-            k.irq_thread_pending.push(pending);
+            k.irq_threads.pending.push(pending);
             let mut b: Builder = vec![Cli].into();
             let test = b.here();
-            b.push(IrqThreadTake {
+            b.push(IrqThreadStep::Take {
                 desc: i as u16,
                 idle: 0,
             })

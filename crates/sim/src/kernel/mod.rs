@@ -14,6 +14,7 @@ pub mod cyclic;
 pub mod drivers;
 pub mod freebsd;
 pub mod hrtimer;
+pub mod irq_threads;
 pub mod linux;
 pub mod net;
 pub mod ops;
@@ -181,11 +182,8 @@ pub struct Kernel {
     /// Threaded handlers (`costs::Threads`, enabled), their IRQ threads by descriptor and each
     /// CPU's softirq threads by softirq number.
     pub threads: Option<costs::Threads>,
-    pub irq_threads: Vec<sched::TaskId>,
+    pub irq_threads: irq_threads::IrqThreads,
     pub softirq_threads: Vec<[Option<sched::TaskId>; softirq::NR_SOFTIRQS]>,
-    /// Per descriptor: the variable whose bit 0 says the hard part has run and the thread has
-    /// not yet taken it (`IRQ_PENDING`).
-    pub irq_thread_pending: Vec<Var>,
     /// The thread programs `linux::link` built: each descriptor's IRQ thread, and each
     /// softirq's thread with its name (`sirq-net-rx`).
     pub irq_thread_entries: Vec<Entry>,
@@ -219,9 +217,8 @@ impl Kernel {
             net_costs: None,
             ksoftirqd: Vec::new(),
             threads: None,
-            irq_threads: Vec::new(),
+            irq_threads: irq_threads::IrqThreads::default(),
             softirq_threads: Vec::new(),
-            irq_thread_pending: Vec::new(),
             irq_thread_entries: Vec::new(),
             softirq_thread_entries: Vec::new(),
             deferred: workqueue::Deferred::default(),

@@ -426,6 +426,10 @@ pub enum NetStep {
     /// A stage's serialising instructions for one frame, beyond their slots at the CPI
     /// (`Net::serializing`): locked RMWs, `rdtsc`, interrupt-flag saves; a stall of the core.
     Serializing(NetStage),
+    /// As `Step::Code(n)`, a stage's block whose serialising instructions take
+    /// `Net::serializing(stage)` besides (they are among its `n`, and an interrupt cuts them
+    /// as it cuts the rest).
+    CodeSerial { n: u32, stage: NetStage },
     /// Go to `to` if NAPI context `napi` is scheduled (its adapter is being polled).
     BranchIfNapiScheduled { napi: NapiId, to: Entry },
     /// Linux 2.4 e1000's `e1000_clean` test: a poll that cleaned a transmitted frame (the
@@ -611,6 +615,12 @@ impl Net {
             NetStep::XmitLines(dev) => return After::Stall(self.xmit_lines(dev, cpu)),
             NetStep::CleanLines(dev) => return After::Stall(self.clean_lines(dev, cpu)),
             NetStep::Serializing(stage) => return After::Stall(self.serializing(stage)),
+            NetStep::CodeSerial { n, stage } => {
+                return After::Ask(Op::CodeStall {
+                    n,
+                    stall: self.serializing(stage),
+                })
+            }
             NetStep::BranchIfNapiScheduled { napi, to } => {
                 if self.napi[usize::from(napi)].scheduled {
                     return After::Goto(to);

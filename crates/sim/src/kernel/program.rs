@@ -149,20 +149,9 @@ pub enum Step {
     /// minus the time it asked to wake at; then `next += interval` (2009's rt-tests: no
     /// catch-up, so a thread that falls behind reports a lag that grows).
     CyclicSample(u8),
-    /// A threaded interrupt's hard part (`redirect_hardirq`): mark descriptor `desc` pending
-    /// for its thread and wake the thread.
-    WakeIrqThread(u16),
-    /// The IRQ thread of descriptor `desc` takes the pending mark; none: go to `idle` (sleep).
-    IrqThreadTake {
-        desc: u16,
-        idle: Entry,
-    },
-    /// As `Code(n)`, a block whose serialising instructions take `Net::serializing(stage)`
-    /// besides (they are among its `n`, and an interrupt cuts them as it cuts the rest).
-    CodeSerial {
-        n: u32,
-        stage: super::costs::NetStage,
-    },
+    /// An operation of genirq's threaded handlers, interpreted by
+    /// [`super::irq_threads::IrqThreads::step`].
+    IrqThread(super::irq_threads::IrqThreadStep),
     /// An operation of the networking core and its drivers (NAPI, the receive and transmit
     /// rings), interpreted by [`super::net::Net::step`].
     Net(super::net::NetStep),
@@ -185,8 +174,8 @@ impl Step {
             | Step::BranchIfClear(_, to)
             | Step::BranchIfLocal(to)
             | Step::BranchIfSet(_, _, to)
-            | Step::Work { idle: to }
-            | Step::IrqThreadTake { idle: to, .. } => Some(to),
+            | Step::Work { idle: to } => Some(to),
+            Step::IrqThread(op) => op.target_mut(),
             Step::Net(op) => op.target_mut(),
             Step::Spl(op) => op.target_mut(),
             Step::Deferred(op) => op.target_mut(),
@@ -214,6 +203,7 @@ subsystem_steps!(
     Softirq(super::softirq::SoftirqStep),
     Deferred(super::workqueue::DeferredStep),
     Spl(super::spl::SplStep),
+    IrqThread(super::irq_threads::IrqThreadStep),
 );
 
 /// A named program's place in the code.
@@ -379,7 +369,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         net,
         ksoftirqd,
         irq_threads,
-        irq_thread_pending,
         deferred,
         ..
     } = &mut *cx.kernel;
@@ -489,12 +478,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 }
             }
             Step::Code(n) => break Op::Code(n),
-            Step::CodeSerial { n, stage } => {
-                break Op::CodeStall {
-                    n,
-                    stall: net.serializing(stage),
-                }
-            }
             Step::Vectoring => break Op::Vectoring,
             Step::Read(r) => {
                 break Op::Access(Access::MmioRead {
@@ -630,18 +613,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 let ns = cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
                 break Op::Sample { thread, ns };
             }
-            Step::WakeIrqThread(d) => {
-                vars[usize::from(irq_thread_pending[usize::from(d)].0)] |= 1;
-                break Op::Wake(irq_threads[usize::from(d)]);
-            }
-            Step::IrqThreadTake { desc, idle } => {
-                let v = &mut vars[usize::from(irq_thread_pending[usize::from(desc)].0)];
-                if *v & 1 != 0 {
-                    *v &= !1;
-                } else {
-                    pc = idle;
-                }
-            }
+            Step::IrqThread(op) => after!(irq_threads.step(op, vars)),
             // The networking core's and drivers' operations, interpreted by their subsystem.
             Step::Net(op) => after!(net.step(op, &mut this, vars, cx.softirq, cx.value, cx.cpu)),
             Step::Spl(op) => after!(spl

@@ -1205,7 +1205,7 @@ impl Scenario {
         for (i, &e) in machine.kernel.irq_thread_entries.clone().iter().enumerate() {
             let name = format!("IRQ-{}", machine.kernel.irqs[i].irq);
             let task = machine.sched.spawn(&name, irq_class, 0, Frame::at(e));
-            machine.kernel.irq_threads.push(task);
+            machine.kernel.irq_threads.tasks.push(task);
         }
         for c in 0..self.cores() {
             let mut slots = [None; crate::kernel::softirq::NR_SOFTIRQS];

@@ -221,7 +221,7 @@ fn code(b: &mut Builder, c: &NetCosts, n: u32, stage: NetStage) {
     if c.serializing.of(stage).is_empty() {
         b.push(Step::Code(n));
     } else {
-        b.push(Step::CodeSerial { n, stage });
+        b.push(NetStep::CodeSerial { n, stage });
     }
 }
 
