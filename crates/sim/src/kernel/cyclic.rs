@@ -4,7 +4,35 @@
 //! (`clock_nanosleep(TIMER_ABSTIME)`), and what it measures goes to the machine's probe.
 
 use super::context::{TaskId, TimerId};
+use super::ops::{After, Op};
 use crate::engine::{SimDuration, SimTime};
+
+/// cyclictest's own code in a program of the step language.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CyclicStep {
+    /// The arithmetic after `clock_gettime`: the latency of thread `thread` is now minus the
+    /// time it asked to wake at; then `next += interval` (2009's rt-tests: no catch-up, so a
+    /// thread that falls behind reports a lag that grows). The sample goes to the probe.
+    Sample(u8),
+}
+
+impl CyclicStep {
+    /// Where the operation may go instead of the next step: nowhere.
+    pub fn target_mut(&mut self) -> Option<&mut super::ops::Entry> {
+        None
+    }
+
+    /// Interpret it on the threads' state at `now` (the core's time, ahead of the clock).
+    #[inline]
+    pub fn step(self, threads: &mut [CyclicThread], now: SimTime) -> After {
+        match self {
+            CyclicStep::Sample(thread) => {
+                let ns = threads[usize::from(thread)].sample(now);
+                After::Ask(Op::Sample { thread, ns })
+            }
+        }
+    }
+}
 
 /// One cyclictest thread's state: its user-space variables. What it measures goes to the
 /// machine's probe (`probes/cyclictest.rs`), which keeps its statistics.

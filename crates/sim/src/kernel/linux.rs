@@ -22,6 +22,7 @@ use super::hrtimer::TimerStep;
 use super::irq_threads::IrqThreadStep;
 use super::net::NetStep::*;
 use super::program::{Builder, Entry, Idt, Operand, Step, NO_ENTRY};
+use super::sched::SchedStep;
 use super::softirq::SoftirqStep::*;
 use super::softirq::{
     HRTIMER_SOFTIRQ, MAX_SOFTIRQ_RESTART, NET_RX_SOFTIRQ, TASKLET_SOFTIRQ, TIMER_SOFTIRQ,
@@ -358,7 +359,7 @@ pub fn link(k: &mut Kernel) {
                 Inc(TICKS),
                 RaiseSoftirq(TIMER_SOFTIRQ as u8).into(),
                 t.handler.step(),
-                SchedTick,
+                SchedStep::Tick.into(),
                 TimerStep::Restart.into(),
                 Return(Operand::Const(0)),
             ]
@@ -373,7 +374,7 @@ pub fn link(k: &mut Kernel) {
                 "sched_rt_period_timer",
                 vec![
                     Run(sc.rt_period_timer),
-                    RtPeriod,
+                    SchedStep::RtPeriod.into(),
                     TimerStep::Restart.into(),
                     Return(Operand::Const(0)),
                 ]

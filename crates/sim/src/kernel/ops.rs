@@ -115,8 +115,8 @@ pub enum Op {
     },
     /// Program the Local APIC timer for the CPU's earliest hrtimer.
     ArmTimer,
-    /// The scheduler's tick and its real-time period timer (`Step::SchedTick`,
-    /// `Step::RtPeriod`).
+    /// The scheduler's tick and its real-time period timer (`SchedStep::Tick`,
+    /// `SchedStep::RtPeriod`).
     SchedTick,
     RtPeriod,
     /// A measuring program's sample (cyclictest thread `thread`'s latency, ns), for the

@@ -138,17 +138,10 @@ pub enum Step {
     Resched {
         irq_return: bool,
     },
-    /// The scheduler's part of the tick (`scheduler_tick` -> `task_tick_rt` ->
-    /// `update_curr_rt`): charge the running real-time task and throttle its class past its
-    /// bandwidth (`kernel/sched.rs`).
-    SchedTick,
-    /// `sched_rt_period_timer`'s work (`do_sched_rt_period_timer`): give one period's
-    /// real-time runtime back and unthrottle.
-    RtPeriod,
-    /// cyclictest's arithmetic after `clock_gettime`: the latency of thread `thread` is now
-    /// minus the time it asked to wake at; then `next += interval` (2009's rt-tests: no
-    /// catch-up, so a thread that falls behind reports a lag that grows).
-    CyclicSample(u8),
+    /// An operation of the scheduler's tick and bandwidth ([`super::sched::SchedStep`]).
+    Sched(super::sched::SchedStep),
+    /// cyclictest's own arithmetic ([`super::cyclic::CyclicStep`]).
+    Cyclic(super::cyclic::CyclicStep),
     /// An operation of genirq's threaded handlers, interpreted by
     /// [`super::irq_threads::IrqThreads::step`].
     IrqThread(super::irq_threads::IrqThreadStep),
@@ -176,6 +169,8 @@ impl Step {
             | Step::BranchIfSet(_, _, to)
             | Step::Work { idle: to } => Some(to),
             Step::IrqThread(op) => op.target_mut(),
+            Step::Sched(op) => op.target_mut(),
+            Step::Cyclic(op) => op.target_mut(),
             Step::Net(op) => op.target_mut(),
             Step::Spl(op) => op.target_mut(),
             Step::Deferred(op) => op.target_mut(),
@@ -204,6 +199,8 @@ subsystem_steps!(
     Deferred(super::workqueue::DeferredStep),
     Spl(super::spl::SplStep),
     IrqThread(super::irq_threads::IrqThreadStep),
+    Sched(super::sched::SchedStep),
+    Cyclic(super::cyclic::CyclicStep),
 );
 
 /// A named program's place in the code.
@@ -607,12 +604,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             }
             Step::Block => break Op::Block,
             Step::Resched { irq_return } => break Op::Resched { irq_return },
-            Step::SchedTick => break Op::SchedTick,
-            Step::RtPeriod => break Op::RtPeriod,
-            Step::CyclicSample(thread) => {
-                let ns = cyclic[usize::from(thread)].sample(cx.now + cx.ahead);
-                break Op::Sample { thread, ns };
-            }
+            Step::Sched(op) => after!(op.step()),
+            Step::Cyclic(op) => after!(op.step(cyclic, cx.now + cx.ahead)),
             Step::IrqThread(op) => after!(irq_threads.step(op, vars)),
             // The networking core's and drivers' operations, interpreted by their subsystem.
             Step::Net(op) => after!(net.step(op, &mut this, vars, cx.softirq, cx.value, cx.cpu)),

@@ -16,8 +16,38 @@
 
 pub use super::context::TaskId;
 use super::context::{PreemptCount, SchedClass};
-use super::ops::{Frame, Op};
+use super::ops::{After, Entry, Frame, Op};
 use crate::engine::{SimDuration, SimTime};
+
+/// The scheduler's operations in a program of the step language besides blocking and the
+/// preemption points (core steps): what the tick and the real-time period timer do to it,
+/// carried out on the machine's [`Scheduler`] when the frame hands them over.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SchedStep {
+    /// The scheduler's part of the tick (`scheduler_tick` -> `task_tick_rt` ->
+    /// `update_curr_rt`): charge the running real-time task and throttle its class past its
+    /// bandwidth.
+    Tick,
+    /// `sched_rt_period_timer`'s work (`do_sched_rt_period_timer`): give one period's
+    /// real-time runtime back and unthrottle.
+    RtPeriod,
+}
+
+impl SchedStep {
+    /// Where the operation may go instead of the next step: nowhere.
+    pub fn target_mut(&mut self) -> Option<&mut Entry> {
+        None
+    }
+
+    /// The frame hands the operation to the core, which holds the scheduler.
+    #[inline]
+    pub fn step(self) -> After {
+        After::Ask(match self {
+            SchedStep::Tick => Op::SchedTick,
+            SchedStep::RtPeriod => Op::RtPeriod,
+        })
+    }
+}
 
 /// A task's state.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

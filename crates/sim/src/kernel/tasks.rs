@@ -41,7 +41,7 @@ pub fn cyclictest(
     // which reads the clocksource; the reading is the sample. (The exit of one system call and
     // the entry of the next make one `syscall`.)
     b.push(Step::Run(c.syscall + c.clock_gettime))
-        .push(Step::CyclicSample(thread))
+        .push(super::cyclic::CyclicStep::Sample(thread))
         .push(Step::Run(c.syscall - half))
         // calcdiff, the statistics and the histogram update, `next += interval`.
         .push(Step::User(loop_instructions))
