@@ -93,7 +93,7 @@ pub enum Op {
     },
     /// Instructions an interrupt may cut (`Step::Code`).
     Code(u32),
-    /// As `Code`, with the stalls of its serialising instructions (`Step::CodeSerial`).
+    /// As `Code`, with the stalls of its serialising instructions (`NetStep::CodeSerial`).
     CodeStall {
         n: u32,
         stall: SimDuration,
