@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// to stderr then, so that stdout holds the file alone (`irqlab host --json - | jq`).
 static STDOUT_IS_A_RESULT: AtomicBool = AtomicBool::new(false);
 
-/// A result file will be written to standard output: [`print`] writes to stderr from now on.
+/// A result file will be written to standard output: [`print()`] writes to stderr from now on.
 pub fn stdout_is_a_result() {
     STDOUT_IS_A_RESULT.store(true, Ordering::Relaxed);
 }

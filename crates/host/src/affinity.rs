@@ -55,7 +55,7 @@
 //!    time), the boot ID, and per IRQ its name, old and new mask. The rename is the commit point.
 //! 4. Drop the per-process records. A crash between 3 and 4 leaves both; the recovery sees that
 //!    the applied record is the dead process's own and keeps those IRQs as applied
-//!    ([`undo_leftover`]): it neither undoes a committed plan nor loses its old masks.
+//!    (`undo_leftover`): it neither undoes a committed plan nor loses its old masks.
 //!
 //! After step 4 the plan outlives irqlab, which is the point of applying it. [`restore`] writes
 //! the old masks back under the same lock, last first, reads each back, and removes the record

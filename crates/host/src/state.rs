@@ -791,7 +791,7 @@ fn lock_dir_with(dir: &StateDir, wait: bool) -> Result<Option<DirLock>, HostErro
     Err(dir.error("cannot lock it: it was removed and created again 100 times while irqlab waited"))
 }
 
-/// A state directory created if missing and locked ([`lock_dir`]) for a whole sequence of
+/// A state directory created if missing and locked (`lock_dir`) for a whole sequence of
 /// steps, such as `plan affinity --host --apply`'s clean up, read, plan, write and commit: no
 /// other irqlab cleans up, applies or restores in between. The directory is removed again when
 /// the lock is dropped, if it is a default one and empty.

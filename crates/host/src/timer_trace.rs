@@ -40,15 +40,15 @@
 //! # The worst wake-up, in bounded memory
 //!
 //! Each CPU's sink keeps its most recent events in a ring, and for each thread that sleeps on
-//! that CPU (at most [`MAX_THREADS`], the most frequent sleepers: a measuring thread wakes every
+//! that CPU (at most `MAX_THREADS`, the most frequent sleepers: a measuring thread wakes every
 //! interval) the events around its [`TOP_K`] latest wake-ups so far. The trace brackets each
 //! wake-up's latency (the thread's clock reading minus the expiry): the thread read the clock
 //! after the switch to it (or, where the trace has no switch, after its callback) and before
 //! its next event of its own (arming its next sleep, or sleeping or exiting). When the upper
 //! bound ranks among the thread's latest, the window from before the expiry to that event is
 //! copied out of the ring. At the end the measuring thread's worst is matched to the window
-//! whose bracket holds it. Memory: the ring and at most [`MAX_THREADS`] x [`TOP_K`] windows of
-//! [`MAX_WINDOW_EVENTS`] per CPU, whatever the run's length.
+//! whose bracket holds it. Memory: the ring and at most `MAX_THREADS` x [`TOP_K`] windows of
+//! `MAX_WINDOW_EVENTS` per CPU, whatever the run's length.
 //!
 //! # The idle task's missing events (6.18 on this VM)
 //!

@@ -1,5 +1,6 @@
 //! Renderers for irqlab's results. Every renderer reads the one data model of
-//! [`irqlab_stats::results`]: a run ([`RunReport`]) or a validation ([`ValidationReport`]).
+//! [`irqlab_stats::results`]: a run ([`RunReport`](irqlab_stats::results::RunReport)) or a
+//! validation ([`ValidationReport`](irqlab_stats::results::ValidationReport)).
 //!
 //! ```
 //! use irqlab_report::table::Table;
@@ -163,7 +164,7 @@ fn destination(path: &Path, in_place: bool) -> Result<Destination, String> {
 /// and a new result never takes the place of something that appeared meanwhile. What is not a
 /// regular file is not replaced: `-` is standard output; a character device or FIFO
 /// (`/dev/null`, a named pipe), or this user's link to one (`/dev/stdout`), is written in
-/// place; anything else that is not a regular file is refused ([`destination`]).
+/// place; anything else that is not a regular file is refused (`destination`).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
     write_to(path, contents, true)
 }

@@ -4,7 +4,7 @@
 //! The parameters are the ranges the scenario's three files (scenario, platform, kernel)
 //! declare beside their estimates ([`crate::scenario::ranges`]), less those the user's `--set`
 //! pins. The draws are the Latin hypercube of `validate --uncertainty`
-//! ([`uncertainty::latin_hypercube`]); draw `i` runs the scenario with its values as `--set`
+//! ([`crate::uncertainty::latin_hypercube`]); draw `i` runs the scenario with its values as `--set`
 //! overrides (the user's own after them) and the seed `replication_seed(point_seed(draw_seed,
 //! i), seed)`, from the draw's index alone, so a draw runs the same on any thread or shard. The
 //! plain run (the files' own values and the run's seed) is the nominal.

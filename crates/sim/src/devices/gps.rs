@@ -1,7 +1,7 @@
 //! A GPS receiver's pulse-per-second output (seed 004: a Motorola UT Oncore): a pulse at every
 //! GPS second in the board's time (the board's crystal runs `crystal_ppm` fast or slow), with
 //! the receiver's wander, `pulse_width` long. Its output is wired to the parallel port's nACK
-//! pin and to the counter card's latch input ([`super::Effects::pulse`]).
+//! pin and to the counter card's latch input ([`super::Effect::Pulse`]).
 
 use super::Effects;
 use crate::engine::{SimDuration, SimTime, Stream};

@@ -16,8 +16,9 @@
 //! rises), plus `set_rate` for a workload phase. Each answers with [`Effects`], values the
 //! machine applies in order: a TLP that leaves it with its time and where it goes upstream, a
 //! timer, a level on its interrupt line, a pulse, an interrupt raised, a round trip its counter
-//! timed. The list is the caller's (`out`), so the hot path (every interrupt, every register
-//! access) copies nothing. What is kept of a measurement is the probes' business (`probes/`),
+//! timed. The list is the caller's (`out`), empty when the device is called, which fills it (a
+//! board device builds its own and hands it over), so the hot path (every interrupt, every
+//! register access) copies nothing. What is kept of a measurement is the probes' business (`probes/`),
 //! not the devices'.
 
 pub mod counter_card;
@@ -256,14 +257,6 @@ impl Device {
             Device::Card(_) => None,
         }
     }
-
-    /// The board device, if it is one.
-    pub fn board_mut(&mut self) -> Option<&mut Board> {
-        match self {
-            Device::Board(b) => Some(b),
-            Device::Card(_) => None,
-        }
-    }
 }
 
 /// A device's timer, as the machine's one device event carries it (with the device's index).
@@ -419,7 +412,12 @@ mod tests {
         );
         let mut e = Effects::default();
         d.timer(SimTime::ZERO, Timer::Own(0), 0, true, &mut e);
-        assert_eq!(e.0.last(), Some(&Effect::Line(8, true)));
+        let rearm = Effect::Timer {
+            at: SimTime::ZERO + period,
+            timer: Timer::Own(0),
+            gen: 0,
+        };
+        assert_eq!(e.0[..], [rearm, Effect::Line(8, true)]);
 
         let mut e = Effects::default();
         d.access(SimTime::ZERO, &io(TlpKind::IoWrite, 0x70, 0x0C), &mut e);
@@ -437,6 +435,57 @@ mod tests {
                 assert_eq!(tlp.data, rtc::PERIODIC_FLAG | 0x80);
             }
             _ => panic!("the line drops, then the answer leaves: {e:?}"),
+        }
+    }
+
+    /// The 8254's rising edge: its next two edges, then its line, in the order the machine
+    /// did them when they were fields (timers first).
+    #[test]
+    fn the_pit_plans_its_edges_before_it_raises_its_line() {
+        let pit = pit::Pit::new(0, 1_193_182.0, 100, 0.0);
+        let p = pit.period;
+        let mut d = Device::Board(Board::Pit(pit));
+        let mut e = Effects::default();
+        let now = SimTime::ZERO + SimDuration::from_ns(1_000);
+        d.timer(now, Timer::Own(0), 0, true, &mut e);
+        let edge = |at, which| Effect::Timer {
+            at,
+            timer: Timer::Own(which),
+            gen: 0,
+        };
+        let half = SimDuration::from_ps(p.as_ps() / 2);
+        let expected = [edge(now + p, 0), edge(now + half, 1), Effect::Line(0, true)];
+        assert_eq!(e.0[..], expected);
+        let mut e = Effects::default();
+        d.timer(now + half, Timer::Own(1), 0, true, &mut e);
+        assert_eq!(e.0[..], [Effect::Line(0, false)]);
+    }
+
+    /// A card of the board's slots with wait states answers after them, after its line drops.
+    #[test]
+    fn a_source_answers_after_its_wait_states() {
+        let rng = crate::engine::RngStreams::new(1).stream("src");
+        let mut s = irq_source::IrqSource::new("src".into(), 5, Some((0x300, 0x301)), None, rng);
+        s.data_delay = SimDuration::from_ns(750);
+        let mut d = Device::Board(Board::IrqSource(s));
+        let mut e = Effects::default();
+        d.set_rate(SimTime::ZERO, 1000.0, &mut e);
+        let Effect::Timer { at, timer, .. } = e.0[0] else {
+            panic!("a rate plans the first request: {e:?}");
+        };
+        let mut e = Effects::default();
+        d.timer(at, timer, 0, true, &mut e);
+        assert_eq!(e.0.last(), Some(&Effect::Line(5, true)));
+        let mut e = Effects::default();
+        d.access(at, &io(TlpKind::IoRead, 0x300, 0), &mut e);
+        match e.0[..] {
+            [Effect::Line(5, false), Effect::Send { tlp, at: t, .. }] => {
+                assert_eq!(
+                    (tlp.kind, t),
+                    (TlpKind::CplD, at + SimDuration::from_ns(750))
+                );
+            }
+            _ => panic!("the line drops, then the answer leaves after its wait: {e:?}"),
         }
     }
 }

@@ -83,7 +83,7 @@ pub struct IdleCosts {
     pub entry: u32,
     /// From leaving the idle state to `local_irq_enable`: residency accounting, the governor's
     /// update, tick restart. A pending interrupt waits for it (MWAIT is entered with interrupts
-    /// off and wakes on a pending interrupt without taking it, Intel SDM vol. 2, MWAIT ECX[0]).
+    /// off and wakes on a pending interrupt without taking it, Intel SDM vol. 2, MWAIT ECX\[0\]).
     pub exit: u32,
     /// The PM QoS CPU latency limit in microseconds (`/dev/cpu_dma_latency`): idle states whose
     /// exit latency exceeds it are not used. The kernel's default is no constraint,

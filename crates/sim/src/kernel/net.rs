@@ -257,7 +257,7 @@ pub struct Net {
     pub rx_miss: SimDuration,
     /// Per frame, each stage's serialising instructions beyond their slots at the CPI (the
     /// kernel's `[net.serializing]` counts at the CPU's cycles), indexed by
-    /// [`NetStage`](super::costs::NetStage).
+    /// [`super::costs::NetStage`].
     pub serializing: [SimDuration; 4],
 }
 

@@ -14,13 +14,13 @@ pub type Entry = u32;
 /// No program (an empty slot of a dispatch table).
 pub const NO_ENTRY: Entry = Entry::MAX;
 
-/// A kernel variable: an index into [`Kernel::vars`]. Counters the results read (`ticks`,
+/// A kernel variable: an index into [`Kernel::vars`](super::Kernel::vars). Counters the results read (`ticks`,
 /// `spurious_8259`, each descriptor's counts), masks (`cached_irq_mask`) and drivers' own state
 /// (`int_count`) are variables, so that programs change them without a step of their own.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Var(pub u16);
 
-/// A memory-mapped register: an index into [`Code::mmio`]'s table of addresses (which keeps a
+/// A memory-mapped register: an index into [`Code::mmio`](super::program::Code::mmio)'s table of addresses (which keeps a
 /// step at 12 bytes: the interpreter loads one per step).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Mmio(pub u16);

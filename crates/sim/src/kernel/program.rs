@@ -22,10 +22,12 @@
 //! own state and answers with an [`After`] (go on, go to, call, stall, interrupts on, or an op
 //! for the core): [`Step::Net`] (NAPI and the drivers' rings, `kernel/net.rs`),
 //! [`Step::Softirq`] (`kernel/softirq.rs`), [`Step::Deferred`] (the timer wheel and the
-//! workqueue, `kernel/workqueue.rs`), [`Step::Timer`] (hrtimers, `kernel/hrtimer.rs`) and
-//! [`Step::Spl`] (FreeBSD's `cpl`, `kernel/spl.rs`). The scheduler's asks of the core (the
-//! tick's and the RT period's accounting, a preemption point, block) are core steps; the
-//! threaded IRQ handoff and cyclictest's sample are still steps of their own here.
+//! workqueue, `kernel/workqueue.rs`), [`Step::Timer`] (hrtimers, `kernel/hrtimer.rs`),
+//! [`Step::Spl`] (FreeBSD's `cpl`, `kernel/spl.rs`), [`Step::IrqThread`] (genirq's threaded
+//! handlers: `redirect_hardirq`'s handoff and `do_irqd`'s take, `kernel/irq_threads.rs`),
+//! [`Step::Sched`] (the tick's and the RT period's accounting, `kernel/sched.rs`) and
+//! [`Step::Cyclic`] (cyclictest's arithmetic, `kernel/cyclic.rs`). A preemption point and
+//! block are core steps.
 //!
 //! A subsystem's operation costs a second dispatch (its own `match`, ~10 instructions), so
 //! they are cut at the grain where the kernel's code tests, takes and counts together: the

@@ -93,7 +93,7 @@ impl SplPolicy {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SplStep {
     /// FreeBSD's `Xresume`: save `cpl` in the frame's second local and raise it by the IRQ's
-    /// class mask (the kernel's [`super::SplPolicy`]).
+    /// class mask (the kernel's [`SplPolicy`]).
     SplEnter(u32),
     /// `doreti`: restore `cpl` from the frame's second local; if an interrupt it held off is
     /// pending and now unmasked, take it from `ipending` and go on at its replay entry.

@@ -134,7 +134,7 @@ impl Machine {
     /// then (nothing else can reach the device first, and a later packet on the same link
     /// arrives after this one). `ahead`: the core that sent it runs on ahead of the clock, so
     /// what the device does that others can see (a reply, a new interrupt, which changes the
-    /// run's sample count) waits for its own event (see `send_at`, `device_receives`).
+    /// run's sample count) waits for its own event (see `send_at`, `Effect::Due`, `Device::in_order`).
     pub(super) fn advance(
         &mut self,
         p: u32,

@@ -8,7 +8,7 @@
 //! Unknown keys and wrong types are refused with the file, line and column, or the flag.
 //!
 //! One file per role: [`files`] (the formats), [`read`] (reading with overrides and the origin
-//! of every value), [`check`] (refusing what cannot be), [`assemble`] (parts into a machine);
+//! of every value), `check` (refusing what cannot be), `assemble` (parts into a machine);
 //! this module loads, runs and replicates. A kernel family's model is checked and assembled by
 //! its own module: Linux's by `check` and `assemble`, FreeBSD's (seed 004) by [`freebsd`].
 

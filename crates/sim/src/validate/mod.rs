@@ -1,6 +1,6 @@
 //! Validation rows, one module per kind: each kind of `[[check]]` in `experiments/*.toml` is a
-//! struct that says which runs it reads, judges one draw of them ([`RowKind::evaluate`]) and
-//! says how `validate --uncertainty` judges its band over many draws ([`RowKind::judged`]; the
+//! struct that says which runs it reads, judges one draw of them (`RowKind::evaluate`) and
+//! says how `validate --uncertainty` judges its band over many draws (`RowKind::judged`; the
 //! band itself is worked out in [`crate::uncertainty`], the same way for every kind).
 //! `experiment.rs` loads the files and runs the scenarios; it knows no kind.
 //!
