@@ -150,11 +150,7 @@ impl Exerciser {
         }
         if self.cfg.generates {
             let gap = self.first_gap();
-            e.push(Effect::Timer {
-                at: now + gap,
-                timer: Timer::Generate,
-                gen: self.generator_gen,
-            });
+            e.push(self.generator_at(now + gap));
         }
         for stream in 0..2u8 {
             if [&self.cfg.dma_writes, &self.cfg.dma_reads][usize::from(stream)].is_some() {
@@ -182,11 +178,7 @@ impl Exerciser {
                 // interrupt when that write arrives.
                 if !self.cfg.interval_from_service {
                     let gap = self.next_gap();
-                    e.push(Effect::Timer {
-                        at: now + gap,
-                        timer: Timer::Generate,
-                        gen,
-                    });
+                    e.push(self.generator_at(now + gap));
                 }
             }
             Timer::Trigger => {
@@ -257,11 +249,16 @@ impl Exerciser {
     pub fn change_rate(&mut self, now: SimTime, per_s: f64, e: &mut Effects) {
         if self.set_rate(per_s) {
             let gap = self.next_gap();
-            e.push(Effect::Timer {
-                at: now + gap,
-                timer: Timer::Generate,
-                gen: self.generator_gen,
-            });
+            e.push(self.generator_at(now + gap));
+        }
+    }
+
+    /// The generator's next interrupt at `at`, planned under its current generation.
+    fn generator_at(&self, at: SimTime) -> Effect {
+        Effect::Timer {
+            at,
+            timer: Timer::Generate,
+            gen: self.generator_gen,
         }
     }
 
@@ -573,11 +570,7 @@ impl Exerciser {
                     }
                     if self.cfg.interval_from_service {
                         let gap = self.cfg.core_rx + self.next_gap();
-                        e.push(Effect::Timer {
-                            at: now + gap,
-                            timer: Timer::Generate,
-                            gen: self.generator_gen,
-                        });
+                        e.push(self.generator_at(now + gap));
                     } else if std::mem::take(&mut self.held_trigger) {
                         e.push(Effect::Due(Timer::Trigger));
                     }

@@ -1,12 +1,12 @@
 //! The machine's side of its devices (`devices/`): one list of them, named by their end of the
-//! fabric, with one interface ([`crate::devices::Device`]: `start`, `timer`, `access`, `pulse`, and `set_rate`
-//! for a workload phase) and one event for all their timers ([`Timer`]). A device never calls
-//! the machine: it writes what it asks for into a list of [`Effect`]s (a TLP that leaves it, a
-//! timer, a level on an 8259 input, a pulse on the board's wire, an interrupt raised, a round
+//! fabric, with one interface ([`crate::devices::Device`]: `start`, `timer`, `access`, `pulse`, and
+//! `set_rate` for a workload phase) and one event for all their timers ([`Timer`]). A device never
+//! calls the machine: it writes what it asks for into a list of [`Effect`]s (a TLP that leaves it,
+//! a timer, a level on an 8259 input, a pulse on the board's wire, an interrupt raised, a round
 //! trip its counter timed), and `Machine::apply` does them, in the device's order, here: the
 //! routing of a TLP to its end, the run-ahead rules (what may happen ahead of the clock), the
-//! probes and the workload's phases, which change by the number of the run's samples (seed
-//! 004's pulses, the measured card's interrupts, or cyclictest's loops).
+//! probes and the workload's phases, which change by the number of the run's samples (seed 004's
+//! pulses, the measured card's interrupts, or cyclictest's loops).
 
 use super::fabric::Endpoint;
 use super::{Ev, Machine, PROGRESS_EVERY};
