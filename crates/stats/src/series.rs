@@ -277,19 +277,34 @@ pub fn merge_ranges(a: &[ValueRange], b: &[ValueRange]) -> Vec<ValueRange> {
 fn compress(ranges: &mut [ValueRange]) -> usize {
     // The cost of merging pair j. In u64, saturating: a product above 1.8e19 (a 10 s range
     // holding 1.8e9 samples in one point) would need a run far longer than any here, and it
-    // would only tie with another such pair. This loop runs for nearly every sample of a run
-    // whose latencies spread (a stretch sees more than MAX_RANGES values), so it is kept to
-    // integer compares.
+    // would only tie with another such pair.
     let cost = |a: ValueRange, b: ValueRange| {
         (a.hi_ns.max(b.hi_ns) - a.lo_ns).saturating_mul(a.count + b.count)
     };
     let mut n = ranges.len();
+    if n <= MAX_RANGES {
+        return n;
+    }
+    // Each pair's cost, kept beside the ranges: a merge changes only the costs of the pairs
+    // beside it, so each round is a scan of integers rather than of products (a long run merges
+    // every point at each halving, 2,048 points of up to 32 ranges each).
+    let mut on_stack = [0u64; 2 * MAX_RANGES];
+    let mut spill = Vec::new();
+    let costs: &mut [u64] = if n - 1 <= on_stack.len() {
+        &mut on_stack[..n - 1]
+    } else {
+        // Only ranges read from a file can be this many.
+        spill.resize(n - 1, 0);
+        &mut spill[..]
+    };
+    for k in 0..n - 1 {
+        costs[k] = cost(ranges[k], ranges[k + 1]);
+    }
     while n > MAX_RANGES {
         // The first pair of least cost (ties go to the lower pair).
         let mut j = 0;
-        let mut least = cost(ranges[0], ranges[1]);
-        for k in 1..n - 1 {
-            let c = cost(ranges[k], ranges[k + 1]);
+        let mut least = costs[0];
+        for (k, &c) in costs.iter().enumerate().take(n - 1).skip(1) {
             if c < least {
                 (j, least) = (k, c);
             }
@@ -299,7 +314,14 @@ fn compress(ranges: &mut [ValueRange]) -> usize {
         a.hi_ns = a.hi_ns.max(b.hi_ns);
         a.count += b.count;
         ranges.copy_within(j + 2..n, j + 1);
+        costs.copy_within((j + 2).min(n - 1)..n - 1, j + 1);
         n -= 1;
+        if j > 0 {
+            costs[j - 1] = cost(ranges[j - 1], ranges[j]);
+        }
+        if j + 1 < n {
+            costs[j] = cost(ranges[j], ranges[j + 1]);
+        }
     }
     n
 }
@@ -528,6 +550,58 @@ mod tests {
                 ..s.clone()
             };
             check_against_brute_force(&coarse, values);
+        }
+    }
+
+    /// `compress` as first written: every round computes every pair's cost again.
+    fn compress_reference(ranges: &mut [ValueRange]) -> usize {
+        let cost = |a: ValueRange, b: ValueRange| {
+            (a.hi_ns.max(b.hi_ns) - a.lo_ns).saturating_mul(a.count + b.count)
+        };
+        let mut n = ranges.len();
+        while n > MAX_RANGES {
+            let mut j = 0;
+            let mut least = cost(ranges[0], ranges[1]);
+            for k in 1..n - 1 {
+                let c = cost(ranges[k], ranges[k + 1]);
+                if c < least {
+                    (j, least) = (k, c);
+                }
+            }
+            let b = ranges[j + 1];
+            let a = &mut ranges[j];
+            a.hi_ns = a.hi_ns.max(b.hi_ns);
+            a.count += b.count;
+            ranges.copy_within(j + 2..n, j + 1);
+            n -= 1;
+        }
+        n
+    }
+
+    #[test]
+    fn compress_keeping_pair_costs_merges_as_recomputing_them_does() {
+        // Ties (equal widths and counts) included, and lists longer than two points' worth
+        // (ranges read from a file).
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        for case in 0..5_000 {
+            let n = rng.gen_range(0..=3 * MAX_RANGES + 2);
+            let mut lo = 0u64;
+            let mut ranges: Vec<ValueRange> = (0..n)
+                .map(|_| {
+                    lo += rng.gen_range(0..4) * if case % 2 == 0 { 1 } else { 250 };
+                    let hi = lo + rng.gen_range(0..3) * 4;
+                    ValueRange {
+                        lo_ns: lo,
+                        hi_ns: hi,
+                        count: rng.gen_range(1..4),
+                    }
+                })
+                .collect();
+            let mut reference = ranges.clone();
+            let kept = compress(&mut ranges);
+            let kept_reference = compress_reference(&mut reference);
+            assert_eq!(kept, kept_reference, "case {case}");
+            assert_eq!(ranges[..kept], reference[..kept], "case {case}");
         }
     }
 

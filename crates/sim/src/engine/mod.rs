@@ -5,5 +5,5 @@ pub mod rng;
 pub mod time;
 
 pub use queue::EventQueue;
-pub use rng::{exponential, lognormal, RngStreams, Stream};
+pub use rng::{exponential, lognormal, BinomialTable, RngStreams, Stream};
 pub use time::{SimDuration, SimTime};

@@ -98,29 +98,30 @@ impl Cpuidle {
     pub fn typical_interval_us(&self, predicted_us: u64) -> Option<u64> {
         let mut thresh = i32::MAX as u32;
         loop {
-            let (mut n, mut sum, mut min, mut max) = (0u64, 0u64, u32::MAX, 0u32);
-            for &v in self.intervals.iter().filter(|&&v| v <= thresh) {
-                n += 1;
-                sum += u64::from(v);
-                min = min.min(v);
-                max = max.max(v);
+            // One pass: the count, sum, sum of squares and extremes of the periods kept.
+            let (mut n, mut sum, mut squares, mut min, mut max) =
+                (0u64, 0u64, 0u128, u32::MAX, 0u32);
+            for &v in &self.intervals {
+                if v <= thresh {
+                    n += 1;
+                    sum += u64::from(v);
+                    squares += u128::from(v) * u128::from(v);
+                    min = min.min(v);
+                    max = max.max(v);
+                }
             }
             if max == 0 || u64::from(min) >= predicted_us {
                 return None;
             }
             let avg = sum / n;
-            // menu.c sums the squares in a u64. The squared deviations of eight values in
-            // [0, 2^31) sum to at most 8 * 2^60 = 2^63: the sum cannot overflow.
-            let variance = self
-                .intervals
-                .iter()
-                .filter(|&&v| v <= thresh)
-                .map(|&v| {
-                    let d = u64::from(v).abs_diff(avg);
-                    d * d
-                })
-                .sum::<u64>()
-                / n;
+            // menu.c sums the squared deviations from the (truncated) average in a u64; the
+            // same sum is sum(v^2) - 2 avg sum(v) + n avg^2, exactly, in integers (u128 here:
+            // no term overflows). The deviations of eight values in [0, 2^31) square to at
+            // most 8 * 2^60 = 2^63 in all: the result fits menu's u64.
+            let (avg_wide, n_wide) = (u128::from(avg), u128::from(n));
+            let deviations =
+                squares + n_wide * avg_wide * avg_wide - 2 * avg_wide * u128::from(sum);
+            let variance = (deviations / n_wide) as u64;
             if variance <= u64::MAX / 36
                 && ((avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
             {
@@ -359,6 +360,53 @@ mod tests {
         c.left(SimTime::from_ps(9_500_000)); // 9.5 us in C1 (exit latency 2 us): 7.5 us
         assert_eq!(c.correction[1], RESOLUTION * DECAY - RESOLUTION + 768);
         assert_eq!(c.intervals[0], 7);
+    }
+
+    /// `get_typical_interval` as menu.c writes it: a second pass sums the squared deviations.
+    fn typical_interval_reference(intervals: &[u32; INTERVALS], predicted_us: u64) -> Option<u64> {
+        let mut thresh = i32::MAX as u32;
+        loop {
+            let kept = || intervals.iter().copied().filter(|&v| v <= thresh);
+            let n = kept().count() as u64;
+            let (min, max) = (kept().min().unwrap_or(u32::MAX), kept().max().unwrap_or(0));
+            if max == 0 || u64::from(min) >= predicted_us {
+                return None;
+            }
+            let avg = kept().map(u64::from).sum::<u64>() / n;
+            let variance = kept()
+                .map(|v| u64::from(v).abs_diff(avg).pow(2))
+                .sum::<u64>()
+                / n;
+            if variance <= u64::MAX / 36
+                && ((avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
+            {
+                return Some(avg);
+            }
+            if n * 4 <= INTERVALS as u64 * 3 {
+                return None;
+            }
+            thresh = max - 1;
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_one_pass_typical_interval_is_menus(
+            // Short and steady, scattered, and huge (above INT_MAX) periods.
+            intervals in proptest::array::uniform8(proptest::prop_oneof![
+                0u32..50,
+                0u32..100_000,
+                proptest::num::u32::ANY,
+            ]),
+            predicted_us in proptest::prop_oneof![0u64..100, proptest::num::u64::ANY],
+        ) {
+            let mut c = skl();
+            c.intervals = intervals;
+            proptest::prop_assert_eq!(
+                c.typical_interval_us(predicted_us),
+                typical_interval_reference(&intervals, predicted_us)
+            );
+        }
     }
 
     #[test]

@@ -87,17 +87,60 @@ pub struct ColdCode {
     pub rng: crate::engine::Stream,
     /// Lines missed so far.
     pub misses: u64,
+    /// The missed lines' distribution, Binomial(lines, cold fraction), as a table for each
+    /// block size and cold fraction met so far (a kernel has a few dozen block sizes, a
+    /// workload one cold fraction per phase).
+    tables: Vec<crate::engine::BinomialTable>,
+    /// Where each (block size, cold fraction) has its table: a direct-mapped cache in front of
+    /// `keys`, since a map's search cost more than the draw.
+    slots: Box<[(u32, u64, u32); COLD_SLOTS]>,
+    keys: std::collections::BTreeMap<(u32, u64), u32>,
 }
 
+/// Slots of [`ColdCode`]'s cache (a power of two).
+const COLD_SLOTS: usize = 256;
+
 impl ColdCode {
+    pub fn new(
+        line_bytes: f64,
+        instruction_bytes: f64,
+        line_fill: SimDuration,
+        rng: crate::engine::Stream,
+    ) -> Self {
+        ColdCode {
+            line_bytes,
+            instruction_bytes,
+            line_fill,
+            rng,
+            misses: 0,
+            tables: Vec::new(),
+            // Block size 0 never asks (it misses nothing): an empty slot.
+            slots: Box::new([(0, 0, 0); COLD_SLOTS]),
+            keys: Default::default(),
+        }
+    }
+
     /// The extra time `n` instructions of kernel code take for the lines they miss.
     fn misses(&mut self, n: u32, cold: f64) -> SimDuration {
         if cold <= 0.0 || n == 0 {
             return SimDuration::ZERO;
         }
-        use rand::Rng as _;
-        let lines = (f64::from(n) * self.instruction_bytes / self.line_bytes).ceil() as u64;
-        let missed = rand_distr::Binomial::new(lines, cold).map_or(0, |b| self.rng.sample(b));
+        let bits = cold.to_bits();
+        let hash = (u64::from(n) ^ bits ^ (bits >> 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let slot = &mut self.slots[(hash >> 56) as usize % COLD_SLOTS];
+        if slot.0 != n || slot.1 != bits {
+            let (tables, lines) = (
+                &mut self.tables,
+                (f64::from(n) * self.instruction_bytes / self.line_bytes).ceil() as u64,
+            );
+            let i = *self.keys.entry((n, bits)).or_insert_with(|| {
+                // The checker holds every cold fraction to [0, 1].
+                tables.push(crate::engine::BinomialTable::new(lines, cold));
+                (tables.len() - 1) as u32
+            });
+            *slot = (n, bits, i);
+        }
+        let missed = self.tables[slot.2 as usize].sample(&mut self.rng);
         self.misses += missed;
         self.line_fill * missed
     }

@@ -1318,13 +1318,12 @@ impl Scenario {
 }
 
 pub(crate) fn cold_code(c: &CacheSection, rng: crate::engine::Stream) -> ColdCode {
-    ColdCode {
-        line_bytes: f64::from(c.line_bytes),
-        instruction_bytes: c.instruction_bytes,
-        line_fill: SimDuration::from_ns_f64(c.line_fill_ns),
+    ColdCode::new(
+        f64::from(c.line_bytes),
+        c.instruction_bytes,
+        SimDuration::from_ns_f64(c.line_fill_ns),
         rng,
-        misses: 0,
-    }
+    )
 }
 
 /// A core's timing from a platform's `[cpu]`, its Local APIC accesses costing
