@@ -296,6 +296,58 @@ impl WorkState {
         (ps.round() as u64).max(1)
     }
 
+    /// Is the core busy `dt` from now, if it is busy now (`busy`)? A stretch's length and the
+    /// gap after it are exponential (`next_piece`, `idle_gap`), so busy and idle are the two
+    /// states of a Markov chain that leaves busy at rate a = 1 / busy_ms and idle at rate
+    /// b = a f / (1 - f), whose busy fraction is f: P(busy after dt) = f + (1 - f) e^-(a+b)dt
+    /// from busy, f (1 - e^-(a+b)dt) from idle. A windowed run draws the state a skip ends in
+    /// with it (`Machine::window`); the stretch's sections and the interrupts that cut it make
+    /// a stretch a little longer in time than its drawn process time, which the window before
+    /// the next sample leaves to the run itself.
+    pub fn busy_after(&mut self, busy: bool, dt: SimDuration) -> bool {
+        let f = self.spec.busy_fraction;
+        if self.stopped || self.unloaded || f <= 0.0 {
+            return false;
+        }
+        if f >= 1.0 {
+            return true;
+        }
+        let a_per_ps = 1.0 / (self.spec.busy_ms * 1e9);
+        let b_per_ps = a_per_ps * f / (1.0 - f);
+        let decay = (-(a_per_ps + b_per_ps) * dt.as_ps() as f64).exp();
+        let p_busy = if busy {
+            f + (1.0 - f) * decay
+        } else {
+            f * (1.0 - decay)
+        };
+        self.rng.gen::<f64>() < p_busy
+    }
+
+    /// A skip ends with the core busy (`busy`) or idle: the stretch under way and the sections
+    /// drawn ahead in it are dropped, since what is left of each is, by the exponential laws
+    /// they are drawn from, a fresh draw. Busy: a new stretch is pending (`next_piece` or the
+    /// machine's arrival takes it up). Idle: the gap before the next stretch, for the machine
+    /// to schedule (`in_loop`: the core is in its work loop, which gets the gap as its next
+    /// piece, `Rest`, instead). `None`: no gap to schedule.
+    pub fn resume(&mut self, busy: bool, in_loop: bool) -> Option<SimDuration> {
+        self.queue.clear();
+        self.busy_left_ps = 0;
+        self.working = false;
+        self.pending = busy && !self.stopped;
+        if busy || self.stopped || self.unloaded || self.spec.busy_fraction <= 0.0 {
+            if in_loop && !self.pending {
+                self.queue.push_back(Piece::Rest(None));
+            }
+            return None;
+        }
+        let gap = self.idle_gap();
+        if in_loop {
+            self.queue.push_back(Piece::Rest(Some(gap)));
+            return None;
+        }
+        Some(gap)
+    }
+
     /// The next piece of the core's process work.
     pub fn next_piece(&mut self) -> Piece {
         if let Some(p) = self.queue.pop_front() {
@@ -459,6 +511,55 @@ mod tests {
             last = w.next_piece();
         }
         assert_eq!(last, Piece::Rest(None));
+    }
+
+    /// The chain's law: from either state, the share of draws that end busy after dt is
+    /// f + (1 - f) e^-(a+b)dt or f (1 - e^-(a+b)dt); long after, the busy fraction.
+    #[test]
+    fn the_state_after_a_skip_follows_the_stretches_chain() {
+        let mut w = WorkState::new(spec(0.25), RngStreams::new(5).stream("workload.cpu0"));
+        // busy_ms 1: a = 1/ms, b = 1/3 per ms, a + b = 4/3 per ms.
+        let n = 40_000;
+        for (from_busy, dt_us) in [
+            (true, 500u64),
+            (false, 500),
+            (true, 20_000),
+            (false, 20_000),
+        ] {
+            let dt = SimDuration::from_ns(dt_us * 1000);
+            let busy = (0..n).filter(|_| w.busy_after(from_busy, dt)).count() as f64 / n as f64;
+            let decay = (-(4.0 / 3.0) * dt_us as f64 / 1000.0).exp();
+            let want = if from_busy {
+                0.25 + 0.75 * decay
+            } else {
+                0.25 * (1.0 - decay)
+            };
+            let se = (want * (1.0 - want) / n as f64).sqrt();
+            assert!(
+                (busy - want).abs() < 5.0 * se + 1e-9,
+                "{from_busy} {dt_us}: {busy} vs {want}"
+            );
+        }
+        // Always busy, never busy.
+        let mut always = WorkState::new(spec(1.0), RngStreams::new(1).stream("w"));
+        assert!(always.busy_after(false, SimDuration::from_ns(1)));
+        let mut never = WorkState::new(spec(0.0), RngStreams::new(1).stream("w"));
+        assert!(!never.busy_after(true, SimDuration::from_ns(1_000_000_000)));
+    }
+
+    /// After a skip, a busy core starts a fresh stretch; an idle one in its loop gets its gap
+    /// as the next piece, and a halted one hands it to the machine.
+    #[test]
+    fn a_skip_ends_in_a_fresh_stretch_or_a_gap() {
+        let mut w = WorkState::new(spec(0.5), RngStreams::new(2).stream("workload.cpu0"));
+        assert!(matches!(w.next_piece(), Piece::Busy(_)));
+        assert_eq!(w.resume(true, true), None);
+        assert!(w.pending);
+        assert!(matches!(w.next_piece(), Piece::Busy(_)));
+        assert_eq!(w.resume(false, true), None);
+        assert!(matches!(w.next_piece(), Piece::Rest(Some(_))));
+        assert!(w.resume(false, false).is_some());
+        assert!(!w.pending);
     }
 
     #[test]

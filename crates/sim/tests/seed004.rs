@@ -415,3 +415,106 @@ fn keys_a_platform_may_leave_out_are_still_reached_by_set() {
     .unwrap();
     assert_eq!(ws.platform.cpu.privilege_change_cycles, 30.0);
 }
+
+/// The two-sample Kolmogorov-Smirnov statistic of two histograms: the largest gap between
+/// their empirical distribution functions (their samples are exact counter counts, 11 ns
+/// apart, which the histogram's 1 ns buckets keep apart).
+fn ks_statistic(a: &irqlab_stats::LatencyHistogram, b: &irqlab_stats::LatencyHistogram) -> f64 {
+    let (na, nb) = (a.count() as f64, b.count() as f64);
+    let (mut xa, mut xb) = (a.iter_buckets(1).peekable(), b.iter_buckets(1).peekable());
+    let (mut fa, mut fb, mut d) = (0.0, 0.0, 0.0f64);
+    loop {
+        let next = match (xa.peek(), xb.peek()) {
+            (None, None) => break,
+            (Some(&(va, _)), Some(&(vb, _))) => va.min(vb),
+            (Some(&(v, _)), None) | (None, Some(&(v, _))) => v,
+        };
+        while let Some((_, n)) = xa.next_if(|&(v, _)| v == next) {
+            fa += n as f64 / na;
+        }
+        while let Some((_, n)) = xb.next_if(|&(v, _)| v == next) {
+            fb += n as f64 / nb;
+        }
+        d = d.max((fa - fb).abs());
+    }
+    d
+}
+
+/// A windowed run (`[probe] window_ms`, which `validate --uncertainty`'s draws of this run
+/// take) draws its samples from the law of the whole timeline's, phase by phase: two seeds of
+/// the whole 4,400-pulse run against eight windowed ones, a two-sample Kolmogorov-Smirnov test
+/// per phase at a 0.1% level each (critical D = 1.95 sqrt((n + m) / nm)); the largest D here
+/// is about half its critical value. It fails for a skip that leaves the workload in the wrong
+/// state: ending every skip idle gives make world D 0.100 against 0.035, ending every skip busy
+/// gives command-line work D 0.119 against 0.047. The windowed runs simulate about 2% of the
+/// timeline.
+#[test]
+fn a_windowed_run_draws_the_whole_timelines_samples() {
+    // Long stretches, from the ends of their ranges, so that the state a skip ends in is the
+    // chain's to draw: a 20 ms window alone would forget a wrong one in the phases whose
+    // stretches and gaps are a few ms.
+    let load: Vec<String> = [
+        "workload.phase.0.busy_ms=100",
+        "workload.phase.4.busy_ms=500",
+        "workload.phase.4.busy_fraction=0.85",
+    ]
+    .map(String::from)
+    .to_vec();
+    let whole = Scenario::load(scenario_path(), &load).expect("loads");
+    let mut set = load.clone();
+    set.push("probe.window_ms=20".to_string());
+    let windowed = Scenario::load(scenario_path(), &set).expect("loads");
+    let phases = [
+        "command-line",
+        "idle",
+        "cvs-over-nfs-atm",
+        "light",
+        "make-world",
+    ];
+    // Each phase's samples over the seeds, and the runs' events and skipped time.
+    let merged = |s: &Scenario, seeds: std::ops::Range<u64>| {
+        let mut hists = vec![irqlab_stats::LatencyHistogram::new(); phases.len()];
+        let (mut events, mut skipped_ms) = (0, 0);
+        for seed in seeds {
+            let r = run(s, seed, 4400);
+            for (h, phase) in hists.iter_mut().zip(phases) {
+                h.merge(r.phase("pps_latency", Some(phase)).expect("phase"));
+            }
+            events += counter(&r, "events_simulated");
+            skipped_ms += r
+                .counters
+                .iter()
+                .find(|c| c.name == "ms_skipped")
+                .map_or(0, |c| c.value);
+        }
+        (hists, events, skipped_ms)
+    };
+    let (a, a_events, a_skipped) = merged(&whole, 1..3);
+    let (b, b_events, b_skipped) = merged(&windowed, 11..19);
+    assert_eq!(a_skipped, 0, "the whole timeline skips nothing");
+    assert!(
+        b_skipped > 8 * 4_000_000,
+        "the windowed runs skip most of theirs: {b_skipped} ms"
+    );
+    assert!(
+        b_events < a_events / 5,
+        "and simulate far fewer events: {b_events} for 8 runs, {a_events} for 2"
+    );
+    let mut report = Vec::new();
+    let mut failed = false;
+    for (phase, (ha, hb)) in phases.iter().zip(a.iter().zip(&b)) {
+        let (n, m) = (ha.count() as f64, hb.count() as f64);
+        let d = ks_statistic(ha, hb);
+        let critical = 1.95 * ((n + m) / (n * m)).sqrt();
+        failed |= d > critical;
+        report.push(format!(
+            "{phase}: D {d:.4} (critical {critical:.4}); p50 {:?} / {:?}, p90 {:?} / {:?}",
+            ha.quantile_ns(0.5).ok().flatten(),
+            hb.quantile_ns(0.5).ok().flatten(),
+            ha.quantile_ns(0.9).ok().flatten(),
+            hb.quantile_ns(0.9).ok().flatten(),
+        ));
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(!failed, "{}", report.join("\n"));
+}

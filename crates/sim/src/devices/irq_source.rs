@@ -74,6 +74,16 @@ impl IrqSource {
         e.line(self.irq, true)
     }
 
+    /// Its request timer `which`, due in a stretch the machine skips, fires instead after a
+    /// fresh gap from `to` (the arrivals are a Poisson process: what is left of a gap is a gap
+    /// of the same law); a timer of an older rate no longer fires.
+    pub fn skip(&mut self, which: u8, to: SimTime) -> Option<SimTime> {
+        if which != self.gen || self.rate_per_s <= 0.0 {
+            return None;
+        }
+        Some(to + super::poisson_gap(&mut self.rng, self.rate_per_s))
+    }
+
     /// A register access: the first after a request clears the line.
     pub fn access(&mut self) -> Answer {
         let mut effects = Effects::default();

@@ -225,6 +225,23 @@ impl Device {
         }
     }
 
+    /// Its timer `t`, due at `at`, falls in a stretch the machine skips up to `to` (a windowed
+    /// run: `Machine::window`): when it fires instead, at or after `to`, or `None` if it no
+    /// longer fires ([`Board::skip`]). Only board devices take part in a windowed run.
+    pub fn skip(&mut self, t: Timer, at: SimTime, to: SimTime) -> Option<SimTime> {
+        match (self, t) {
+            (Device::Board(b), Timer::Own(which)) => b.skip(which, at, to),
+            (d, t) => unreachable!(
+                "a windowed run has board devices only, not a {t:?} timer of {}",
+                if d.card().is_some() {
+                    "a card"
+                } else {
+                    "a board device"
+                }
+            ),
+        }
+    }
+
     /// Raise interrupts at `per_s` from `now` on (a workload phase's rate; 0 stops them).
     pub fn set_rate(&mut self, now: SimTime, per_s: f64, out: &mut Effects) {
         match self {
@@ -334,6 +351,35 @@ impl Board {
             Board::Gps(g) => g.timer(now, which),
             Board::IrqSource(s) => s.timer(now, which),
             Board::CounterCard(_) => Effects::default(),
+        }
+    }
+
+    /// Its timer `which`, due at `at`, falls in a stretch the machine skips up to `to`: when
+    /// it fires instead (at or after `to`), or `None` if it no longer fires. The machine skips
+    /// only where nothing is pending but these timers (no line high that the 8259 has not
+    /// taken, no handler under way), so only the devices' own clocks and processes are kept:
+    /// - the 8254's and the RTC's edges stay on their grid (`at` plus whole periods), so that
+    ///   their phase against the pulse is the one the whole timeline has;
+    /// - an edge that takes a line down (the 8254's falling edge, the end of the parallel
+    ///   port's pulse) comes at `to`: the line is low there, as it would be after the skipped
+    ///   periods' interrupts were taken;
+    /// - a card's next request is a Poisson process's: drawn afresh from `to`, which its
+    ///   memorylessness makes exact;
+    /// - the GPS pulse ends every skip (the machine skips to a window before it), so it never
+    ///   falls inside one.
+    pub fn skip(&mut self, which: u8, at: SimTime, to: SimTime) -> Option<SimTime> {
+        let on_grid = |period: SimDuration| {
+            let p = period.as_ps().max(1);
+            let periods = (to.since(at).as_ps()).div_ceil(p);
+            at + SimDuration::from_ps(periods * p)
+        };
+        match self {
+            Board::Pit(p) if which == pit::RISE => Some(on_grid(p.period)),
+            Board::Pit(_) | Board::ParallelPort(_) => Some(to),
+            Board::Rtc(r) => Some(on_grid(r.period)),
+            Board::IrqSource(s) => s.skip(which, to),
+            Board::Gps(_) => unreachable!("the pulse ends a skip, it never falls inside one"),
+            Board::CounterCard(_) => None,
         }
     }
 

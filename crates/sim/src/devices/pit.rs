@@ -5,7 +5,8 @@
 use super::Effects;
 use crate::engine::{SimDuration, SimTime};
 
-const RISE: u8 = 0;
+/// The timer of the rising edge (the other is the falling edge's).
+pub(super) const RISE: u8 = 0;
 const FALL: u8 = 1;
 
 #[derive(Clone, Debug)]

@@ -78,6 +78,34 @@ impl<E> EventQueue<E> {
         self.entries.last().map(|e| SimTime::from_ps(e.key.0))
     }
 
+    /// The pending events, in no particular order.
+    pub fn pending(&self) -> impl Iterator<Item = (SimTime, &E)> {
+        (self.entries.iter()).map(|e| (SimTime::from_ps(e.key.0), &e.event))
+    }
+
+    /// Take every pending event, earliest first (in the order `pop` would give them), leaving
+    /// the queue empty and its clock where it is: the machine's skip between two windows
+    /// reschedules what it keeps ([`EventQueue::jump_to`]).
+    pub fn drain(&mut self) -> Vec<(SimTime, E)> {
+        let mut out: Vec<(SimTime, E)> = (self.entries.drain(..).rev())
+            .map(|e| (SimTime::from_ps(e.key.0), e.event))
+            .collect();
+        out.shrink_to_fit();
+        out
+    }
+
+    /// Move the clock forward to `time` with nothing pending (nothing may happen in between:
+    /// the caller drained the queue and reschedules what is left at or after `time`).
+    pub fn jump_to(&mut self, time: SimTime) {
+        assert!(self.entries.is_empty(), "a jump over pending events");
+        assert!(
+            time >= self.now,
+            "a jump back in time ({time} < {})",
+            self.now
+        );
+        self.now = time;
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -134,6 +162,23 @@ mod tests {
             }
             prop_assert_eq!(popped, next);
         }
+    }
+
+    /// A drain gives what `pop` would, in its order; a jump moves the clock with nothing lost.
+    #[test]
+    fn drain_gives_pop_order_and_jump_moves_the_clock() {
+        let mut q = EventQueue::new();
+        for (t, e) in [(5, 'a'), (3, 'b'), (5, 'c'), (1, 'd')] {
+            q.schedule_at(SimTime::from_ps(t), e);
+        }
+        let drained: Vec<(u64, char)> =
+            q.drain().into_iter().map(|(t, e)| (t.as_ps(), e)).collect();
+        assert_eq!(drained, [(1, 'd'), (3, 'b'), (5, 'a'), (5, 'c')]);
+        assert!(q.is_empty());
+        q.jump_to(SimTime::from_ps(4));
+        assert_eq!(q.now(), SimTime::from_ps(4));
+        q.schedule_at(SimTime::from_ps(4), 'e');
+        assert_eq!(q.pop(), Some((SimTime::from_ps(4), 'e')));
     }
 
     #[test]

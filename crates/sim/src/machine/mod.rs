@@ -6,8 +6,9 @@
 //! bus unit), `packets.rs` (transactions crossing the fabric and reaching their endpoints),
 //! `hub.rs` (the I/O hub: port I/O, the 8259 pair, the IO-APIC), `fabric.rs` (the platform's
 //! links with their state and the routes between the machine's ends, from the topology),
-//! `devices.rs` (the one list of devices, their timers and what they ask of the machine). This
-//! file holds the machine, its events, its builder and the run loop.
+//! `devices.rs` (the one list of devices, their timers and what they ask of the machine),
+//! `skip.rs` (a windowed run's skips between pulses). This file holds the machine, its events,
+//! its builder and the run loop.
 
 use crate::devices::exerciser::Exerciser;
 use crate::devices::{Device, Timer};
@@ -28,6 +29,7 @@ pub mod devices;
 pub mod fabric;
 mod hub;
 mod packets;
+mod skip;
 
 use self::core::CpuState;
 pub use self::core::{ColdCode, Core, Frequency};
@@ -169,6 +171,13 @@ pub struct Machine {
     next_smi: SimTime,
     /// System Management Interrupts, if the platform has them.
     pub smi: Option<Smi>,
+    /// A windowed run (`skip.rs`): only this long before each pulse of the board's wire is
+    /// simulated, and the pulse's service; the time between is skipped.
+    pub window: Option<SimDuration>,
+    /// The last pulse after which the run skipped (or found no room to).
+    skipped_after: u64,
+    /// The simulated time skipped between windows.
+    pub skipped: SimDuration,
 }
 
 /// The platform's System Management Interrupts: firmware that takes every core away from the OS
@@ -291,6 +300,7 @@ pub struct MachineBuilder {
     target_samples: u64,
     end_at: Option<SimTime>,
     event_limit: Option<u64>,
+    window: Option<SimDuration>,
 }
 
 impl MachineBuilder {
@@ -317,6 +327,7 @@ impl MachineBuilder {
             target_samples: 0,
             end_at: None,
             event_limit: None,
+            window: None,
         }
     }
 
@@ -401,6 +412,14 @@ impl MachineBuilder {
         self
     }
 
+    /// A windowed run: only `window` before each pulse of the board's wire is simulated, and
+    /// the pulse's service (`skip.rs`). The machine must have board devices only, and an
+    /// observer whose samples are the pulses.
+    pub fn window(mut self, window: SimDuration) -> Self {
+        self.window = Some(window);
+        self
+    }
+
     /// Stop after this many events even if not drained.
     pub fn event_limit(mut self, limit: u64) -> Self {
         self.event_limit = Some(limit);
@@ -465,6 +484,9 @@ impl MachineBuilder {
             last_inline: SimTime::ZERO,
             next_smi: SimTime::from_ps(u64::MAX),
             smi: self.smi,
+            window: self.window,
+            skipped_after: 0,
+            skipped: SimDuration::ZERO,
         }
     }
 }
@@ -541,6 +563,11 @@ impl Machine {
                 o.observe(&self.kernel, &self.devices);
                 if o.done() {
                     break;
+                }
+                if let (Some(_), Some(n)) = (self.window, o.settled()) {
+                    if n > self.skipped_after {
+                        self.try_skip(n);
+                    }
                 }
             }
         }

@@ -70,6 +70,12 @@ pub trait Observer: Send {
     fn observe(&mut self, kernel: &Kernel, devices: &[Device]);
     /// Has it its samples?
     fn done(&self) -> bool;
+    /// The number of the last pulse, if its sample is taken (what a windowed run waits for
+    /// before it skips to the next pulse's window); `None` while one is awaited, or for a
+    /// probe whose samples are not pulses.
+    fn settled(&self) -> Option<u64> {
+        None
+    }
     /// The probe itself, for its owner to read its results after the run.
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }

@@ -105,6 +105,9 @@ impl super::Observer for PpsProbe {
     fn done(&self) -> bool {
         self.samples >= self.target
     }
+    fn settled(&self) -> Option<u64> {
+        (self.sampled && self.pulse > 0).then_some(self.pulse)
+    }
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         self
     }

@@ -597,6 +597,10 @@ pub struct ProbeSection {
     /// The interrupt class of the line the pulse comes in on (the parallel port's: `tty` in
     /// 1998 configs).
     pub class: IntrClass,
+    /// A windowed run: simulate only this long before each pulse (and the pulse's service),
+    /// skipping the time between (`machine/skip.rs`); 0, the default: the whole timeline.
+    #[serde(default)]
+    pub window_ms: f64,
 }
 
 /// What the probe is.

@@ -645,7 +645,7 @@ pub(super) fn build(
         samples,
     );
     probe.progress = progress;
-    let m = MachineBuilder::new(fabric, ich, vec![core], Bdf::new(0, 0, 0))
+    let mut m = MachineBuilder::new(fabric, ich, vec![core], Bdf::new(0, 0, 0))
         .kernel(kernel)
         .board(board)
         .phases(phases)
@@ -656,8 +656,11 @@ pub(super) fn build(
         .analyzed(lpt_device)
         .observer(Box::new(probe))
         .samples(samples)
-        .event_limit(samples.saturating_mul(2_000_000))
-        .build();
+        .event_limit(samples.saturating_mul(2_000_000));
+    if probe_file.window_ms > 0.0 {
+        m = m.window(SimDuration::from_ns_f64(probe_file.window_ms * 1e6));
+    }
+    let m = m.build();
     let lpt_deferrals = deferrals
         .iter()
         .find(|(irq, _)| *irq == lpt)
@@ -727,6 +730,9 @@ pub(super) fn run(
         ),
         Count::always("spurious_interrupts", k.var(SPURIOUS_8259)),
         Count::always("events_simulated", c.events),
+        // A windowed run's skipped time (`[probe] window_ms`): the counts above are of the
+        // windows alone.
+        Count::if_nonzero("ms_skipped", m.skipped.as_ps() / 1_000_000_000),
     ];
     for &j in &h.sources {
         if let Some(Board::IrqSource(src)) = m.devices[j].board() {

@@ -159,6 +159,11 @@ pub(crate) fn check(s: &Scenario) -> Result<(), ScenarioError> {
     ] {
         s.in_range(key, v, lo, hi, unit)?;
     }
+    // A window shorter than what a sample remembers (a section or a handler under way, tens of
+    // microseconds; a busy stretch's lengthening by its sections) would bias the samples.
+    if probe.window_ms != 0.0 {
+        s.in_range("probe.window_ms", probe.window_ms, 1.0, 900.0, "ms")?;
+    }
     // The board's devices, read from their parts (each checked there).
     let board = assemble::BoardParts::read(s)?;
     // The parts and links with the cards in them, checked now rather than at the run.
