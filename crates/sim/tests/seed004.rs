@@ -291,6 +291,9 @@ fn bad_configurations_are_refused_with_the_flag_and_a_fix() {
             "no [part.nosuch] table",
         ),
         ("platform.cpu.clock_hz=fast", "is a decimal number"),
+        // A window shorter than what a sample remembers, or one that leaves nothing to skip.
+        ("probe.window_ms=0.5", "outside the range"),
+        ("probe.window_ms=950", "outside the range"),
     ] {
         let e = err(set);
         assert!(e.contains(set) && e.contains(says), "--set {set}: {e}");

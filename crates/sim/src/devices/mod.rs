@@ -507,6 +507,74 @@ mod tests {
         assert_eq!(e.0[..], [Effect::Line(0, false)]);
     }
 
+    /// A windowed run's skip: the clocks' edges stay on their grid (the first at or after the
+    /// skip's end), a falling edge comes at the end, a source's request is drawn afresh after
+    /// it (and a stale one is dropped), the counter card has no timer to move.
+    #[test]
+    fn a_skip_keeps_the_clocks_on_their_grid_and_draws_the_sources_afresh() {
+        let ns = |n: u64| SimTime::ZERO + SimDuration::from_ns(n);
+        let pit = pit::Pit::new(0, 1_193_182.0, 100, 0.0);
+        let p = pit.period;
+        let mut b = Board::Pit(pit);
+        let at = ns(3_000);
+        let to = at + p * 5 + SimDuration::from_ns(7);
+        assert_eq!(b.skip(pit::RISE, at, to), Some(at + p * 6));
+        assert_eq!(
+            b.skip(pit::RISE, at, at + p * 2),
+            Some(at + p * 2),
+            "an edge at the end"
+        );
+        assert_eq!(b.skip(1, at, to), Some(to), "the falling edge at the end");
+
+        let period = SimDuration::from_ns(7_812_500);
+        let mut b = Board::Rtc(rtc::Rtc::new(8, period, SimTime::ZERO));
+        assert_eq!(b.skip(0, at, to), Some(at + period * 7));
+
+        let rng = crate::engine::RngStreams::new(1).stream("src");
+        let mut s = irq_source::IrqSource::new("src".into(), 5, Some((0x300, 0x301)), None, rng);
+        let Effect::Timer {
+            timer: Timer::Own(first),
+            ..
+        } = s.set_rate(at, 100.0).0[0]
+        else {
+            panic!("a rate plans a request");
+        };
+        let Effect::Timer {
+            timer: Timer::Own(now),
+            ..
+        } = s.set_rate(at, 200.0).0[0]
+        else {
+            panic!("a rate plans a request");
+        };
+        let mut b = Board::IrqSource(s);
+        assert_eq!(
+            b.skip(first, at, to),
+            None,
+            "a timer of the older rate is stale"
+        );
+        let next = b.skip(now, at, to).expect("the current rate's request");
+        assert!(next > to, "{next} after {to}");
+        let mut again = Vec::new();
+        for _ in 0..2000 {
+            again.push(b.skip(now, at, to).expect("drawn").since(to).as_ps() as f64);
+        }
+        let mean_ms = again.iter().sum::<f64>() / again.len() as f64 / 1e9;
+        assert!(
+            (mean_ms / 5.0 - 1.0).abs() < 0.1,
+            "gaps of mean 5 ms at 200/s: {mean_ms}"
+        );
+
+        let mut card = Board::CounterCard(counter_card::CounterCard {
+            base: 0,
+            counter_hz: 90.112e6,
+            mask: (1 << 22) - 1,
+            phase: 0.0,
+            data_delay: SimDuration::ZERO,
+            latch: 0,
+        });
+        assert_eq!(card.skip(0, at, to), None);
+    }
+
     /// A card of the board's slots with wait states answers after them, after its line drops.
     #[test]
     fn a_source_answers_after_its_wait_states() {
