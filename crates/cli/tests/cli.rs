@@ -1321,3 +1321,43 @@ fn host_only_flags_of_plan_affinity_ask_for_host_alone() {
         "{stderr}"
     );
 }
+
+/// A windowed seed-004 run says so in its header, and its counters say how much it skipped:
+/// its counts are of the windows, not of the whole timeline.
+#[test]
+fn a_windowed_run_says_so_and_counts_what_it_skipped() {
+    let out = irqlab()
+        .args([
+            "sim",
+            "seed004/pps",
+            "--samples",
+            "20",
+            "--set",
+            "probe.window_ms=20",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("window: 20 ms before each pulse; the rest of each second is skipped"),
+        "{text}"
+    );
+    let skipped = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ms_skipped"))
+        .unwrap_or_else(|| panic!("no ms_skipped counter:\n{text}"));
+    let ms: u64 = skipped.trim().replace(',', "").parse().unwrap();
+    // 20 pulses a second apart: all but the first's lead-in and 20 windows of 20 ms.
+    assert!((17_000..20_000).contains(&ms), "{ms} ms skipped");
+    // The whole timeline has neither.
+    let out = irqlab()
+        .args(["sim", "seed004/pps", "--samples", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("window:") && !text.contains("ms_skipped"),
+        "{text}"
+    );
+}

@@ -116,6 +116,16 @@ impl Scenario {
             d.push(("delivery".to_string(), self.variant()));
             d.extend(kernel_and_load(self));
         }
+        // A windowed run counts its windows only: the header says so (docs/sim.md).
+        if let Some(ms) = (self.file.probe.as_ref())
+            .map(|p| p.window_ms)
+            .filter(|&ms| ms > 0.0)
+        {
+            d.push((
+                "window".to_string(),
+                format!("{ms} ms before each pulse; the rest of each second is skipped"),
+            ));
+        }
         d
     }
 
