@@ -335,6 +335,9 @@ impl WorkState {
         self.working = false;
         self.pending = busy && !self.stopped;
         if busy || self.stopped || self.unloaded || self.spec.busy_fraction <= 0.0 {
+            // Idle under no load: as `next_piece` leaves it, so that a phase that brings load
+            // back schedules its first stretch (`set_spec`).
+            self.unloaded |= !busy && !self.stopped && self.spec.busy_fraction <= 0.0;
             if in_loop && !self.pending {
                 self.queue.push_back(Piece::Rest(None));
             }
@@ -547,6 +550,60 @@ mod tests {
         assert!(!never.busy_after(true, SimDuration::from_ns(1_000_000_000)));
     }
 
+    /// The chain's law against the generator itself, not against its formula: a load without
+    /// sections (so that wall time is process time) walked into a timeline of busy and idle
+    /// stretches, read at pairs of times `dt` apart on a grid wider than the chain's memory.
+    /// The share busy at the second time, given each state at the first, is `busy_after`'s,
+    /// within 0.025: the rate a in place of a + b misses by 0.036 (from idle at 500 us), the
+    /// two states' formulas swapped by 0.5.
+    #[test]
+    fn busy_after_is_the_generators_own_law() {
+        let mut s = spec(0.3);
+        s.section.clear();
+        let mut w = WorkState::new(s.clone(), RngStreams::new(11).stream("workload.cpu0"));
+        // (end of the stretch in ps, busy), in time order.
+        let mut timeline: Vec<(u64, bool)> = Vec::new();
+        let mut t = 0u64;
+        while t < 100_000_000_000_000 {
+            match w.next_piece() {
+                Piece::Busy(d) => t += d.as_ps(),
+                Piece::Rest(Some(g)) => {
+                    timeline.push((t, true));
+                    t += g.as_ps();
+                    timeline.push((t, false));
+                    w.pending = true;
+                }
+                p => panic!("a load without sections gives {p:?}"),
+            }
+        }
+        let busy_at = |x: u64| timeline[timeline.partition_point(|&(end, _)| end <= x)].1;
+        let mut chain = WorkState::new(s, RngStreams::new(12).stream("chain"));
+        for dt_us in [500u64, 2_000] {
+            let dt = dt_us * 1_000_000;
+            let (mut n, mut busy) = ([0u64; 2], [0u64; 2]);
+            let mut x = 0;
+            while x + dt < t - 10_000_000_000 {
+                let from = usize::from(busy_at(x));
+                n[from] += 1;
+                busy[from] += u64::from(busy_at(x + dt));
+                x += 3_000_000_000; // 3 ms: over four times the chain's 0.7 ms memory
+            }
+            for from in [0, 1] {
+                let seen = busy[from] as f64 / n[from] as f64;
+                let d = SimDuration::from_ps(dt);
+                let m = 40_000;
+                let law =
+                    (0..m).filter(|_| chain.busy_after(from == 1, d)).count() as f64 / m as f64;
+                assert!(
+                    (seen - law).abs() < 0.025,
+                    "dt {dt_us} us from {}: the generator {seen:.3} ({} samples), busy_after {law:.3}",
+                    if from == 1 { "busy" } else { "idle" },
+                    n[from]
+                );
+            }
+        }
+    }
+
     /// After a skip, a busy core starts a fresh stretch; an idle one in its loop gets its gap
     /// as the next piece, and a halted one hands it to the machine.
     #[test]
@@ -560,6 +617,14 @@ mod tests {
         assert!(matches!(w.next_piece(), Piece::Rest(Some(_))));
         assert!(w.resume(false, false).is_some());
         assert!(!w.pending);
+        // A skip that ends idle under a phase with no load leaves the core waiting for one:
+        // the next phase's load brings its first stretch.
+        w.set_spec(spec(0.0));
+        assert_eq!(w.resume(false, false), None);
+        assert!(
+            w.set_spec(spec(0.5)).is_some(),
+            "the load's first stretch is scheduled"
+        );
     }
 
     #[test]

@@ -375,7 +375,11 @@ impl Board {
         };
         match self {
             Board::Pit(p) if which == pit::RISE => Some(on_grid(p.period)),
-            Board::Pit(_) | Board::ParallelPort(_) => Some(to),
+            Board::Pit(_) => Some(to),
+            Board::ParallelPort(_) if which == parallel_port::DROP => Some(to),
+            Board::ParallelPort(_) => {
+                unreachable!("the port's raise fires before the pulse's sample, so before a skip")
+            }
             Board::Rtc(r) => Some(on_grid(r.period)),
             Board::IrqSource(s) => s.skip(which, to),
             Board::Gps(_) => unreachable!("the pulse ends a skip, it never falls inside one"),

@@ -6,7 +6,8 @@ use super::Effects;
 use crate::engine::{SimDuration, SimTime};
 
 const RAISE: u8 = 0;
-const DROP: u8 = 1;
+/// The timer of the line's fall with the pulse.
+pub(super) const DROP: u8 = 1;
 
 #[derive(Clone, Debug)]
 pub struct ParallelPort {
