@@ -447,7 +447,7 @@ fn ks_statistic(a: &irqlab_stats::LatencyHistogram, b: &irqlab_stats::LatencyHis
 /// take) draws its samples from the law of the whole timeline's, phase by phase: two seeds of
 /// the whole 4,400-pulse run against eight windowed ones, a two-sample Kolmogorov-Smirnov test
 /// per phase at a 0.1% level each (critical D = 1.95 sqrt((n + m) / nm)); the largest D here
-/// is about half its critical value. It fails for a skip that leaves the workload in the wrong
+/// is about two thirds of its critical value. It fails for a skip that leaves the workload in the wrong
 /// state: ending every skip idle gives make world D 0.100 against 0.035, ending every skip busy
 /// gives command-line work D 0.119 against 0.047. The windowed runs simulate about 2% of the
 /// timeline.
