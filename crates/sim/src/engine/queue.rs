@@ -87,11 +87,9 @@ impl<E> EventQueue<E> {
     /// the queue empty and its clock where it is: the machine's skip between two windows
     /// reschedules what it keeps ([`EventQueue::jump_to`]).
     pub fn drain(&mut self) -> Vec<(SimTime, E)> {
-        let mut out: Vec<(SimTime, E)> = (self.entries.drain(..).rev())
+        (self.entries.drain(..).rev())
             .map(|e| (SimTime::from_ps(e.key.0), e.event))
-            .collect();
-        out.shrink_to_fit();
-        out
+            .collect()
     }
 
     /// Move the clock forward to `time` with nothing pending (nothing may happen in between:
