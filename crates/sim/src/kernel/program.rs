@@ -46,6 +46,7 @@ pub use super::ops::{
 };
 use super::softirq::SoftirqState;
 use super::Kernel;
+use crate::devices::Device;
 use crate::engine::{SimDuration, SimTime};
 use crate::hw::cpu::CpuCosts;
 use crate::hw::lapic::LocalApic;
@@ -339,6 +340,18 @@ pub struct StepCtx<'a> {
     pub now: SimTime,
     /// This CPU's number (its hrtimer queue).
     pub cpu: u8,
+    /// The interrupt being delivered came from user mode (its vectoring changes privilege).
+    pub from_user: bool,
+    /// The core runs user-mode code (`Core::in_user`): kernel code run here clears it, as the
+    /// core's loop does for the ops it runs.
+    pub in_user: &'a mut bool,
+    /// The interrupted code's `value`s, one per interrupt frame (`TaskContext::saved_values`).
+    pub saved_values: &'a mut Vec<u32>,
+    /// The stack depth of the op the core has parked last, if any (`TaskContext::parked`): a
+    /// frame returned to at that depth goes on with that op, in the core's loop.
+    pub parked_depth: Option<usize>,
+    /// The machine's devices: a driver's ring operation reads its controller's state.
+    pub devices: &'a mut [Device],
 }
 
 /// Run the top frame of `stack` to the next action the core must see. Inlined into the CPU's
@@ -444,6 +457,15 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     limit = limit!();
                 }
                 After::Stall(d) => held!(d),
+                // A driver's look at its ring in host memory, as the core's loop takes it
+                // (`Machine::cpu_run`, `Op::RxNext`), here where that loop would take it at
+                // once: nothing is queued before the time ahead (so every write of the chip
+                // that comes earlier has been made), and nothing for the core to take.
+                After::Ask(op @ (Op::RxNext(_) | Op::TxNext(_)))
+                    if cx.ahead < limit && cx.ahead < cx.quiet =>
+                {
+                    cx.value = take_from_ring(cx.devices, op, cx.now + cx.ahead);
+                }
                 After::Ask(op) => break op,
             }
         };
@@ -476,8 +498,30 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     break Op::Run(n);
                 }
             }
-            Step::Code(n) => break Op::Code(n),
-            Step::Vectoring => break Op::Vectoring,
+            // Code an interrupt may cut: folded as a `Run` is where nothing can come before
+            // it ends (the core's loop would run it ahead, `Op::Busy`), unless the core has a
+            // workload, whose cold-code model draws its misses in the core's loop.
+            Step::Code(n) => {
+                let t = cx.costs.instructions(n);
+                if cx.work.is_none() && cx.ahead + t < limit {
+                    cx.ahead += t;
+                    *cx.in_user = false;
+                } else {
+                    break Op::Code(n);
+                }
+            }
+            // The microcode's delivery, folded where the core's loop would go straight on.
+            Step::Vectoring => {
+                let mut t = cx.costs.vectoring();
+                if cx.from_user {
+                    t += cx.costs.privilege_change();
+                }
+                if cx.ahead + t < limit {
+                    cx.ahead += t;
+                } else {
+                    break Op::Vectoring;
+                }
+            }
             Step::Read(r) => {
                 break Op::Access(Access::MmioRead {
                     addr: addrs[usize::from(r.0)],
@@ -539,7 +583,30 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 limit = limit!();
             }
             Step::Halt { sti } => break Op::Halt { sti },
-            Step::Iret => break Op::Iret,
+            // IRET, here where the core's loop would go straight on with the frame below:
+            // no op of its own parked at that depth, and with interrupts on, nothing to take
+            // and nothing queued before the time ahead.
+            Step::Iret => {
+                let t = cx.costs.iret();
+                let on = if !cx.fold || !cx.lapic.nothing_requested(cx.intr_line) {
+                    SimDuration::ZERO
+                } else {
+                    cx.quiet
+                };
+                if top == 0 || cx.parked_depth == Some(top) || cx.ahead + t >= on {
+                    break Op::Iret;
+                }
+                stack.pop();
+                top -= 1;
+                this = stack[top];
+                pc = this.pc;
+                if let Some(v) = cx.saved_values.pop() {
+                    cx.value = v;
+                }
+                cx.ahead += t;
+                *cx.irqs_enabled = true;
+                limit = on;
+            }
             Step::Work { idle } => {
                 let Some(w) = cx.work.as_deref_mut() else {
                     pc = idle;
@@ -626,6 +693,23 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
     };
     stack[top] = Frame { pc, ..this };
     op
+}
+
+/// A driver's look at its ring ([`Op::RxNext`] or [`Op::TxNext`]) at `at`: 1 if the
+/// controller had written back the next descriptor (and it is now the driver's), else 0. The
+/// one place both the core's loop and the interpreter take it.
+pub fn take_from_ring(devices: &mut [Device], op: Op, at: SimTime) -> u32 {
+    let (Op::RxNext(k) | Op::TxNext(k)) = op else {
+        unreachable!("not a ring op")
+    };
+    let nic = (devices[usize::from(k)].card_mut())
+        .and_then(|card| card.nic.as_mut())
+        .expect("a network driver's device has a controller");
+    let taken = match op {
+        Op::RxNext(_) => nic.take_frame(at),
+        _ => nic.take_tx(at),
+    };
+    u32::from(taken)
 }
 
 impl Frame {
@@ -717,6 +801,11 @@ mod tests {
             work: None,
             now: SimTime::ZERO,
             cpu: 0,
+            from_user: false,
+            in_user: &mut false,
+            saved_values: &mut Vec::new(),
+            parked_depth: None,
+            devices: &mut [],
         };
         let mut stack = vec![*f];
         let op = super::step(&mut stack, &mut cx);
@@ -796,6 +885,11 @@ mod tests {
             work: None,
             now: SimTime::ZERO,
             cpu: 0,
+            from_user: false,
+            in_user: &mut false,
+            saved_values: &mut Vec::new(),
+            parked_depth: None,
+            devices: &mut [],
         };
         let op = super::step(stack, &mut cx);
         (op, cx.ahead, cx.value)

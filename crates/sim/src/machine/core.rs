@@ -428,6 +428,11 @@ impl Machine {
                             work: core.work.as_mut(),
                             now,
                             cpu: c as u8,
+                            from_user: core.from_user,
+                            in_user: &mut core.in_user,
+                            saved_values: &mut core.ctx.saved_values,
+                            parked_depth: core.ctx.parked.last().map(|p| p.0),
+                            devices: &mut self.devices,
                         };
                         let op = program::step(&mut core.ctx.stack, &mut cx);
                         acc = cx.ahead;
@@ -612,7 +617,7 @@ impl Machine {
                             self.sched.switch(c as u8, &mut core.ctx, now + acc);
                         }
                     }
-                    Op::RxNext(k) | Op::TxNext(k) => {
+                    Op::RxNext(_) | Op::TxNext(_) => {
                         // The rings in host memory hold what the chip wrote back by now: catch
                         // up with the clock first, so that every access to the chip (a tail
                         // write on its way, its interrupt) that comes earlier has been made.
@@ -620,15 +625,7 @@ impl Machine {
                             core.ctx.parked.push((core.ctx.stack.len(), op));
                             break Next::Resume;
                         }
-                        let nic = super::card_mut(&mut self.devices, k)
-                            .nic
-                            .as_mut()
-                            .expect("a network driver's device has a controller");
-                        let taken = match op {
-                            Op::RxNext(_) => nic.take_frame(now + acc),
-                            _ => nic.take_tx(now + acc),
-                        };
-                        core.ctx.value = u32::from(taken);
+                        core.ctx.value = program::take_from_ring(&mut self.devices, op, now + acc);
                     }
                     Op::ArmTimer => {
                         // A write of the Local APIC timer's initial count: one-shot, for the
