@@ -100,12 +100,12 @@ impl Cpuidle {
         loop {
             // One pass: the count, sum, sum of squares and extremes of the periods kept.
             let (mut n, mut sum, mut squares, mut min, mut max) =
-                (0u64, 0u64, 0u128, u32::MAX, 0u32);
+                (0u64, 0u64, 0u64, u32::MAX, 0u32);
             for &v in &self.intervals {
                 if v <= thresh {
                     n += 1;
                     sum += u64::from(v);
-                    squares += u128::from(v) * u128::from(v);
+                    squares = squares.wrapping_add(u64::from(v) * u64::from(v));
                     min = min.min(v);
                     max = max.max(v);
                 }
@@ -115,13 +115,15 @@ impl Cpuidle {
             }
             let avg = sum / n;
             // menu.c sums the squared deviations from the (truncated) average in a u64; the
-            // same sum is sum(v^2) - 2 avg sum(v) + n avg^2, exactly, in integers (u128 here:
-            // no term overflows). The deviations of eight values in [0, 2^31) square to at
-            // most 8 * 2^60 = 2^63 in all: the result fits menu's u64.
-            let (avg_wide, n_wide) = (u128::from(avg), u128::from(n));
-            let deviations =
-                squares + n_wide * avg_wide * avg_wide - 2 * avg_wide * u128::from(sum);
-            let variance = (deviations / n_wide) as u64;
+            // same sum is sum(v^2) - 2 avg sum(v) + n avg^2, exactly, in integers. The
+            // deviations of eight values in [0, 2^31) square to at most 8 * 2^60 = 2^63 in all:
+            // the result fits menu's u64, so the terms, which may not, are taken modulo 2^64
+            // (wrapping) and the sum is still exact (`the_one_pass_typical_interval_is_menus`
+            // holds it to menu.c's two passes).
+            let deviations = squares
+                .wrapping_add(n.wrapping_mul(avg).wrapping_mul(avg))
+                .wrapping_sub(avg.wrapping_mul(2).wrapping_mul(sum));
+            let variance = deviations / n;
             if variance <= u64::MAX / 36
                 && ((avg * avg > variance * 36 && n * 4 >= INTERVALS as u64 * 3) || variance <= 400)
             {

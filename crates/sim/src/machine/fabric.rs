@@ -66,7 +66,7 @@ impl Route {
     /// Hop `i`, which the caller knows to be on the route (`i < len()`).
     pub fn at(&self, i: u8) -> Hop {
         debug_assert!(i < self.len, "hop {i} of a {}-hop route", self.len);
-        self.hops[usize::from(i) % MAX_HOPS]
+        self.hops[usize::from(i)]
     }
     pub fn len(&self) -> u8 {
         self.len
@@ -305,9 +305,9 @@ impl Fabric {
         self.routes[r.0 as usize].len()
     }
 
-    /// Hop `i` of route `r` (`i` < its length).
-    pub fn hop(&self, r: RouteId, i: u8) -> Hop {
-        self.routes[r.0 as usize].at(i)
+    /// Route `r` itself, a copy (a packet's crossing reads it while it changes the links).
+    pub fn route_of(&self, r: RouteId) -> Route {
+        self.routes[r.0 as usize]
     }
 
     /// The serial link device `k` sits on.

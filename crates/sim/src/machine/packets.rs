@@ -151,9 +151,10 @@ impl Machine {
             pkt.releases_cpu,
             pkt.hop,
         );
-        let len = self.fabric.route_len(route);
+        let hops = self.fabric.route_of(route);
+        let len = hops.len();
         loop {
-            let hop = self.fabric.hop(route, i);
+            let hop = hops.at(i);
             i += 1;
             let crossing = self.fabric.cross(hop, t, wire_bytes, cycle);
             if let (true, Some(start)) = (hop.link == self.analyzed_link, crossing.wire_start) {
@@ -174,7 +175,7 @@ impl Machine {
             // whatever else happens: fold them in up to the next hop that has state.
             t = crossing.arrival;
             while i < len {
-                match self.fabric.stateless_cross(self.fabric.hop(route, i), t) {
+                match self.fabric.stateless_cross(hops.at(i), t) {
                     Some(arrival) => {
                         t = arrival;
                         i += 1;
