@@ -46,7 +46,6 @@ pub use super::ops::{
 };
 use super::softirq::SoftirqState;
 use super::Kernel;
-use crate::devices::Device;
 use crate::engine::{SimDuration, SimTime};
 use crate::hw::cpu::CpuCosts;
 use crate::hw::lapic::LocalApic;
@@ -350,8 +349,16 @@ pub struct StepCtx<'a> {
     /// The stack depth of the op the core has parked last, if any (`TaskContext::parked`): a
     /// frame returned to at that depth goes on with that op, in the core's loop.
     pub parked_depth: Option<usize>,
-    /// The machine's devices: a driver's ring operation reads its controller's state.
-    pub devices: &'a mut [Device],
+    /// The network controllers' rings: a driver's look at the next descriptor.
+    pub rings: &'a mut dyn Rings,
+}
+
+/// The network controllers' descriptor rings in host memory, as a driver looks at them: the
+/// machine's devices answer (the kernel layer does not know the controllers' model).
+pub trait Rings {
+    /// A driver's look at its ring ([`Op::RxNext`] or [`Op::TxNext`]) at `at`: 1 if the
+    /// controller had written back the next descriptor (and it is now the driver's), else 0.
+    fn take(&mut self, op: Op, at: SimTime) -> u32;
 }
 
 /// Run the top frame of `stack` to the next action the core must see. Inlined into the CPU's
@@ -464,7 +471,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 After::Ask(op @ (Op::RxNext(_) | Op::TxNext(_)))
                     if cx.ahead < limit && cx.ahead < cx.quiet =>
                 {
-                    cx.value = take_from_ring(cx.devices, op, cx.now + cx.ahead);
+                    cx.value = cx.rings.take(op, cx.now + cx.ahead);
                 }
                 After::Ask(op) => break op,
             }
@@ -695,23 +702,6 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
     op
 }
 
-/// A driver's look at its ring ([`Op::RxNext`] or [`Op::TxNext`]) at `at`: 1 if the
-/// controller had written back the next descriptor (and it is now the driver's), else 0. The
-/// one place both the core's loop and the interpreter take it.
-pub fn take_from_ring(devices: &mut [Device], op: Op, at: SimTime) -> u32 {
-    let (Op::RxNext(k) | Op::TxNext(k)) = op else {
-        unreachable!("not a ring op")
-    };
-    let nic = (devices[usize::from(k)].card_mut())
-        .and_then(|card| card.nic.as_mut())
-        .expect("a network driver's device has a controller");
-    let taken = match op {
-        Op::RxNext(_) => nic.take_frame(at),
-        _ => nic.take_tx(at),
-    };
-    u32::from(taken)
-}
-
 impl Frame {
     #[inline(always)]
     fn operand(&self, o: Operand, vars: &[u64]) -> u32 {
@@ -736,6 +726,14 @@ mod tests {
     fn a_step_is_twelve_bytes() {
         // The interpreter loads one per step; keep them small (addresses go through a table).
         assert_eq!(std::mem::size_of::<Step>(), 12);
+    }
+
+    /// A machine without network controllers.
+    struct NoRings;
+    impl Rings for NoRings {
+        fn take(&mut self, _: Op, _: SimTime) -> u32 {
+            unreachable!("no ring op in these programs")
+        }
     }
 
     fn kernel() -> Kernel {
@@ -805,7 +803,7 @@ mod tests {
             in_user: &mut false,
             saved_values: &mut Vec::new(),
             parked_depth: None,
-            devices: &mut [],
+            rings: &mut NoRings,
         };
         let mut stack = vec![*f];
         let op = super::step(&mut stack, &mut cx);
@@ -889,7 +887,7 @@ mod tests {
             in_user: &mut false,
             saved_values: &mut Vec::new(),
             parked_depth: None,
-            devices: &mut [],
+            rings: &mut NoRings,
         };
         let op = super::step(stack, &mut cx);
         (op, cx.ahead, cx.value)

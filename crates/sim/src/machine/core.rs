@@ -4,6 +4,7 @@
 
 use super::fabric::Endpoint;
 use super::{Ev, Machine};
+use crate::devices::Device;
 use crate::engine::{EventQueue, SimDuration, SimTime};
 use crate::hw::bus::Cycle;
 use crate::hw::cpu::{CpuCosts, CpuTiming};
@@ -13,7 +14,7 @@ use crate::hw::pcie::{Bdf, MsgCode, Tlp, TlpKind};
 use crate::kernel::context::Preemption;
 use crate::kernel::cpuidle::Cpuidle;
 use crate::kernel::linux::Entries;
-use crate::kernel::program::{self, Access, Frame, Op, StepCtx};
+use crate::kernel::program::{self, Access, Frame, Op, Rings, StepCtx};
 use crate::kernel::sched::{TaskContext, TaskState};
 use crate::kernel::softirq::SoftirqState;
 use crate::workload::WorkState;
@@ -250,6 +251,24 @@ impl Core {
     }
 }
 
+/// The controllers' rings, for the interpreter and the core's loop alike.
+impl program::Rings for Vec<Device> {
+    fn take(&mut self, op: Op, at: SimTime) -> u32 {
+        let (Op::RxNext(k) | Op::TxNext(k)) = op else {
+            unreachable!("not a ring op")
+        };
+        let nic = super::card_mut(self, k)
+            .nic
+            .as_mut()
+            .expect("a network driver's device has a controller");
+        let taken = match op {
+            Op::RxNext(_) => nic.take_frame(at),
+            _ => nic.take_tx(at),
+        };
+        u32::from(taken)
+    }
+}
+
 impl Machine {
     // ---- the CPU -------------------------------------------------------------------------
 
@@ -432,7 +451,7 @@ impl Machine {
                             in_user: &mut core.in_user,
                             saved_values: &mut core.ctx.saved_values,
                             parked_depth: core.ctx.parked.last().map(|p| p.0),
-                            devices: &mut self.devices,
+                            rings: &mut self.devices,
                         };
                         let op = program::step(&mut core.ctx.stack, &mut cx);
                         acc = cx.ahead;
@@ -515,16 +534,15 @@ impl Machine {
                             acc += d;
                             continue;
                         }
-                        if acc > SimDuration::ZERO {
-                            core.ctx.parked.push((core.ctx.stack.len(), op));
-                            break Next::Resume;
-                        }
-                        // Run it as an event an interrupt may cut (`poke_cpu_at`).
-                        core.busy = Some((now, now + d));
+                        // Run it as an event an interrupt may cut (`poke_cpu_at`), from the end
+                        // of the time ahead: nothing is queued before then (checked above), so
+                        // resuming there only to start it would find the core as it is now.
+                        let start = now + acc;
+                        core.busy = Some((start, start + d));
                         core.busy_user = user;
                         core.busy_gen = core.busy_gen.wrapping_add(1);
                         self.q
-                            .schedule_at(now + d, Ev::BusyDone(c as u8, core.busy_gen));
+                            .schedule_at(start + d, Ev::BusyDone(c as u8, core.busy_gen));
                         break Next::Wait;
                     }
                     Op::Rest(gap) => {
@@ -625,7 +643,7 @@ impl Machine {
                             core.ctx.parked.push((core.ctx.stack.len(), op));
                             break Next::Resume;
                         }
-                        core.ctx.value = program::take_from_ring(&mut self.devices, op, now + acc);
+                        core.ctx.value = self.devices.take(op, now + acc);
                     }
                     Op::ArmTimer => {
                         // A write of the Local APIC timer's initial count: one-shot, for the

@@ -310,6 +310,11 @@ impl Fabric {
         self.routes[r.0 as usize]
     }
 
+    /// Hop `i` of route `r` (`i` < its length).
+    pub fn hop(&self, r: RouteId, i: u8) -> Hop {
+        self.routes[r.0 as usize].at(i)
+    }
+
     /// The serial link device `k` sits on.
     pub fn device_link_mut(&mut self, k: usize) -> &mut Link {
         match &mut self.links[usize::from(self.device_links[k])] {

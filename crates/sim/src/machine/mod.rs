@@ -264,6 +264,13 @@ pub(super) fn card(devices: &[Device], k: u8) -> &Exerciser {
         .unwrap_or_else(|| unreachable!("device {k} is on the board, not a PCIe endpoint"))
 }
 
+/// PCIe device k of the machine's devices, to change.
+#[inline]
+pub(super) fn card_mut(devices: &mut [Device], k: u8) -> &mut Exerciser {
+    (devices[usize::from(k)].card_mut())
+        .unwrap_or_else(|| unreachable!("device {k} is on the board, not a PCIe endpoint"))
+}
+
 /// How often a run reports its progress, in interrupts of the measured device.
 pub const PROGRESS_EVERY: u64 = 1 << 14;
 
