@@ -166,6 +166,11 @@ pub struct Machine {
     /// The latest delivery or idle entry made ahead of the clock (the run's end is the later of
     /// this and the last event).
     last_inline: SimTime,
+    /// The core whose read is on its way from `issue`, while the read crosses ahead of the
+    /// clock: its completion may reach it there too ([`Machine::advance`]).
+    issuing: Option<u8>,
+    /// That read's completion, if it reached the core ahead of the clock: when, and its data.
+    completed: Option<(SimTime, u32)>,
     /// When the next SMI comes: an SMI is not masked by the interrupt flag, so the core may run
     /// ahead with interrupts off only up to it.
     next_smi: SimTime,
@@ -482,6 +487,8 @@ impl MachineBuilder {
             strict: false,
             progress: None,
             last_inline: SimTime::ZERO,
+            issuing: None,
+            completed: None,
             next_smi: SimTime::from_ps(u64::MAX),
             smi: self.smi,
             window: self.window,

@@ -199,6 +199,19 @@ impl Machine {
                     self.device_access(k, tlp, t, !ahead);
                     return released;
                 }
+                // The completion of the read its core is issuing now (`Machine::issue`): the
+                // core has done nothing since, and nothing is queued before it arrives, so the
+                // core takes it there and goes on, ahead of the clock, as the completion's own
+                // event would have had it.
+                Endpoint::Core(_)
+                    if matches!(tlp.kind, TlpKind::Cpl | TlpKind::CplD)
+                        && self.issuing == Some(self.tag_core[usize::from(tlp.tag)]) =>
+                {
+                    self.release(p);
+                    self.last_inline = self.last_inline.max(t);
+                    self.completed = Some((t, tlp.data));
+                    return released;
+                }
                 // An interrupt message for halted cores: nothing of them runs before their
                 // wake-up, which is an event.
                 Endpoint::Core(_) if tlp.kind == TlpKind::MemWrite => {
