@@ -551,7 +551,7 @@ impl Machine {
             match ev {
                 Ev::Device(k, t, g) => self.on_device_timer(k, t, g),
                 Ev::Hop(p) => self.on_hop(p),
-                Ev::IchDone(p) => self.on_ich_done(p),
+                Ev::IchDone(p) => self.on_ich_done(p, self.q.now()),
                 Ev::IoApicSend(m) => self.send_interrupt_write(m),
                 Ev::CpuResume(c) => {
                     let c = usize::from(c);

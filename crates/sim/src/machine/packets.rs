@@ -212,6 +212,15 @@ impl Machine {
                     self.completed = Some((t, tlp.data));
                     return released;
                 }
+                // The hub takes a request there and then, as a device does, unless the core
+                // that sent it runs on ahead (the hub's state, the 8259's INTR among it, must
+                // not change before what the core does meanwhile) or an observer looks at the
+                // machine after every event.
+                Endpoint::Ich if !ahead && self.observer.is_none() => {
+                    self.last_inline = self.last_inline.max(t);
+                    self.ich_receive(p, tlp, t);
+                    return released;
+                }
                 // An interrupt message for halted cores: nothing of them runs before their
                 // wake-up, which is an event.
                 Endpoint::Core(_) if tlp.kind == TlpKind::MemWrite => {
@@ -262,7 +271,7 @@ impl Machine {
                     _ => {}
                 }
             }
-            Endpoint::Ich => self.ich_receive(p, tlp),
+            Endpoint::Ich => self.ich_receive(p, tlp, self.q.now()),
         }
     }
 
