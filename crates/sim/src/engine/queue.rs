@@ -62,6 +62,30 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// A sequence number for an event to be scheduled later with
+    /// [`EventQueue::schedule_reserved`]: it is taken in the order of the moment of reserving,
+    /// among events at the same time, as if scheduled then.
+    pub fn reserve(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
+    /// Schedule `event` at `time` with a sequence number from [`EventQueue::reserve`].
+    pub fn schedule_reserved(&mut self, time: SimTime, seq: u64, event: E) {
+        assert!(
+            time >= self.now,
+            "event scheduled in the past ({time} < {})",
+            self.now
+        );
+        let key = (time.as_ps(), seq);
+        self.entries.push(Entry { key, event });
+        let mut i = self.entries.len() - 1;
+        while i > 0 && self.entries[i - 1].key < key {
+            self.entries.swap(i - 1, i);
+            i -= 1;
+        }
+    }
+
     /// Schedule `event` `delay` after now.
     pub fn schedule_in(&mut self, delay: SimDuration, event: E) {
         self.schedule_at(self.now + delay, event);

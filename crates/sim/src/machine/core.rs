@@ -379,7 +379,7 @@ impl Machine {
         }
         let mut acc = SimDuration::ZERO;
         // Neither changes while the core runs: read them once.
-        let (strict, next_smi) = (self.strict, self.next_smi);
+        let (strict, next_smi, windowed) = (self.strict, self.next_smi, self.window.is_some());
         // How far past `now` instructions may be folded into a step (`StepCtx::horizon`).
         let horizon = next_smi.since_or_zero(now);
         let ahead = Self::may_run_ahead;
@@ -533,6 +533,13 @@ impl Machine {
                         if ahead(&self.q, strict, acc + d) {
                             acc += d;
                             continue;
+                        }
+                        // A windowed run's skip looks at the core between events (`skip.rs`,
+                        // `at_rest`): there the core resumes at the end of its time ahead and
+                        // starts the run then, as it always did.
+                        if acc > SimDuration::ZERO && windowed {
+                            core.ctx.parked.push((core.ctx.stack.len(), op));
+                            break Next::Resume;
                         }
                         // Run it as an event an interrupt may cut (`poke_cpu_at`), from the end
                         // of the time ahead: nothing is queued before then (checked above), so
@@ -817,11 +824,21 @@ impl Machine {
         match (sent, self.completed.take()) {
             // A store the FSB took at once: the core goes on from then, no event needed.
             ((_, Some(released)), _) => Some(released.since(t)),
-            // A read whose completion came back with nothing queued before it: the core goes
-            // on from then with its data, as the completion's event would have had it.
-            (_, Some((arrival, data))) => {
+            // A read whose completion came back with nothing queued before it, even after all
+            // the device did in answering: the core goes on from then with its data, as the
+            // completion's event would have had it.
+            (_, Some((p, arrival, _))) if self.q.peek_time().is_none_or(|n| n > arrival) => {
+                let data = self.packets[p as usize].tlp.data;
+                self.release(p);
+                self.last_inline = self.last_inline.max(arrival);
                 self.cores[c].ctx.value = data;
                 Some(arrival.since(t))
+            }
+            // Something the device did after answering comes first: the completion is the
+            // event it would have been, in the place it would have had among events at its time.
+            (_, Some((p, arrival, seq))) => {
+                self.q.schedule_reserved(arrival, seq, Ev::Hop(p));
+                None
             }
             _ => None,
         }

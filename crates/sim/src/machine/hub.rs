@@ -61,7 +61,7 @@ impl Machine {
         // after every event (seed 004's probe).
         if !self.strict
             && (done == now || self.observer.is_none())
-            && self.q.peek_time().is_none_or(|next| next > done)
+            && self.next_due().is_none_or(|next| next > done)
         {
             self.last_inline = self.last_inline.max(done);
             self.on_ich_done(p, done);

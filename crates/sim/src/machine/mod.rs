@@ -169,8 +169,11 @@ pub struct Machine {
     /// The core whose read is on its way from `issue`, while the read crosses ahead of the
     /// clock: its completion may reach it there too ([`Machine::advance`]).
     issuing: Option<u8>,
-    /// That read's completion, if it reached the core ahead of the clock: when, and its data.
-    completed: Option<(SimTime, u32)>,
+    /// That read's completion, if it reached the core ahead of the clock: its packet, when it
+    /// arrived, and the sequence number its event would have had. Until `issue` decides, it
+    /// stands for that event: what the device does after answering sees it as queued
+    /// ([`Machine::next_due`]), as it would have seen the event.
+    completed: Option<(u32, SimTime, u64)>,
     /// When the next SMI comes: an SMI is not masked by the interrupt flag, so the core may run
     /// ahead with interrupts off only up to it.
     next_smi: SimTime,

@@ -104,7 +104,7 @@ impl Machine {
             live: true,
         });
         // Cross right away only if nothing is scheduled up to the entry time (see `advance`).
-        if early && !self.strict && self.q.peek_time().is_none_or(|next| next > t) {
+        if early && !self.strict && self.next_due().is_none_or(|next| next > t) {
             // A store (the core goes on after it) runs ahead of the clock; a read stalls it.
             let ahead = releases_cpu;
             let released = self.advance(p, t, true, ahead);
@@ -112,6 +112,16 @@ impl Machine {
         } else {
             self.q.schedule_at(t, Ev::Hop(p));
             (p, None)
+        }
+    }
+
+    /// When the next thing is due that a packet crossing ahead of the clock must not pass: the
+    /// next queued event, or a read's completion that `issue` has not yet taken (it stands for
+    /// the event it would have been).
+    pub(super) fn next_due(&self) -> Option<SimTime> {
+        match (self.q.peek_time(), self.completed) {
+            (Some(a), Some((_, b, _))) => Some(a.min(b)),
+            (a, b) => a.or(b.map(|c| c.1)),
         }
     }
 
@@ -183,11 +193,11 @@ impl Machine {
                     None => break,
                 }
             }
-            if self.strict || i >= len || self.q.peek_time().is_some_and(|next| next <= t) {
+            if self.strict || i >= len || self.next_due().is_some_and(|next| next <= t) {
                 break;
             }
         }
-        if !self.strict && i >= len && self.q.peek_time().is_none_or(|next| next > t) {
+        if !self.strict && i >= len && self.next_due().is_none_or(|next| next > t) {
             let pkt = &self.packets[p as usize];
             let (tlp, dest) = (pkt.tlp, pkt.dest);
             match dest {
@@ -207,9 +217,9 @@ impl Machine {
                     if matches!(tlp.kind, TlpKind::Cpl | TlpKind::CplD)
                         && self.issuing == Some(self.tag_core[usize::from(tlp.tag)]) =>
                 {
-                    self.release(p);
-                    self.last_inline = self.last_inline.max(t);
-                    self.completed = Some((t, tlp.data));
+                    self.packets[p as usize].hop = i;
+                    let seq = self.q.reserve();
+                    self.completed = Some((p, t, seq));
                     return released;
                 }
                 // The hub takes a request there and then, as a device does, unless the core
