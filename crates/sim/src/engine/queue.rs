@@ -44,22 +44,8 @@ impl<E> EventQueue<E> {
 
     /// Schedule `event` at `time`, which must not be in the past.
     pub fn schedule_at(&mut self, time: SimTime, event: E) {
-        assert!(
-            time >= self.now,
-            "event scheduled in the past ({time} < {})",
-            self.now
-        );
-        let key = (time.as_ps(), self.next_seq);
-        self.next_seq += 1;
-        // Latest first. A new event is nearly always among the earliest pending, so walk it in
-        // from the end; it stops behind (is taken after) every earlier-scheduled event at the
-        // same time because its sequence number is the largest.
-        self.entries.push(Entry { key, event });
-        let mut i = self.entries.len() - 1;
-        while i > 0 && self.entries[i - 1].key < key {
-            self.entries.swap(i - 1, i);
-            i -= 1;
-        }
+        let seq = self.reserve();
+        self.schedule_reserved(time, seq, event);
     }
 
     /// A sequence number for an event to be scheduled later with
@@ -78,6 +64,9 @@ impl<E> EventQueue<E> {
             self.now
         );
         let key = (time.as_ps(), seq);
+        // Latest first. A new event is nearly always among the earliest pending, so walk it in
+        // from the end; it stops behind (is taken after) every earlier-scheduled event at the
+        // same time with a smaller sequence number.
         self.entries.push(Entry { key, event });
         let mut i = self.entries.len() - 1;
         while i > 0 && self.entries[i - 1].key < key {
