@@ -149,6 +149,9 @@ pub struct Fit {
     pub at_bound: bool,
 }
 
+/// Runs by id: each one's result and its sample count.
+pub(crate) type Ran = BTreeMap<String, (RunResult, u64)>;
+
 /// Does the run set `key` itself (`set = ["KEY=..."]`)?
 pub(crate) fn sets(spec: &RunSpec, key: &str) -> bool {
     spec.set
@@ -527,7 +530,7 @@ impl Experiment {
         opts: &ValidateOptions,
         before: &(dyn Fn(&RunSpec) -> Vec<String> + Sync),
         seed: &(dyn Fn(u64) -> u64 + Sync),
-    ) -> Result<BTreeMap<String, (RunResult, u64)>, ScenarioError> {
+    ) -> Result<Ran, ScenarioError> {
         // Independent runs: on all cores, each exactly as it would run alone.
         use rayon::prelude::*;
         needed
@@ -590,7 +593,7 @@ impl Experiment {
         opts: &ValidateOptions,
         before: &(dyn Fn(&RunSpec) -> Vec<String> + Sync),
         seed: &(dyn Fn(u64) -> u64 + Sync),
-    ) -> Result<Fit, ScenarioError> {
+    ) -> Result<(Fit, Ran), ScenarioError> {
         let check = (self.file.check.iter())
             .find(|c| c.id() == cal.row)
             .expect("checked when loaded");
@@ -604,52 +607,60 @@ impl Experiment {
         let needed: Vec<&RunSpec> = (self.file.run.iter())
             .filter(|r| check.runs().contains(&r.id.as_str()))
             .collect();
-        let value_at = |x: f64| -> Result<f64, ScenarioError> {
+        // The row's value at `x`, and the runs that gave it (kept for the bracket's ends: the
+        // fit is one of them, and its runs are the draw's own, flag for flag and seed for seed).
+        let value_at = |x: f64| -> Result<(f64, Ran), ScenarioError> {
             let with = |spec: &RunSpec| {
                 let mut f = before(spec);
                 f.push(format!("{}={x}", cal.parameter));
                 f
             };
             let ran = self.run_all(&needed, opts, &with, seed)?;
+            let counts: BTreeMap<String, u64> =
+                (ran.iter()).map(|(id, (_, n))| (id.clone(), *n)).collect();
             let results: BTreeMap<String, RunResult> =
                 ran.into_iter().map(|(id, (r, _))| (id, r)).collect();
-            Ok(check
-                .evaluate(&self.row_context(), &results)
-                .value
-                .unwrap_or(f64::NAN))
+            let value = (check.evaluate(&self.row_context(), &results).value).unwrap_or(f64::NAN);
+            let ran = (results.into_iter())
+                .map(|(id, r)| {
+                    let n = counts[&id];
+                    (id, (r, n))
+                })
+                .collect();
+            Ok((value, ran))
         };
         let (mut lo, mut hi) = cal.search_bounds();
         let snap = |x: f64| cal.low + ((x - cal.low) / cal.step).round() * cal.step;
-        let fit = |value: f64| Fit {
-            value,
-            at_bound: cal.at_bound(value),
+        let fit = |value: f64, ran: Ran| {
+            let at_bound = cal.at_bound(value);
+            (Fit { value, at_bound }, ran)
         };
-        let (mut f_lo, mut f_hi) = (value_at(lo)?, value_at(hi)?);
+        let ((mut f_lo, mut ran_lo), (mut f_hi, mut ran_hi)) = (value_at(lo)?, value_at(hi)?);
         let rising = f_hi > f_lo;
         let below = |f: f64| (f < target) == rising;
         if below(f_hi) {
-            return Ok(fit(hi));
+            return Ok(fit(hi, ran_hi));
         }
         if !below(f_lo) {
-            return Ok(fit(lo));
+            return Ok(fit(lo, ran_lo));
         }
         loop {
             let mid = snap((lo + hi) / 2.0);
             if mid <= lo || mid >= hi {
                 break;
             }
-            let f = value_at(mid)?;
+            let (f, ran) = value_at(mid)?;
             if below(f) {
-                (lo, f_lo) = (mid, f);
+                (lo, f_lo, ran_lo) = (mid, f, ran);
             } else {
-                (hi, f_hi) = (mid, f);
+                (hi, f_hi, ran_hi) = (mid, f, ran);
             }
         }
-        Ok(fit(if (f_lo - target).abs() <= (f_hi - target).abs() {
-            lo
+        Ok(if (f_lo - target).abs() <= (f_hi - target).abs() {
+            fit(lo, ran_lo)
         } else {
-            hi
-        }))
+            fit(hi, ran_hi)
+        })
     }
 
     pub(crate) fn evaluate_all(

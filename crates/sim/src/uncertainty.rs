@@ -288,14 +288,18 @@ pub fn run_point(
                 })
                 .unwrap_or_default()
         };
-        // The declared free parameter, fitted again on this draw's values.
+        // The declared free parameter, fitted again on this draw's values. The fit's own runs at
+        // the value it chose are the draw's runs of them (the same flags and seeds), so they are
+        // not run twice.
+        let mut fit_runs = crate::experiment::Ran::new();
         let fitted = match &e.file.calibration {
-            Some(cal) if !needed.is_empty() => Some((
-                cal,
-                e.refit(cal, opts, &flags, &|s| replication_seed(pseed, s))
-                    .map_err(|err| in_draw(err, index, &flags, &needed))?
-                    .value,
-            )),
+            Some(cal) if !needed.is_empty() => {
+                let (fit, ran) = e
+                    .refit(cal, opts, &flags, &|s| replication_seed(pseed, s))
+                    .map_err(|err| in_draw(err, index, &flags, &needed))?;
+                fit_runs = ran;
+                Some((cal, fit.value))
+            }
             _ => None,
         };
         let flags = |spec: &crate::experiment::RunSpec| -> Vec<String> {
@@ -309,9 +313,17 @@ pub fn run_point(
             out.fitted
                 .insert(format!("{}/{}", e.file.id, cal.parameter), x);
         }
-        let ran = e
-            .run_all(&needed, opts, &flags, &|s| replication_seed(pseed, s))
+        let rest: Vec<&crate::experiment::RunSpec> = (needed.iter().copied())
+            .filter(|spec| !fit_runs.contains_key(&spec.id))
+            .collect();
+        let mut ran = e
+            .run_all(&rest, opts, &flags, &|s| replication_seed(pseed, s))
             .map_err(|err| in_draw(err, index, &flags, &needed))?;
+        ran.extend(
+            fit_runs
+                .into_iter()
+                .filter(|(id, _)| needed.iter().any(|s| &s.id == id)),
+        );
         for (id, (_, n)) in &ran {
             out.samples.insert(format!("{}/{id}", e.file.id), *n);
         }
