@@ -108,50 +108,64 @@ pub struct Task {
 }
 
 /// One core's run queue: the runnable tasks besides the one running, in the order they became
-/// runnable.
+/// runnable, each with its rank (a task's class never changes, so it is worked out once, when
+/// the task is queued).
 #[derive(Clone, Debug, Default)]
 pub struct RunQueue {
-    runnable: Vec<TaskId>,
+    runnable: Vec<(Rank, TaskId)>,
 }
 
-/// Which class and priority goes first: real-time by priority, then fair, then idle.
-fn rank(class: SchedClass) -> (u8, u8) {
+/// Which class and priority goes first: real-time by priority, then fair, then idle; one
+/// number, so that a pick compares numbers. Real-time ranks are [`RT_RANK`] and above.
+type Rank = u16;
+const RT_RANK: Rank = 2 << 8;
+
+fn rank(class: SchedClass) -> Rank {
     match class {
-        SchedClass::Fifo { priority } => (2, priority),
-        SchedClass::Normal { .. } => (1, 0),
-        SchedClass::Idle => (0, 0),
+        SchedClass::Fifo { priority } => RT_RANK | Rank::from(priority),
+        SchedClass::Normal { .. } => 1 << 8,
+        SchedClass::Idle => 0,
     }
 }
 
 impl RunQueue {
-    pub fn enqueue(&mut self, t: TaskId) {
-        debug_assert!(!self.runnable.contains(&t));
-        self.runnable.push(t);
+    pub fn enqueue(&mut self, t: TaskId, class: SchedClass) {
+        debug_assert!(!self.runnable.iter().any(|&(_, x)| x == t));
+        self.runnable.push((rank(class), t));
     }
 
-    /// The task the scheduler picks: the best class and priority, the longest waiting among
-    /// equals. It stays queued until [`RunQueue::take`]. `rt_throttled`: the real-time class
-    /// has used its bandwidth (`pick_next_task_rt` returns NULL while `rt_rq_throttled`), so
-    /// only the fair and idle classes are picked.
-    pub fn pick(&self, tasks: &[Task], rt_throttled: bool) -> Option<TaskId> {
-        // `max_by_key` keeps the last of equal keys: walk in reverse so the first queued wins.
-        self.runnable
-            .iter()
-            .rev()
-            .copied()
-            .filter(|&t| !(rt_throttled && tasks[usize::from(t)].class.is_rt()))
-            .max_by_key(|&t| rank(tasks[usize::from(t)].class))
+    /// The task the scheduler picks, with its rank: the best class and priority, the longest
+    /// waiting among equals. It stays queued until [`RunQueue::take`]. `rt_throttled`: the
+    /// real-time class has used its bandwidth (`pick_next_task_rt` returns NULL while
+    /// `rt_rq_throttled`), so only the fair and idle classes are picked.
+    fn pick_ranked(&self, rt_throttled: bool) -> Option<(Rank, TaskId)> {
+        let mut best: Option<(Rank, TaskId)> = None;
+        for &(r, t) in &self.runnable {
+            if rt_throttled && r >= RT_RANK {
+                continue;
+            }
+            // Strictly better only: among equals the first queued stays.
+            if best.is_none_or(|(b, _)| r > b) {
+                best = Some((r, t));
+            }
+        }
+        best
+    }
+
+    /// The task the scheduler picks (see [`RunQueue::pick_ranked`]).
+    pub fn pick(&self, rt_throttled: bool) -> Option<TaskId> {
+        self.pick_ranked(rt_throttled).map(|(_, t)| t)
     }
 
     /// A running task taken off the core by a better one: it stays first among its equals
     /// (sched-rt.c requeues a preempted SCHED_FIFO task at the head of its priority's list).
-    pub fn requeue_preempted(&mut self, t: TaskId) {
-        debug_assert!(!self.runnable.contains(&t));
-        self.runnable.insert(0, t);
+    pub fn requeue_preempted(&mut self, t: TaskId, class: SchedClass) {
+        debug_assert!(!self.runnable.iter().any(|&(_, x)| x == t));
+        self.runnable.insert(0, (rank(class), t));
     }
 
     pub fn take(&mut self, t: TaskId) {
-        self.runnable.retain(|&x| x != t);
+        self.runnable.retain(|&(_, x)| x != t);
     }
 }
 
@@ -271,7 +285,7 @@ impl Scheduler {
             context: TaskContext::starting(entry),
             wake_pending: false,
         });
-        self.queues[usize::from(core)].enqueue(id);
+        self.queues[usize::from(core)].enqueue(id, class);
         id
     }
 
@@ -283,7 +297,7 @@ impl Scheduler {
             TaskState::Sleeping => {
                 task.state = TaskState::Runnable;
                 let on = usize::from(task.core);
-                self.queues[on].enqueue(t);
+                self.queues[on].enqueue(t, task.class);
             }
             // Preempted after setting itself sleeping, a task is still on the run queue:
             // the wake makes it TASK_RUNNING, and its `schedule()` returns at once too.
@@ -298,11 +312,11 @@ impl Scheduler {
         let c = usize::from(core);
         let running = self.tasks[usize::from(self.current[c])].class;
         let throttled = self.rt[c].throttled;
-        let pick = self.queues[c].pick(&self.tasks, throttled);
+        let pick = self.queues[c].pick_ranked(throttled);
         if throttled && running.is_rt() {
             return pick.is_some();
         }
-        pick.is_some_and(|t| rank(self.tasks[usize::from(t)].class) > rank(running))
+        pick.is_some_and(|(r, _)| r > rank(running))
     }
 
     /// Switch `core` to the task its queue picks, saving `loaded` (the core's context) into the
@@ -314,13 +328,14 @@ impl Scheduler {
         // `schedule()`: `put_prev_task` charges the task that ran (and may throttle its
         // class) before `pick_next_task` looks.
         self.update_curr(core, now);
-        let next = self.queues[c].pick(&self.tasks, self.rt[c].throttled)?;
+        let next = self.queues[c].pick(self.rt[c].throttled)?;
         self.queues[c].take(next);
         let prev = self.current[c];
         let p = &mut self.tasks[usize::from(prev)];
         if p.state == TaskState::Running {
             p.state = TaskState::Runnable;
-            self.queues[c].requeue_preempted(prev);
+            let class = p.class;
+            self.queues[c].requeue_preempted(prev, class);
         }
         std::mem::swap(&mut self.tasks[usize::from(prev)].context, loaded);
         let n = &mut self.tasks[usize::from(next)];
@@ -357,7 +372,7 @@ mod tests {
         let sirq = s.spawn("sirq-net-rx", SchedClass::Fifo { priority: 50 }, 0, entry());
         let cyclic = s.spawn("cyclictest", SchedClass::Fifo { priority: 80 }, 0, entry());
         let q = &s.queues[0];
-        assert_eq!(q.pick(&s.tasks, false), Some(cyclic));
+        assert_eq!(q.pick(false), Some(cyclic));
         let mut order = Vec::new();
         let mut core = TaskContext::default();
         while let Some(t) = s.switch(0, &mut core, SimTime::ZERO) {
@@ -380,7 +395,7 @@ mod tests {
         // Runnable (preempted after queueing its timer): the timer's wake is not lost.
         s.wake(t);
         assert!(s.tasks[usize::from(t)].wake_pending);
-        assert_eq!(s.queues[0].pick(&s.tasks, false), Some(t), "queued once");
+        assert_eq!(s.queues[0].pick(false), Some(t), "queued once");
         let mut core = TaskContext::default();
         s.switch(0, &mut core, SimTime::ZERO);
         s.tasks[usize::from(t)].state = TaskState::Sleeping;
