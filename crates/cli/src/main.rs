@@ -27,6 +27,9 @@ const EXIT_BAD_INPUT: u8 = 2;
 const EXIT_HOST_STATE: u8 = 3;
 
 fn main() -> ExitCode {
+    // Before any thread starts: the simulator's runs reuse the memory the runs before them
+    // freed (docs/performance.md).
+    irqlab_host::retain_freed_memory();
     let invocation = made::Invocation::now();
     let cli = Cli::parse();
     match run(cli, &invocation) {

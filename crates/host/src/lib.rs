@@ -39,6 +39,7 @@ pub mod timer_trace;
 pub mod tracefs;
 
 pub use error::HostError;
+pub use sys::retain_freed_memory;
 
 /// Whether this process runs as root (its effective UID is 0), which writing `/proc` and tracefs
 /// takes: commands check it first, to say so before anything is read or set.

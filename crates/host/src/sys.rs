@@ -2,8 +2,8 @@
 //! affinity, scheduling policy, memory locking. Times are `CLOCK_MONOTONIC` nanoseconds as `u64`
 //! (584 years from boot before they wrap).
 //!
-//! This is the only module of the crate with `unsafe`: the two calls nix 0.29 does not wrap
-//! (`pthread_setschedparam`, `getrlimit`), and taking ownership of the descriptor nix's
+//! This is the only module of the crate with `unsafe`: the calls nix 0.29 does not wrap
+//! (`pthread_setschedparam`, `getrlimit`, `mallopt`), and taking ownership of the descriptor nix's
 //! `openat2` returns as a raw number ([`owned_file`]), each in one block with its SAFETY
 //! argument.
 
@@ -84,6 +84,31 @@ pub(crate) fn set_current_thread_policy(policy: libc::c_int, priority: i32) -> R
     match rc {
         0 => Ok(()),
         e => Err(Errno::from_raw(e)),
+    }
+}
+
+/// glibc's malloc keeps the memory the process frees for its next allocations, instead of
+/// handing blocks of 128 KiB and more back to the kernel (`munmap`, or trimming the heap's top)
+/// as it does by default. The simulator builds and drops a machine with its HDR histograms
+/// (~200 KiB each) per replication and per run; with the defaults each one's pages were mapped
+/// and faulted in afresh, ~1.7 MB a replication: seed 002's 20 uncertainty draws took 600,000
+/// page faults and 1.3 s of system time, and the threads of one process serialise on the
+/// faults and on the unmaps' TLB shootdowns where independent processes do not (the scaling
+/// of issue 41). `mallopt(3)`: `M_MMAP_THRESHOLD` at its largest on 64-bit targets, 32 MiB
+/// (allocations under it come from the arenas), and `M_TRIM_THRESHOLD` 256 MiB (free memory at
+/// a heap's top before it is given back). Elsewhere (other C libraries, 32-bit): nothing.
+pub fn retain_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+    {
+        // mallopt(3): "DEFAULT_MMAP_THRESHOLD_MAX: ... 4*1024*1024*sizeof(long) on 64-bit".
+        const MMAP_THRESHOLD_BYTES: libc::c_int = 32 << 20;
+        const TRIM_THRESHOLD_BYTES: libc::c_int = 256 << 20;
+        // SAFETY: mallopt only sets the allocator's parameters, and is called before any thread
+        // starts. A value it rejects leaves the default and returns 0, which is no error here.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES);
+        }
     }
 }
 
