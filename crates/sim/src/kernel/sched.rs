@@ -134,10 +134,7 @@ impl RunQueue {
         self.runnable.push((rank(class), t));
     }
 
-    /// The task the scheduler picks, with its rank: the best class and priority, the longest
-    /// waiting among equals. It stays queued until [`RunQueue::take`]. `rt_throttled`: the
-    /// real-time class has used its bandwidth (`pick_next_task_rt` returns NULL while
-    /// `rt_rq_throttled`), so only the fair and idle classes are picked.
+    /// [`RunQueue::pick`]'s task, with its rank.
     fn pick_ranked(&self, rt_throttled: bool) -> Option<(Rank, TaskId)> {
         let mut best: Option<(Rank, TaskId)> = None;
         for &(r, t) in &self.runnable {
@@ -152,7 +149,10 @@ impl RunQueue {
         best
     }
 
-    /// The task the scheduler picks (see [`RunQueue::pick_ranked`]).
+    /// The task the scheduler picks: the best class and priority, the longest waiting among
+    /// equals. It stays queued until [`RunQueue::take`]. `rt_throttled`: the real-time class
+    /// has used its bandwidth (`pick_next_task_rt` returns NULL while `rt_rq_throttled`), so
+    /// only the fair and idle classes are picked.
     pub fn pick(&self, rt_throttled: bool) -> Option<TaskId> {
         self.pick_ranked(rt_throttled).map(|(_, t)| t)
     }
