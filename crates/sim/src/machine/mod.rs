@@ -586,7 +586,7 @@ impl Machine {
         let end = self.q.now().max(self.last_inline);
         for d in self.devices.iter_mut().filter_map(Device::card_mut) {
             if let Some(n) = &mut d.nic {
-                n.advance(end);
+                n.finish(end);
             }
         }
         let probed = (self.devices.get(usize::from(self.probed_device))).and_then(Device::card);
