@@ -63,9 +63,10 @@ fn entries(data: &[u8]) -> Vec<Entry<'_>> {
             None => (entry, &entry[entry.len()..]),
         };
         let parsed = if let Some(at) = find(header, b" -> ") {
+            // The name first: `link_target` measures its depth, and a name that is not a
+            // relative path (empty, say) has none.
             relative(&header[..at])
-                .zip(link_target(&header[..at], &header[at + 4..]))
-                .map(|(p, t)| Entry::Link(p, t))
+                .and_then(|p| link_target(&p, &header[at + 4..]).map(|t| Entry::Link(p, t)))
         } else if let Some(dir) = header.strip_suffix(b"/") {
             relative(dir).map(Entry::Dir)
         } else {
@@ -97,8 +98,9 @@ fn relative(bytes: &[u8]) -> Option<PathBuf> {
 }
 
 /// A symlink's target: some `..` (no more than the link's directory is deep), then names.
-fn link_target(link: &[u8], target: &[u8]) -> Option<PathBuf> {
-    let depth = Path::new(OsStr::from_bytes(link)).components().count() - 1;
+/// `link` is the link's own path, relative ([`relative`]); one without a name has no target.
+fn link_target(link: &Path, target: &[u8]) -> Option<PathBuf> {
+    let depth = link.components().count().checked_sub(1)?;
     let path = Path::new(OsStr::from_bytes(target));
     let (mut up, mut names) = (0, 0);
     for c in path.components() {
@@ -246,7 +248,7 @@ mod tests {
         std::fs::create_dir(&root).unwrap();
         let archive = b"== ../escape\nx\n== /abs\nx\n== ./dot\nx\n\
 == sys/up -> ../../..\n== sys/l -> ..\n== sys/l/through\nx\n\
-== a/b/c/l -> ../../..\n== a/b/c/m -> l/..\n== sys/abs -> /etc\n== ok/f\nfine\n";
+== a/b/c/l -> ../../..\n== a/b/c/m -> l/..\n== sys/abs -> /etc\n==  -> ..\n== ok/f\nfine\n";
         unpack(archive, &root);
         // Only `ok/f`, the `a/b/c` directories and the two links that stay inside were made.
         assert_eq!(std::fs::read_dir(a.path()).unwrap().count(), 1);

@@ -24,8 +24,8 @@ fn corpus(name: &str) -> Vec<(PathBuf, Vec<u8>)> {
         .collect()
 }
 
-/// Seeds from real files, not inputs saved from a crash (`crash-*`).
-fn seeds(name: &str) -> Vec<(PathBuf, String)> {
+/// Seeds from real files, not inputs saved from a crash (`crash-*`), as bytes.
+fn seed_bytes(name: &str) -> Vec<(PathBuf, Vec<u8>)> {
     corpus(name)
         .into_iter()
         .filter(|(p, _)| {
@@ -34,6 +34,13 @@ fn seeds(name: &str) -> Vec<(PathBuf, String)> {
                 .to_string_lossy()
                 .starts_with("crash-")
         })
+        .collect()
+}
+
+/// [`seed_bytes`] of a text format.
+fn seeds(name: &str) -> Vec<(PathBuf, String)> {
+    seed_bytes(name)
+        .into_iter()
         .map(|(p, d)| (p, String::from_utf8(d).unwrap()))
         .collect()
 }
@@ -74,15 +81,7 @@ fn trace_format_and_ringbuf_page_seeds_parse() {
         formats += 1;
     }
     assert!(formats >= 19, "{formats} formats");
-    for (path, page) in corpus("ringbuf_page") {
-        if path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .starts_with("crash-")
-        {
-            continue;
-        }
+    for (path, page) in seed_bytes("ringbuf_page") {
         let info = irqlab_host::ringbuf::parse_page(&page, |_, _| {})
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(info.events > 10, "{}: {info:?}", path.display());
@@ -92,7 +91,7 @@ fn trace_format_and_ringbuf_page_seeds_parse() {
 /// The trees reach the NICs and their vectors, as `plan affinity --host` reads them.
 #[test]
 fn sysfs_tree_seeds_reach_the_nics_and_vectors() {
-    for (path, data) in corpus("sysfs_tree") {
+    for (path, data) in seed_bytes("sysfs_tree") {
         let dir = tempfile::tempdir().unwrap();
         irqlab_fuzz::tree::unpack(&data, dir.path());
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
