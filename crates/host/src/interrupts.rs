@@ -16,6 +16,7 @@
 //! description; `ERR` and `MIS` have a single total.
 
 use crate::error::HostError;
+use irqlab_stats::cpus::MAX_CPU;
 use irqlab_stats::inventory::{Delivery, Trigger};
 use std::path::Path;
 
@@ -145,9 +146,14 @@ impl Table {
         let cpus = header
             .split_whitespace()
             .map(|t| {
-                t.strip_prefix("CPU")
+                let n = t
+                    .strip_prefix("CPU")
                     .and_then(|n| n.parse::<u32>().ok())
-                    .ok_or_else(|| (line, format!("header token '{t}' is not CPUn")))
+                    .ok_or_else(|| (line, format!("header token '{t}' is not CPUn")))?;
+                if n > MAX_CPU {
+                    return Err((line, format!("header names CPU {n}, above {MAX_CPU}")));
+                }
+                Ok(n)
             })
             .collect::<Result<Vec<u32>, _>>()?;
         if cpus.is_empty() {
@@ -498,6 +504,11 @@ mod tests {
         assert!(e.1.contains("'CPUX' is not CPUn"), "{}", e.1);
         let e = Table::parse("\r\n\n\nCPU0 1\n").unwrap_err();
         assert_eq!(e.0, 4, "{}", e.1);
+        // A CPU number no kernel has (the fuzzer's `CPU4294967295`, which overflowed the
+        // inventory's CPU list once).
+        let e = Table::parse("\nCPU0 CPU4294967295\n 0: 1 1 XT-PIC timer\n").unwrap_err();
+        assert_eq!(e.0, 2, "{}", e.1);
+        assert!(e.1.contains("CPU 4294967295, above 65535"), "{}", e.1);
         // Only blank lines: the line after the last one, where the header should have been.
         let e = Table::parse("\n\n").unwrap_err();
         assert_eq!(e.0, 3, "{}", e.1);

@@ -3,25 +3,6 @@
 use crate::table::{group, Table};
 use irqlab_stats::inventory::{Delivery, Inventory, IrqEntry, Severity, Trigger};
 
-/// Compact CPU list: `0-3,6`.
-fn cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
-
 fn rate(v: f64) -> String {
     if v >= 100.0 || v == 0.0 {
         group(v.round() as u64)
@@ -58,7 +39,7 @@ pub fn inventory_text(inv: &Inventory) -> String {
     out.push_str(&format!(
         "Interrupts on {}, CPUs {}: {}\n\n",
         inv.kernel.as_deref().unwrap_or("this host"),
-        cpu_list(&inv.cpus),
+        irqlab_stats::cpus::format_cpu_list(&inv.cpus),
         match inv.interval_s {
             Some(s) => format!("rates per second over {s:.1} s"),
             None => "counts since boot (use --interval 2s for rates)".into(),
@@ -129,16 +110,4 @@ pub fn inventory_text(inv: &Inventory) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists_compress_runs() {
-        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
-        assert_eq!(cpu_list(&[1]), "1");
-        assert_eq!(cpu_list(&[0, 2, 3]), "0,2-3");
-    }
 }

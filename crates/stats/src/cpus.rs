@@ -21,8 +21,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-/// Largest CPU number [`parse_cpu_list`] accepts (the kernel's `NR_CPUS` is at most 8192).
-const MAX_CPU: u32 = 65_535;
+/// Largest CPU number irqlab's readers accept ([`parse_cpu_list`], `/proc/interrupts`' header):
+/// the kernel's `NR_CPUS` is at most 8192.
+pub const MAX_CPU: u32 = 65_535;
 
 /// Parses the kernel's CPU list format (`0-3,6`, as in `/sys/devices/system/cpu/online` and
 /// `Cpus_allowed_list`) into ascending CPU numbers without duplicates. Surrounding whitespace
@@ -73,7 +74,8 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
     let mut i = 0;
     while i < sorted.len() {
         let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+        // `checked_add`: a list is any `u32`s, the last of which has no successor.
+        while j + 1 < sorted.len() && sorted[j].checked_add(1) == Some(sorted[j + 1]) {
             j += 1;
         }
         if !out.is_empty() {
@@ -267,5 +269,23 @@ impl CpuLists {
         let list = CpuList(parse_cpu_list(text)?.into());
         self.seen.insert(text.to_string(), list.clone());
         Ok(list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_compress_runs() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(format_cpu_list(&[1]), "1");
+        assert_eq!(format_cpu_list(&[3, 0, 2, 2]), "0,2-3");
+        // The largest `u32` has no successor (the fuzzer's `CPU4294967295` overflowed here).
+        assert_eq!(
+            format_cpu_list(&[u32::MAX - 1, u32::MAX]),
+            "4294967294-4294967295"
+        );
+        assert_eq!(format_cpu_list(&[u32::MAX]), "4294967295");
     }
 }
