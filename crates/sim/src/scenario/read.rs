@@ -102,7 +102,9 @@ pub struct Scenario {
 
 /// A document a scenario names (its platform or kernel file), read from its text with every
 /// error at its line and column.
-pub trait Document: Sized + Serialize + for<'de> Deserialize<'de> {
+pub trait Document:
+    Sized + Clone + Send + Sync + 'static + Serialize + for<'de> Deserialize<'de>
+{
     fn parse(path: &Path, text: &str) -> Result<Self, ScenarioError> {
         parse_file(path, text)
     }
@@ -122,7 +124,7 @@ impl Scenario {
     pub(crate) fn read_all(path: &Path, overrides: &[String]) -> Result<Self, ScenarioError> {
         let path = path.to_owned();
         let text = read(&path, None)?;
-        let file = ScenarioFile::parse(&path, &text)?;
+        let file = parsed(&path, &text, ScenarioFile::parse)?;
         let (platform_path, ptext, platform) =
             load_named(&path, &text, "platform", &file.platform)?;
         let (kernel_path, ktext, kernel) = load_named(&path, &text, "kernel", &file.kernel)?;
@@ -235,6 +237,43 @@ impl Scenario {
     }
 }
 
+/// `parse(path, text)`, kept for the process by path and text: a validation's uncertainty draws
+/// load the same three files thousands of times (seed 003: 6,600 runs), and parsing them was
+/// half of a draw's set-up. Only a document that parsed is kept, and a text that differs in any
+/// byte is parsed afresh, so what a load returns is what parsing would.
+fn parsed<T: Clone + Send + Sync + 'static>(
+    path: &Path,
+    text: &str,
+    parse: impl FnOnce(&Path, &str) -> Result<T, ScenarioError>,
+) -> Result<T, ScenarioError> {
+    use std::any::{Any, TypeId};
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Key = (TypeId, PathBuf, String);
+    type Kept = HashMap<Key, Arc<dyn Any + Send + Sync>>;
+    // A bound, not a policy: a process reads a handful of files (a sweep of generated
+    // scenarios may read more; past this many the oldest are not worth tracking).
+    const MAX_KEPT: usize = 64;
+    static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    let key: Key = (TypeId::of::<T>(), path.to_owned(), text.to_owned());
+    let found = kept
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .cloned();
+    if let Some(v) = found.and_then(|v| v.downcast::<T>().ok()) {
+        return Ok(T::clone(&v));
+    }
+    let value = parse(path, text)?;
+    let mut map = kept.lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= MAX_KEPT {
+        map.clear();
+    }
+    map.insert(key, Arc::new(value.clone()));
+    Ok(value)
+}
+
 /// The file a scenario names under `key` (its platform or kernel), relative to the scenario:
 /// its path, text and contents. An unreadable file is reported with the line that named it.
 pub(crate) fn load_named<T: Document>(
@@ -247,13 +286,18 @@ pub(crate) fn load_named<T: Document>(
     let (line, column) = locate(text, key).unwrap_or((1, 1));
     let by = format!("`{key}` at {}:{line}:{column}", scenario.display());
     let body = read(&path, Some(by))?;
-    let value = T::parse(&path, &body)?;
+    let value = parsed(&path, &body, T::parse)?;
     Ok((path, body, value))
 }
 
 /// Apply `--set` flags to a run's three documents as one: scenario keys at the top, the platform
-/// under `platform.`, the kernel under `kernel.`. One flag at a time, each read back before the
-/// next, so an error names the flag that caused it.
+/// under `platform.`, the kernel under `kernel.`. An error names the flag that caused it: a
+/// flag that names no key or gives a value of the wrong kind fails as it is applied; a value
+/// the documents do not accept (out of a type's range, a table missing a field) is found when
+/// the three are read back, once, after the last flag (an uncertainty draw gives ~70 flags,
+/// and reading back after each cost more than the run's other set-up), and only then are the
+/// flags applied again one at a time, each read back, to name the first that the documents
+/// refuse.
 pub(crate) fn apply_combined<F, P, K>(
     file: &mut F,
     platform: &mut P,
@@ -283,15 +327,9 @@ where
         "kernel".into(),
         toml::Value::try_from(&*kernel).map_err(ser)?,
     );
-    for flag in overrides {
-        apply_override(&mut root, flag)?;
-        let back = |what: &'static str, e: toml::de::Error| ScenarioError::Override {
-            flag: flag.clone(),
-            message: format!(
-                "the {what} does not accept it: {}",
-                plain_types(e.message())
-            ),
-        };
+    // The three documents as `root` has them, or which of them refuses it and why.
+    type ReadBack<F, P, K> = Result<(F, P, K), (&'static str, toml::de::Error)>;
+    let read_back = |root: &toml::Value| -> ReadBack<F, P, K> {
         let mut t = root.as_table().expect("table").clone();
         let p = t.remove("platform").expect("present");
         let k = t.remove("kernel").expect("present");
@@ -301,13 +339,43 @@ where
         if let Some(v) = &kname {
             t.insert("kernel".into(), v.clone());
         }
-        *platform = p.try_into().map_err(|e| back("platform", e))?;
-        *kernel = k.try_into().map_err(|e| back("kernel", e))?;
-        *file = toml::Value::Table(t)
+        let platform = p.try_into().map_err(|e| ("platform", e))?;
+        let kernel = k.try_into().map_err(|e| ("kernel", e))?;
+        let file = toml::Value::Table(t)
             .try_into()
-            .map_err(|e| back("scenario", e))?;
+            .map_err(|e| ("scenario", e))?;
+        Ok((file, platform, kernel))
+    };
+    let refused =
+        |flag: &String, (what, e): (&'static str, toml::de::Error)| ScenarioError::Override {
+            flag: flag.clone(),
+            message: format!(
+                "the {what} does not accept it: {}",
+                plain_types(e.message())
+            ),
+        };
+    let start = root.clone();
+    for flag in overrides {
+        apply_override(&mut root, flag)?;
     }
-    Ok(())
+    match read_back(&root) {
+        Ok((f, p, k)) => {
+            (*file, *platform, *kernel) = (f, p, k);
+            Ok(())
+        }
+        Err(last) => {
+            // Name the first flag after which the documents do not read back (the replay's
+            // last step is the state refused above, so one is found; the last flag otherwise).
+            let mut root = start;
+            for flag in overrides {
+                apply_override(&mut root, flag)?;
+                if let Err(e) = read_back(&root) {
+                    return Err(refused(flag, e));
+                }
+            }
+            Err(refused(overrides.last().expect("flags were applied"), last))
+        }
+    }
 }
 
 /// Does the `--set` flag `KEY=VALUE` set `key`: name it, or a table or list above it
@@ -506,6 +574,61 @@ fn type_name(v: &toml::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn flood() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/seed003/flood.toml")
+    }
+
+    /// The flags are read back once, after the last; a refusal still names its flag, not the
+    /// last one, and the flags before and after it changed nothing of what loads next.
+    #[test]
+    fn a_value_the_documents_refuse_names_its_flag_among_many() {
+        let flags: Vec<String> = [
+            "device.0.nic.gap_us=7",
+            "delivery=msix",
+            "device.1.nic.gap_us=7",
+        ]
+        .map(String::from)
+        .to_vec();
+        match Scenario::read_all(&flood(), &flags) {
+            Err(ScenarioError::Override { flag, message }) => {
+                assert_eq!(flag, "delivery=msix");
+                assert!(
+                    message.contains("the scenario does not accept it"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let good = Scenario::read_all(&flood(), &flags[..1]).unwrap();
+        let again = Scenario::read_all(&flood(), &[]).unwrap();
+        let gap = |s: &Scenario| {
+            s.settings()
+                .unwrap()
+                .into_iter()
+                .find(|(k, _)| k == "device.0.nic.gap_us")
+        };
+        assert_eq!(gap(&good).unwrap().1.as_float(), Some(7.0));
+        assert_eq!(gap(&again).unwrap().1.as_float(), Some(10.0));
+    }
+
+    /// A document parsed once is what parsing gives: the kept copy loads as the first did, and
+    /// a text that differs is parsed afresh.
+    #[test]
+    fn a_kept_parse_is_the_parse_of_that_text() {
+        let text = read(&flood(), None).unwrap();
+        let first = parsed(&flood(), &text, ScenarioFile::parse).unwrap();
+        let kept = parsed(&flood(), &text, ScenarioFile::parse).unwrap();
+        assert_eq!(format!("{first:?}"), format!("{kept:?}"));
+        let other = text.replace("samples = 160000", "samples = 7");
+        let fresh = parsed(&flood(), &other, ScenarioFile::parse).unwrap();
+        assert_eq!(fresh.samples, 7);
+        assert_ne!(format!("{fresh:?}"), format!("{kept:?}"));
+        // A text that does not parse is an error every time, never kept.
+        for _ in 0..2 {
+            assert!(parsed(&flood(), "samples = \"x\"", ScenarioFile::parse).is_err());
+        }
+    }
 
     fn doc() -> toml::Value {
         toml::from_str(
