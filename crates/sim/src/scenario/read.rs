@@ -145,8 +145,13 @@ impl Scenario {
         if !overrides.is_empty() {
             apply_combined(&mut s.file, &mut s.platform, &mut s.kernel, overrides)?;
         }
-        // A bad range is refused when its file loads, not when a long uncertainty run reaches it.
-        s.ranges()?;
+        // A bad range is refused when its file loads, not when a long uncertainty run reaches it
+        // (checked once per text, as each document's parse: `ranges::declared` reads the text).
+        for (path, text, prefix) in s.documents() {
+            parsed_as(prefix, path, text, |path, text| {
+                super::ranges::declared(path, text, prefix).map(|_| ())
+            })?;
+        }
         Ok(s)
     }
 
@@ -246,17 +251,28 @@ fn parsed<T: Clone + Send + Sync + 'static>(
     text: &str,
     parse: impl FnOnce(&Path, &str) -> Result<T, ScenarioError>,
 ) -> Result<T, ScenarioError> {
+    parsed_as("", path, text, parse)
+}
+
+/// [`parsed`], for a reading of the text that also depends on `how` (the prefix a document's
+/// keys take).
+fn parsed_as<T: Clone + Send + Sync + 'static>(
+    how: &'static str,
+    path: &Path,
+    text: &str,
+    parse: impl FnOnce(&Path, &str) -> Result<T, ScenarioError>,
+) -> Result<T, ScenarioError> {
     use std::any::{Any, TypeId};
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
-    type Key = (TypeId, PathBuf, String);
+    type Key = (TypeId, &'static str, PathBuf, String);
     type Kept = HashMap<Key, Arc<dyn Any + Send + Sync>>;
     // A bound, not a policy: a process reads a handful of files (a sweep of generated
     // scenarios may read more; past this many the oldest are not worth tracking).
     const MAX_KEPT: usize = 64;
     static KEPT: OnceLock<Mutex<Kept>> = OnceLock::new();
     let kept = KEPT.get_or_init(Default::default);
-    let key: Key = (TypeId::of::<T>(), path.to_owned(), text.to_owned());
+    let key: Key = (TypeId::of::<T>(), how, path.to_owned(), text.to_owned());
     let found = kept
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -627,6 +643,31 @@ mod tests {
         // A text that does not parse is an error every time, never kept.
         for _ in 0..2 {
             assert!(parsed(&flood(), "samples = \"x\"", ScenarioFile::parse).is_err());
+        }
+    }
+
+    /// A range that does not lie around its value is refused at every load, not only the
+    /// first (the range check is kept, as a parse is, only when it passed).
+    #[test]
+    fn a_bad_range_is_refused_at_every_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let text = read(&flood(), None)
+            .unwrap()
+            .replace("\"../../", &format!("\"{}/", root.display()));
+        let text = text.replace(
+            "loop_instructions = { low = 150, high = 600,",
+            "loop_instructions = { low = 1000, high = 2000,",
+        );
+        let path = dir.path().join("flood.toml");
+        std::fs::write(&path, &text).unwrap();
+        for _ in 0..2 {
+            match Scenario::read_all(&path, &[]) {
+                Err(ScenarioError::Invalid { key, .. }) => {
+                    assert_eq!(key, "range.cyclictest.loop_instructions")
+                }
+                other => panic!("{other:?}"),
+            }
         }
     }
 
