@@ -329,20 +329,23 @@ where
         flag: String::new(),
         message: e.to_string(),
     };
-    let mut root = toml::Value::try_from(&*file).map_err(ser)?;
-    let table = root
-        .as_table_mut()
-        .expect("a scenario serializes to a table");
-    // The scenario's own `platform` and `kernel` keys (file names) give way to the documents.
-    let (pname, kname) = (table.remove("platform"), table.remove("kernel"));
-    table.insert(
-        "platform".into(),
-        toml::Value::try_from(&*platform).map_err(ser)?,
-    );
-    table.insert(
-        "kernel".into(),
-        toml::Value::try_from(&*kernel).map_err(ser)?,
-    );
+    // The three as one document, and the scenario's own `platform` and `kernel` keys (file
+    // names), which give way to the documents in it.
+    type Combined = (toml::Value, Option<toml::Value>, Option<toml::Value>);
+    let combined = |file: &F, platform: &P, kernel: &K| -> Result<Combined, ScenarioError> {
+        let mut root = toml::Value::try_from(file).map_err(ser)?;
+        let table = root
+            .as_table_mut()
+            .expect("a scenario serializes to a table");
+        let (pname, kname) = (table.remove("platform"), table.remove("kernel"));
+        table.insert(
+            "platform".into(),
+            toml::Value::try_from(platform).map_err(ser)?,
+        );
+        table.insert("kernel".into(), toml::Value::try_from(kernel).map_err(ser)?);
+        Ok((root, pname, kname))
+    };
+    let (mut root, pname, kname) = combined(file, platform, kernel)?;
     // The three documents as `root` has them, or which of them refuses it and why.
     type ReadBack<F, P, K> = Result<(F, P, K), (&'static str, toml::de::Error)>;
     let read_back = |root: &toml::Value| -> ReadBack<F, P, K> {
@@ -370,7 +373,6 @@ where
                 plain_types(e.message())
             ),
         };
-    let start = root.clone();
     for flag in overrides {
         apply_override(&mut root, flag)?;
     }
@@ -382,7 +384,8 @@ where
         Err(last) => {
             // Name the first flag after which the documents do not read back (the replay's
             // last step is the state refused above, so one is found; the last flag otherwise).
-            let mut root = start;
+            // The documents are as they came (nothing was assigned): start again from them.
+            let (mut root, _, _) = combined(file, platform, kernel)?;
             for flag in overrides {
                 apply_override(&mut root, flag)?;
                 if let Err(e) = read_back(&root) {
