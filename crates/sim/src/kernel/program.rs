@@ -368,6 +368,11 @@ pub struct StepCtx<'a> {
     pub parked_depth: Option<usize>,
     /// The network controllers' rings: a driver's look at the next descriptor.
     pub rings: &'a mut dyn Rings,
+    /// The scheduler, and whether the kernel preempts kernel code (`CONFIG_PREEMPT` or
+    /// PREEMPT_RT): a preemption point that switches nothing, and a wake-up, run here
+    /// ([`Step::Resched`], [`Op::Wake`]).
+    pub sched: &'a mut super::sched::Scheduler,
+    pub kernel_preempts: bool,
 }
 
 /// The network controllers' descriptor rings in host memory, as a driver looks at them: the
@@ -406,6 +411,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
         ksoftirqd,
         irq_threads,
         deferred,
+        softirq_threads,
         ..
     } = &mut *cx.kernel;
     let (steps, addrs) = (&code.steps[..], &code.addrs[..]);
@@ -489,6 +495,15 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                     if cx.ahead < limit && cx.ahead < cx.quiet =>
                 {
                     cx.value = cx.rings.take(op, cx.now + cx.ahead);
+                }
+                // A task's wake-up (`wake_up_process`: onto its run queue; no time, no switch
+                // here), as the core's loop makes it (`Op::Wake`, `Op::WakeSoftirq`), where that
+                // loop would go straight on to the next step.
+                After::Ask(Op::Wake(t)) if inline!() => cx.sched.wake(t),
+                After::Ask(Op::WakeSoftirq(nr)) if inline!() => {
+                    if let Some(t) = softirq_threads[usize::from(cx.cpu)][usize::from(nr)] {
+                        cx.sched.wake(t);
+                    }
                 }
                 After::Ask(op) => break op,
             }
@@ -696,7 +711,16 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
                 }
             }
             Step::Block => break Op::Block,
-            Step::Resched { irq_return } => break Op::Resched { irq_return },
+            // A preemption point where the core's loop would switch nothing (`Machine::cpu_run`,
+            // `Op::Resched`: the same test) and would go straight on: here, as a call is.
+            Step::Resched { irq_return } => {
+                let from_user = irq_return && this.b != 0;
+                let may = !cx.preempt.in_interrupt()
+                    && (!irq_return || from_user || cx.kernel_preempts);
+                if !inline!() || (may && cx.sched.need_resched(cx.cpu)) {
+                    break Op::Resched { irq_return };
+                }
+            }
             Step::Sched(op) => after!(op.step()),
             Step::Cyclic(op) => after!(op.step(cyclic, cx.now + cx.ahead)),
             Step::IrqThread(op) => after!(irq_threads.step(op, vars)),
@@ -821,6 +845,8 @@ mod tests {
             saved_values: &mut Vec::new(),
             parked_depth: None,
             rings: &mut NoRings,
+            sched: &mut super::super::sched::Scheduler::new(1),
+            kernel_preempts: false,
         };
         let mut stack = vec![*f];
         let op = super::step(&mut stack, &mut cx);
@@ -905,6 +931,8 @@ mod tests {
             saved_values: &mut Vec::new(),
             parked_depth: None,
             rings: &mut NoRings,
+            sched: &mut super::super::sched::Scheduler::new(1),
+            kernel_preempts: false,
         };
         let op = super::step(stack, &mut cx);
         (op, cx.ahead, cx.value)

@@ -388,6 +388,7 @@ impl Machine {
             Some(s) => (Some(s.preemption), s.schedule),
             None => (None, 0),
         };
+        let kernel_preempts = matches!(preemption, Some(Preemption::Preempt | Preemption::Rt));
         /// Why the inner loop, which holds the core, stopped.
         enum Next {
             /// Let time pass: resume at `now + acc`.
@@ -452,6 +453,8 @@ impl Machine {
                             saved_values: &mut core.ctx.saved_values,
                             parked_depth: core.ctx.parked.last().map(|p| p.0),
                             rings: &mut self.devices,
+                            sched: &mut self.sched,
+                            kernel_preempts,
                         };
                         let op = program::step(&mut core.ctx.stack, &mut cx);
                         acc = cx.ahead;
@@ -632,8 +635,6 @@ impl Machine {
                         // (the idle loop) switches outside interrupt context.
                         let from_user =
                             irq_return && core.ctx.stack.last().is_some_and(|f| f.b != 0);
-                        let kernel_preempts =
-                            matches!(preemption, Some(Preemption::Preempt | Preemption::Rt));
                         let may =
                             !p.in_interrupt() && (!irq_return || from_user || kernel_preempts);
                         if may && self.sched.need_resched(c as u8) {
