@@ -391,7 +391,9 @@ pub trait Rings {
 /// them and the callee's (or caller's) next step: with interrupts off before the next SMI
 /// (`horizon`), with interrupts on before the next event (`quiet`) and with no interrupt
 /// requested. The core's loop would only push or pop the frame and come back: the same frames,
-/// values and times, in fewer rounds. Instructions run with interrupts on fold under the same
+/// values and times, in fewer rounds. Under the same condition a task's wake-up is made here,
+/// and a preemption point that would switch nothing passes (the core's loop would only put a
+/// task on a run queue, or find no switch to make, and come back). Instructions run with interrupts on fold under the same
 /// condition. (The test `calls_and_returns_run_inline_only_where_the_core_would_find_nothing_
 /// to_take` and the reference-mode comparisons hold it to that.)
 #[inline(always)]
@@ -715,8 +717,8 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             // `Op::Resched`: the same test) and would go straight on: here, as a call is.
             Step::Resched { irq_return } => {
                 let from_user = irq_return && this.b != 0;
-                let may = !cx.preempt.in_interrupt()
-                    && (!irq_return || from_user || cx.kernel_preempts);
+                let may =
+                    !cx.preempt.in_interrupt() && (!irq_return || from_user || cx.kernel_preempts);
                 if !inline!() || (may && cx.sched.need_resched(cx.cpu)) {
                     break Op::Resched { irq_return };
                 }
@@ -989,6 +991,100 @@ mod tests {
         let mut stack = vec![Frame::at(caller)];
         let (op, ahead, _) = run_stack(&mut k, &mut stack, true, true, 100, &requested);
         assert_eq!((op, ahead), (Op::Run(10), SimDuration::ZERO));
+    }
+
+    #[test]
+    fn a_wake_up_and_a_preemption_point_run_inline_only_where_the_core_would_go_straight_on() {
+        use crate::kernel::context::SchedClass;
+        use crate::kernel::sched::{Scheduler, TaskContext, TaskState};
+        use crate::kernel::softirq::SoftirqStep::WakeSoftirqd;
+        // `wakeup_softirqd` (ksoftirqd's wake-up when softirqs are left pending), a voluntary
+        // preemption point, then a block of instructions and a read.
+        let mut k = kernel();
+        let status = k.code.mmio(0xFAFF_2004);
+        let program = k.code.add(
+            "wake_then_resched",
+            vec![
+                WakeSoftirqd.into(),
+                Step::Resched { irq_return: false },
+                Step::Run(5),
+                Step::Read(status),
+            ]
+            .into(),
+        );
+        let read = Op::Access(Access::MmioRead { addr: 0xFAFF_2004 });
+        // ksoftirqd asleep: it ran once, then blocked, and the idle task has the core.
+        let mut sched = Scheduler::new(1);
+        let ksoftirqd = sched.spawn(
+            "ksoftirqd/0",
+            SchedClass::Normal { nice: 0 },
+            0,
+            Frame::at(0),
+        );
+        let mut loaded = TaskContext::default();
+        sched.switch(0, &mut loaded, SimTime::ZERO);
+        sched.tasks[usize::from(ksoftirqd)].state = TaskState::Sleeping;
+        sched.switch(0, &mut loaded, SimTime::ZERO);
+        k.ksoftirqd = vec![ksoftirqd];
+        let costs = one_ns_per_instruction();
+        // Run the program once with interrupts off; `pending`: softirqs are left pending.
+        let run = |k: &mut Kernel, sched: &mut Scheduler, fold: bool, pending: bool| {
+            let mut s = SoftirqState::default();
+            if pending {
+                s.raise(TASKLET_SOFTIRQ);
+            }
+            let (mut irqs, mut preempt) = (false, PreemptCount::default());
+            let mut cx = StepCtx {
+                kernel: k,
+                costs: &costs,
+                fold,
+                horizon: SimDuration::from_ps(u64::MAX),
+                quiet: SimDuration::ZERO,
+                lapic: &LocalApic::default(),
+                intr_line: false,
+                ahead: SimDuration::ZERO,
+                value: 0,
+                irqs_enabled: &mut irqs,
+                preempt: &mut preempt,
+                softirq: &mut s,
+                work: None,
+                now: SimTime::ZERO,
+                cpu: 0,
+                from_user: false,
+                in_user: &mut false,
+                saved_values: &mut Vec::new(),
+                parked_depth: None,
+                rings: &mut NoRings,
+                sched,
+                kernel_preempts: false,
+            };
+            let mut stack = vec![Frame::at(program)];
+            let op = super::step(&mut stack, &mut cx);
+            (op, cx.ahead)
+        };
+        let state = |s: &Scheduler| s.tasks[usize::from(ksoftirqd)].state;
+
+        // Nothing pending: no wake-up, and nothing outranks the idle task, so the preemption
+        // point switches nothing and the frame goes on to the read.
+        let (op, ahead) = run(&mut k, &mut sched, true, false);
+        assert_eq!((op, ahead), (read, SimDuration::from_ns(5)));
+        // The reference mode hands the preemption point to the core's loop.
+        let (op, _) = run(&mut k, &mut sched, false, false);
+        assert_eq!(op, Op::Resched { irq_return: false });
+
+        // Pending softirqs, reference mode: the wake-up is the core's, and nothing changed yet.
+        let (op, _) = run(&mut k, &mut sched, false, true);
+        assert_eq!(op, Op::Wake(ksoftirqd));
+        assert_eq!(state(&sched), TaskState::Sleeping);
+        // Folding: the wake-up is made here, and the preemption point after it, which would
+        // now switch to ksoftirqd, is the core's.
+        let (op, ahead) = run(&mut k, &mut sched, true, true);
+        assert_eq!(
+            (op, ahead),
+            (Op::Resched { irq_return: false }, SimDuration::ZERO)
+        );
+        assert_eq!(state(&sched), TaskState::Runnable);
+        assert!(sched.need_resched(0));
     }
 
     #[test]
