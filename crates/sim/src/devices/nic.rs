@@ -470,12 +470,18 @@ mod tests {
         #[test]
         fn a_look_at_a_written_back_descriptor_equals_the_chip_brought_to_its_time(
             gap_ns in 300u64..12_000,
+            rx_latency_ns in 200u64..3_000,
+            dma_ns in 100u64..2_000,
             steps in proptest::collection::vec((0u64..4_000, act()), 1..300),
         ) {
+            // Frames that arrive faster than the DMA engine moves them (the buffer fills and
+            // overflows) and slower (it idles), behind a latency shorter or longer than the gap.
             let make = || {
                 let mut n = nic(1);
                 n.cfg.gap = Some(SimDuration::from_ns(gap_ns));
                 n.cfg.first_arrival = SimDuration::from_ns(gap_ns);
+                n.cfg.rx_latency = SimDuration::from_ns(rx_latency_ns);
+                n.cfg.dma_per_frame = SimDuration::from_ns(dma_ns);
                 n
             };
             let (mut lazy, mut eager) = (make(), make());

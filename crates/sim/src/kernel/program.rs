@@ -393,9 +393,11 @@ pub trait Rings {
 /// requested. The core's loop would only push or pop the frame and come back: the same frames,
 /// values and times, in fewer rounds. Under the same condition a task's wake-up is made here,
 /// and a preemption point that would switch nothing passes (the core's loop would only put a
-/// task on a run queue, or find no switch to make, and come back). Instructions run with interrupts on fold under the same
-/// condition. (The test `calls_and_returns_run_inline_only_where_the_core_would_find_nothing_
-/// to_take` and the reference-mode comparisons hold it to that.)
+/// task on a run queue, or find no switch to make, and come back). Instructions run with
+/// interrupts on fold under the same condition. (The tests `calls_and_returns_run_inline_only_
+/// where_the_core_would_find_nothing_to_take` and `a_wake_up_and_a_preemption_point_run_inline_
+/// only_where_the_core_would_go_straight_on`, and the reference-mode comparisons, hold it to
+/// that.)
 #[inline(always)]
 pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
     // The code and the tables are read through locals, and the top frame is kept in registers
