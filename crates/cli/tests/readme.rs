@@ -283,6 +283,47 @@ fn assert_no_problems(problems: &[String]) {
     );
 }
 
+/// The README's first command, `cargo run --release -- validate`, names no binary: cargo runs the
+/// one binary among the workspace's default members and refuses when there are two ("could not
+/// determine which binary to run"), as it did once the fuzz runner (`irqlab-fuzz`) joined the
+/// workspace. `cargo metadata` lists what cargo chooses from.
+#[test]
+fn the_readmes_first_command_has_one_binary_to_run() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).expect("cargo's JSON");
+    let defaults = m["workspace_default_members"]
+        .as_array()
+        .expect("cargo lists the default members");
+    let packages = m["packages"].as_array().expect("cargo lists the packages");
+    let bins: Vec<&str> = (packages.iter())
+        .filter(|p| defaults.contains(&p["id"]))
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter(|t| (t["kind"].as_array().into_iter().flatten()).any(|k| k == "bin"))
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        bins,
+        ["irqlab"],
+        "`cargo run --release -- validate` (README.md) must find one binary among the default members"
+    );
+}
+
 #[test]
 fn readme_examples_print_what_the_readme_shows() {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
