@@ -52,6 +52,16 @@ impl PreemptCount {
     pub fn in_interrupt(&self) -> bool {
         self.hardirq > 0 || self.softirq > 0
     }
+
+    /// May a preemption point ([`super::program::Step::Resched`]) switch tasks with these
+    /// counts? Never in interrupt context. Returning from an interrupt (`irq_return`): to user
+    /// mode (`to_user`) always, to kernel code only under kernel preemption (`kernel_preempts`:
+    /// `CONFIG_PREEMPT` or PREEMPT_RT). A voluntary point (the idle loop's `need_resched()`)
+    /// outside interrupt context always. The core's loop and the interpreter both ask this.
+    #[inline]
+    pub fn allows_switch(&self, irq_return: bool, to_user: bool, kernel_preempts: bool) -> bool {
+        !self.in_interrupt() && (!irq_return || to_user || kernel_preempts)
+    }
     pub fn context(&self, task: SchedClass) -> ExecContext {
         if self.hardirq > 0 {
             ExecContext::HardIrq

@@ -719,8 +719,7 @@ pub fn step(stack: &mut Vec<Frame>, cx: &mut StepCtx<'_>) -> Op {
             // `Op::Resched`: the same test) and would go straight on: here, as a call is.
             Step::Resched { irq_return } => {
                 let from_user = irq_return && this.b != 0;
-                let may =
-                    !cx.preempt.in_interrupt() && (!irq_return || from_user || cx.kernel_preempts);
+                let may = (cx.preempt).allows_switch(irq_return, from_user, cx.kernel_preempts);
                 if !inline!() || (may && cx.sched.need_resched(cx.cpu)) {
                     break Op::Resched { irq_return };
                 }

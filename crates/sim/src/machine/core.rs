@@ -635,8 +635,7 @@ impl Machine {
                         // (the idle loop) switches outside interrupt context.
                         let from_user =
                             irq_return && core.ctx.stack.last().is_some_and(|f| f.b != 0);
-                        let may =
-                            !p.in_interrupt() && (!irq_return || from_user || kernel_preempts);
+                        let may = p.allows_switch(irq_return, from_user, kernel_preempts);
                         if may && self.sched.need_resched(c as u8) {
                             acc += core.timing.instructions(schedule_cost);
                             core.in_user = false;
