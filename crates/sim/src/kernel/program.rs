@@ -910,9 +910,27 @@ mod tests {
         quiet_ns: u64,
         lapic: &LocalApic,
     ) -> (Op, SimDuration, u32) {
+        let (mut s, mut sched) = (
+            SoftirqState::default(),
+            super::super::sched::Scheduler::new(1),
+        );
+        run_stack_with(k, stack, irqs, fold, quiet_ns, lapic, &mut s, &mut sched)
+    }
+
+    /// [`run_stack`] with this CPU's softirq state and the scheduler given.
+    #[allow(clippy::too_many_arguments)]
+    fn run_stack_with(
+        k: &mut Kernel,
+        stack: &mut Vec<Frame>,
+        irqs: bool,
+        fold: bool,
+        quiet_ns: u64,
+        lapic: &LocalApic,
+        softirq: &mut SoftirqState,
+        sched: &mut super::super::sched::Scheduler,
+    ) -> (Op, SimDuration, u32) {
         let costs = one_ns_per_instruction();
-        let (mut irqs, mut preempt, mut s) =
-            (irqs, PreemptCount::default(), SoftirqState::default());
+        let (mut irqs, mut preempt) = (irqs, PreemptCount::default());
         let mut cx = StepCtx {
             kernel: k,
             costs: &costs,
@@ -925,7 +943,7 @@ mod tests {
             value: 0,
             irqs_enabled: &mut irqs,
             preempt: &mut preempt,
-            softirq: &mut s,
+            softirq,
             work: None,
             now: SimTime::ZERO,
             cpu: 0,
@@ -934,7 +952,7 @@ mod tests {
             saved_values: &mut Vec::new(),
             parked_depth: None,
             rings: &mut NoRings,
-            sched: &mut super::super::sched::Scheduler::new(1),
+            sched,
             kernel_preempts: false,
         };
         let op = super::step(stack, &mut cx);
@@ -1027,41 +1045,17 @@ mod tests {
         sched.tasks[usize::from(ksoftirqd)].state = TaskState::Sleeping;
         sched.switch(0, &mut loaded, SimTime::ZERO);
         k.ksoftirqd = vec![ksoftirqd];
-        let costs = one_ns_per_instruction();
         // Run the program once with interrupts off; `pending`: softirqs are left pending.
         let run = |k: &mut Kernel, sched: &mut Scheduler, fold: bool, pending: bool| {
             let mut s = SoftirqState::default();
             if pending {
                 s.raise(TASKLET_SOFTIRQ);
             }
-            let (mut irqs, mut preempt) = (false, PreemptCount::default());
-            let mut cx = StepCtx {
-                kernel: k,
-                costs: &costs,
-                fold,
-                horizon: SimDuration::from_ps(u64::MAX),
-                quiet: SimDuration::ZERO,
-                lapic: &LocalApic::default(),
-                intr_line: false,
-                ahead: SimDuration::ZERO,
-                value: 0,
-                irqs_enabled: &mut irqs,
-                preempt: &mut preempt,
-                softirq: &mut s,
-                work: None,
-                now: SimTime::ZERO,
-                cpu: 0,
-                from_user: false,
-                in_user: &mut false,
-                saved_values: &mut Vec::new(),
-                parked_depth: None,
-                rings: &mut NoRings,
-                sched,
-                kernel_preempts: false,
-            };
             let mut stack = vec![Frame::at(program)];
-            let op = super::step(&mut stack, &mut cx);
-            (op, cx.ahead)
+            let idle = LocalApic::default();
+            let (op, ahead, _) =
+                run_stack_with(k, &mut stack, false, fold, 0, &idle, &mut s, sched);
+            (op, ahead)
         };
         let state = |s: &Scheduler| s.tasks[usize::from(ksoftirqd)].state;
 
