@@ -779,6 +779,48 @@ fn an_edited_shard_is_named_with_its_reason_and_nothing_is_merged() {
     );
 }
 
+/// Issue 37's rule for what irqlab reads: a shard directory may be shared with other users,
+/// and the merge run as root, so an entry is read as itself, never through a symbolic link,
+/// and only if it is a regular file (a named pipe would block the merge).
+#[test]
+fn links_and_pipes_among_the_shards_are_not_followed_or_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    grid_of_two_shards(d);
+    let good = ok(d, &["sweep", "merge", "g.json", "good"], 0);
+    // A file the user did not put there for the merge: a link would have the merge read it
+    // (and quote it in an error); so would a link to a shard of this very sweep, which would
+    // count its points twice.
+    std::fs::write(d.join("private.txt"), "not for the merge to read").unwrap();
+    std::os::unix::fs::symlink(d.join("private.txt"), d.join("good/planted.json")).unwrap();
+    let shard = std::fs::read_dir(d.join("good"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("shard-0-of-2"))
+        .expect("shard 0's result");
+    std::os::unix::fs::symlink(&shard, d.join("good/again.json")).unwrap();
+    let pipe = std::process::Command::new("mkfifo")
+        .arg(d.join("good/pipe.json"))
+        .status();
+    if !pipe.is_ok_and(|s| s.success()) {
+        eprintln!("no mkfifo(1): the named pipe is left out");
+    }
+    let (out, err, code) = irqlab(d, &["sweep", "merge", "g.json", "good"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, good);
+    for link in ["good/again.json", "good/planted.json"] {
+        assert!(
+            err.contains(&format!(
+                "skipped {link}: a symbolic link; irqlab reads the shards' own files, never \
+                 through a link"
+            )),
+            "{err}"
+        );
+    }
+    assert!(!err.contains("not for the merge"), "{err}");
+    assert!(!err.contains("pipe.json"), "{err}");
+}
+
 #[test]
 fn a_file_that_is_not_utf8_is_named_and_skipped() {
     let dir = tempfile::tempdir().unwrap();

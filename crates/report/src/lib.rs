@@ -354,6 +354,59 @@ fn probe_dir(dir: &Path) -> Result<(), String> {
     })
 }
 
+/// A file found in a directory listing (not named by the user), as [`read_listed`] found it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Listed {
+    /// A regular file's bytes, as many as its size when opened.
+    Bytes(Vec<u8>),
+    /// A symbolic link: not followed.
+    Link,
+    /// Not a regular file (a directory, a named pipe, a device, a socket): not opened, or
+    /// opened without waiting and closed unread.
+    NotRegular,
+}
+
+/// Read a file that a directory listing found, such as a shard beside others in a results
+/// directory that jobs on other machines wrote: the entry itself, never through a symbolic
+/// link (in a shared directory another user could plant one to lead a merge run as root to
+/// any file), only a regular file (a named pipe would block the read, a device never end),
+/// and no further than its size when opened (a file still growing is an error, not a read
+/// without end). Checked on the opened file, so a name swapped meanwhile changes nothing.
+pub fn read_listed(path: &Path) -> std::io::Result<Listed> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // A look first, so that nothing but a regular file is even opened.
+    let m = std::fs::symlink_metadata(path)?;
+    if m.file_type().is_symlink() {
+        return Ok(Listed::Link);
+    }
+    if !m.is_file() {
+        return Ok(Listed::NotRegular);
+    }
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        // Swapped for a link since the look.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Listed::Link),
+        Err(e) => return Err(e),
+    };
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Ok(Listed::NotRegular);
+    }
+    let mut bytes = Vec::with_capacity(m.len() as usize);
+    f.take(m.len() + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != m.len() {
+        return Err(std::io::Error::other(
+            "it changed size while irqlab read it (is a job still writing it?)",
+        ));
+    }
+    Ok(Listed::Bytes(bytes))
+}
+
 fn os_reason(e: std::io::Error) -> String {
     match e.raw_os_error() {
         Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
@@ -364,6 +417,40 @@ fn os_reason(e: std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listed_file_is_read_as_itself_and_only_if_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("a.json"), "{}").unwrap();
+        assert_eq!(
+            read_listed(&d.join("a.json")).unwrap(),
+            Listed::Bytes(b"{}".to_vec())
+        );
+        std::os::unix::fs::symlink(d.join("a.json"), d.join("link.json")).unwrap();
+        assert_eq!(read_listed(&d.join("link.json")).unwrap(), Listed::Link);
+        // A dangling link is a link too, not an error.
+        std::os::unix::fs::symlink(d.join("gone"), d.join("dangling.json")).unwrap();
+        assert_eq!(read_listed(&d.join("dangling.json")).unwrap(), Listed::Link);
+        std::fs::create_dir(d.join("dir.json")).unwrap();
+        assert_eq!(
+            read_listed(&d.join("dir.json")).unwrap(),
+            Listed::NotRegular
+        );
+        // A named pipe with no writer: passed over at once, never waited on.
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.join("pipe.json"))
+            .status();
+        if made.is_ok_and(|s| s.success()) {
+            assert_eq!(
+                read_listed(&d.join("pipe.json")).unwrap(),
+                Listed::NotRegular
+            );
+        } else {
+            eprintln!("no mkfifo(1): the named pipe's case is left out");
+        }
+        assert!(read_listed(&d.join("absent.json")).is_err());
+    }
 
     #[test]
     fn atomic_write_replaces_whole_and_leaves_no_temporary() {

@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use irqlab_report as report;
 use irqlab_report::json::{read_result, Kind, ReadError};
 use irqlab_report::sweep as sweep_text;
+use irqlab_report::{read_listed, Listed};
 use irqlab_sim::sweep::{self, Manifest, Merged, ShardResults, SweepError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -283,8 +284,10 @@ fn run_shard(a: SweepRunArgs, inv: &Invocation) -> Result<()> {
 
 /// The shard results in `dir`: every `*.json` file that is one, by name. Other files are
 /// skipped with a note (a merged result written beside them, say), and so is one that is not
-/// UTF-8 text (irqlab writes JSON in UTF-8); a name that is not UTF-8 is shown with its odd
-/// bytes escaped.
+/// UTF-8 text (irqlab writes JSON in UTF-8) and a symbolic link, which is not followed
+/// ([`read_listed`]: the directory may be shared, and the merge run as root); a name that is
+/// not UTF-8 is shown with its odd bytes escaped. What is not a regular file (a directory, a
+/// named pipe) is passed over.
 fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
     let entries = std::fs::read_dir(dir).with_context(|| {
         format!(
@@ -296,12 +299,23 @@ fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()
         .with_context(|| format!("{}", dir.display()))?;
-    files.retain(|p| p.extension().is_some_and(|x| x == "json") && p.is_file());
+    files.retain(|p| p.extension().is_some_and(|x| x == "json"));
     files.sort();
     let mut shards = Vec::new();
     for path in files {
         let name = shown(&path);
-        let bytes = std::fs::read(&path).with_context(|| format!("cannot read {name}"))?;
+        let bytes = match read_listed(&path).with_context(|| format!("cannot read {name}"))? {
+            Listed::Bytes(b) => b,
+            Listed::Link => {
+                note(&format!(
+                    "skipped {name}: a symbolic link; irqlab reads the shards' own files, never \
+                     through a link"
+                ));
+                continue;
+            }
+            // A directory named *.json, say.
+            Listed::NotRegular => continue,
+        };
         let Ok(text) = String::from_utf8(bytes) else {
             note(&format!(
                 "skipped {name}: not UTF-8 text, so not a shard's result"
