@@ -8,7 +8,11 @@
 # The run is repeated RUNS times (default 3). On a shared virtual machine other tenants take
 # cycles at random (the same run has varied by 30% from minute to minute here), so every run is
 # printed with the fastest (the least disturbed) and the median.
-# Usage: [RUNS=N] bench/long-run.sh [SAMPLES] [SCENARIO] [extra irqlab sim flags...]
+# The samples are split into REPLICATIONS replications (default 8 a core): with one a core the
+# job ends with its slowest thread, and a thread that drew a slow core idles the others
+# (docs/performance.md, scaling: 4-8 a core keep the threads busy). The result depends on the
+# replication count, so a figure compared across machines names it.
+# Usage: [RUNS=N] [REPLICATIONS=N] bench/long-run.sh [SAMPLES] [SCENARIO] [extra irqlab sim flags...]
 set -eu
 samples=${1:-256000000}
 scenario=${2:-experiments/seed002/fpga.toml}
@@ -17,24 +21,28 @@ runs=${RUNS:-3}
 case "$runs" in
     '' | *[!0-9]* | 0) echo "RUNS must be a whole number of runs, 1 or more (got '$runs')" >&2; exit 2 ;;
 esac
+cores=$(nproc)
+replications=${REPLICATIONS:-$((8 * cores))}
+case "$replications" in
+    '' | *[!0-9]* | 0) echo "REPLICATIONS must be a whole number, 1 or more (got '$replications')" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 cargo build --release -q
-cores=$(nproc)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 i=0
 while [ "$i" -lt "$runs" ]; do
     /usr/bin/time -a -f "%e %M" -o "$out" ./target/release/irqlab sim "$scenario" \
-        --samples "$samples" --replications "$cores" "$@" >/dev/null
+        --samples "$samples" --replications "$replications" "$@" >/dev/null
     i=$((i + 1))
 done
-python3 - "$samples" "$cores" "$out" <<'PY'
+python3 - "$samples" "$cores" "$replications" "$out" <<'PY'
 import statistics, sys
-n, cores = int(sys.argv[1]), int(sys.argv[2])
-rows = [tuple(map(float, l.split())) for l in open(sys.argv[3]) if l.strip()]
+n, cores, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[4]) if l.strip()]
 rate = lambda wall: n / wall / cores / 1e6
 for k, (wall, rss) in enumerate(rows, 1):
-    print(f"run {k}: {n:,} samples on {cores} cores: {wall:.1f} s wall, "
+    print(f"run {k}: {n:,} samples in {reps} replications on {cores} cores: {wall:.1f} s wall, "
           f"{rate(wall):.2f} M interrupts/s per core, peak RSS {rss / 1024:.1f} MiB")
 walls = sorted(w for w, _ in rows)
 best, median = walls[0], statistics.median(walls)
