@@ -43,7 +43,14 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // stderr may be a closed pipe too; never panic on it.
-            let _ = writeln!(std::io::stderr(), "irqlab: error: {e:#}");
+            // What a file held may be quoted (a field a parser did not expect): shown, not
+            // obeyed by the terminal.
+            let message = format!("{e:#}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "irqlab: error: {}",
+                ui::escape_controls_but_lines(&message)
+            );
             let host_state = e.chain().any(|c| {
                 matches!(
                     c.downcast_ref::<irqlab_host::HostError>(),

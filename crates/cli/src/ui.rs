@@ -27,13 +27,44 @@ pub fn print(s: &str) -> Result<()> {
     out.flush()?;
     Ok(())
 }
+/// `text` with each control character (C0, DEL, C1) as `\xNN` or `\u{NNNN}`: a name someone
+/// else chose (a file in a shared directory) is shown in a message, never obeyed by the
+/// terminal (an escape sequence) or taken for a line of irqlab's own.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, false)
+}
+
+/// [`escape_controls`] but for newlines and tabs: for a whole message, whose lines are its own
+/// and may quote what a file held (a JSON parser names the field it did not expect).
+pub fn escape_controls_but_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
+    let odd = |c: char| c.is_control() && !(keep_lines && (c == '\n' || c == '\t'));
+    if !text.chars().any(odd) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !odd(c) => out.push(c),
+            c if u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02X}", u32::from(c))),
+            c => out.push_str(&format!("\\u{{{:04X}}}", u32::from(c))),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A note on how a result was made, on stderr (results go to stdout).
 pub fn note(text: &str) {
+    let text = escape_controls_but_lines(text);
     let _ = writeln!(std::io::stderr(), "irqlab: note: {text}");
 }
 
 /// A warning on stderr: something limited the result.
 pub fn warning(text: &str) {
+    let text = escape_controls_but_lines(text);
     let _ = writeln!(std::io::stderr(), "irqlab: warning: {text}");
 }
 
@@ -130,5 +161,23 @@ impl LiveLines {
         if self.tty && self.drawn > 0 {
             let _ = writeln!(std::io::stderr());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(escape_controls("shard-0.json"), "shard-0.json");
+        assert_eq!(
+            escape_controls("a\x1b[2Jb\nc\td\u{7f}e\u{9b}f\u{e9}"),
+            "a\\x1B[2Jb\\x0Ac\\x09d\\x7Fe\\u{009B}f\u{e9}"
+        );
+        assert_eq!(
+            escape_controls_but_lines("line 1\n\tline 2\x1b]0;title\x07"),
+            "line 1\n\tline 2\\x1B]0;title\\x07"
+        );
     }
 }

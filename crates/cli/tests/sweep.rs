@@ -779,9 +779,11 @@ fn an_edited_shard_is_named_with_its_reason_and_nothing_is_merged() {
     );
 }
 
-/// Issue 37's rule for what irqlab reads: a shard directory may be shared with other users,
-/// and the merge run as root, so an entry is read as itself, never through a symbolic link,
-/// and only if it is a regular file (a named pipe would block the merge).
+/// A shard directory may be shared with other users and the merge run as root (never trust a
+/// shard an attacker could have written): an entry is read as itself, never through a symbolic
+/// link or another name of a file, only if it is a regular file (a named pipe would block the
+/// merge), only up to a bound (a sparse file costs its writer nothing), and its name is shown,
+/// not obeyed by the terminal.
 #[test]
 fn links_and_pipes_among_the_shards_are_not_followed_or_opened() {
     let dir = tempfile::tempdir().unwrap();
@@ -793,12 +795,15 @@ fn links_and_pipes_among_the_shards_are_not_followed_or_opened() {
     // count its points twice.
     std::fs::write(d.join("private.txt"), "not for the merge to read").unwrap();
     std::os::unix::fs::symlink(d.join("private.txt"), d.join("good/planted.json")).unwrap();
+    std::fs::hard_link(d.join("private.txt"), d.join("good/linked.json")).unwrap();
     let shard = std::fs::read_dir(d.join("good"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().contains("shard-0-of-2"))
         .expect("shard 0's result");
     std::os::unix::fs::symlink(&shard, d.join("good/again.json")).unwrap();
+    // A name that would clear the screen and start a line of its own.
+    std::os::unix::fs::symlink(&shard, d.join("good/\x1b[2J\nirqlab: all well.json")).unwrap();
     let pipe = std::process::Command::new("mkfifo")
         .arg(d.join("good/pipe.json"))
         .status();
@@ -817,8 +822,31 @@ fn links_and_pipes_among_the_shards_are_not_followed_or_opened() {
             "{err}"
         );
     }
+    assert!(
+        err.contains(
+            "skipped good/linked.json: the file has other names (hard links), so it may be \
+             another's file linked in; copy a shard in rather than linking it"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("skipped good/\\x1B[2J\\x0Airqlab: all well.json: a symbolic link"),
+        "{err}"
+    );
+    assert!(!err.contains('\x1b'), "{err}");
     assert!(!err.contains("not for the merge"), "{err}");
     assert!(!err.contains("pipe.json"), "{err}");
+    // A terabyte that costs its writer nothing on disk: refused by its size, never read.
+    let sparse = std::fs::File::create(d.join("good/huge.json")).unwrap();
+    sparse.set_len(1 << 40).unwrap();
+    let (_, err, code) = irqlab(d, &["sweep", "merge", "g.json", "good"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "good/huge.json: 1099511627776 bytes, more than the 256 MiB a shard's result may have"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

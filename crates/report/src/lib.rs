@@ -361,20 +361,31 @@ pub enum Listed {
     Bytes(Vec<u8>),
     /// A symbolic link: not followed.
     Link,
+    /// A regular file with other names (hard links): not read, since it may be another user's
+    /// file linked in (where `fs.protected_hardlinks` is off, anyone may link any file).
+    OtherNames,
+    /// Larger than the reader's limit: not read.
+    TooLarge { bytes: u64 },
     /// Not a regular file (a directory, a named pipe, a device, a socket): not opened, or
     /// opened without waiting and closed unread.
     NotRegular,
 }
 
 /// Read a file that a directory listing found, such as a shard beside others in a results
-/// directory that jobs on other machines wrote: the entry itself, never through a symbolic
-/// link (in a shared directory another user could plant one to lead a merge run as root to
-/// any file), only a regular file (a named pipe would block the read, a device never end),
-/// and no further than its size when opened (a file still growing is an error, not a read
-/// without end). Checked on the opened file, so a name swapped meanwhile changes nothing.
-pub fn read_listed(path: &Path) -> std::io::Result<Listed> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
+/// directory that jobs on other machines wrote, and that another user may have written into:
+///
+/// - the entry itself, never through a symbolic link (in a shared directory another user could
+///   plant one to lead a merge run as root to any file), and not a file with other names (a
+///   hard link planted to the same end);
+/// - only a regular file (a named pipe would block the read, a device never end);
+/// - at most `max_bytes` (a sparse file of any size costs its writer nothing), and no further
+///   than its size when opened (a file still growing is an error, not a read without end); the
+///   memory is asked for before the read, and a refusal is an error, not an abort.
+///
+/// The checks are made on the opened file, so a name swapped since the listing changes nothing.
+/// The directory's own path is resolved as given: whoever can swap it could have given a
+/// directory of their own, whose entries meet the same checks.
+pub fn read_listed(path: &Path, max_bytes: u64) -> std::io::Result<Listed> {
     // A look first, so that nothing but a regular file is even opened.
     let m = std::fs::symlink_metadata(path)?;
     if m.file_type().is_symlink() {
@@ -383,21 +394,40 @@ pub fn read_listed(path: &Path) -> std::io::Result<Listed> {
     if !m.is_file() {
         return Ok(Listed::NotRegular);
     }
+    read_opened(path, max_bytes)
+}
+
+/// [`read_listed`] past its first look: open the entry without following a link or waiting,
+/// and check what was opened.
+fn read_opened(path: &Path, max_bytes: u64) -> std::io::Result<Listed> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
     let f = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(flags)
         .open(path)
     {
         Ok(f) => f,
-        // Swapped for a link since the look.
+        // Swapped for a link, or for a socket (which open(2) refuses), since the look.
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Listed::Link),
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => return Ok(Listed::NotRegular),
         Err(e) => return Err(e),
     };
     let m = f.metadata()?;
     if !m.is_file() {
         return Ok(Listed::NotRegular);
     }
-    let mut bytes = Vec::with_capacity(m.len() as usize);
+    if m.nlink() > 1 {
+        return Ok(Listed::OtherNames);
+    }
+    if m.len() > max_bytes {
+        return Ok(Listed::TooLarge { bytes: m.len() });
+    }
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(m.len() as usize)
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
     f.take(m.len() + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 != m.len() {
         return Err(std::io::Error::other(
@@ -422,34 +452,53 @@ mod tests {
     fn a_listed_file_is_read_as_itself_and_only_if_regular() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let read = |name: &str| read_listed(&d.join(name), 100).unwrap();
         std::fs::write(d.join("a.json"), "{}").unwrap();
-        assert_eq!(
-            read_listed(&d.join("a.json")).unwrap(),
-            Listed::Bytes(b"{}".to_vec())
-        );
+        assert_eq!(read("a.json"), Listed::Bytes(b"{}".to_vec()));
         std::os::unix::fs::symlink(d.join("a.json"), d.join("link.json")).unwrap();
-        assert_eq!(read_listed(&d.join("link.json")).unwrap(), Listed::Link);
+        assert_eq!(read("link.json"), Listed::Link);
         // A dangling link is a link too, not an error.
         std::os::unix::fs::symlink(d.join("gone"), d.join("dangling.json")).unwrap();
-        assert_eq!(read_listed(&d.join("dangling.json")).unwrap(), Listed::Link);
+        assert_eq!(read("dangling.json"), Listed::Link);
         std::fs::create_dir(d.join("dir.json")).unwrap();
-        assert_eq!(
-            read_listed(&d.join("dir.json")).unwrap(),
-            Listed::NotRegular
-        );
-        // A named pipe with no writer: passed over at once, never waited on.
-        let made = std::process::Command::new("mkfifo")
-            .arg(d.join("pipe.json"))
-            .status();
-        if made.is_ok_and(|s| s.success()) {
-            assert_eq!(
-                read_listed(&d.join("pipe.json")).unwrap(),
-                Listed::NotRegular
-            );
-        } else {
-            eprintln!("no mkfifo(1): the named pipe's case is left out");
-        }
-        assert!(read_listed(&d.join("absent.json")).is_err());
+        assert_eq!(read("dir.json"), Listed::NotRegular);
+        nix::unistd::mkfifo(&d.join("pipe.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(read("pipe.json"), Listed::NotRegular);
+        assert!(read_listed(&d.join("absent.json"), 100).is_err());
+        // Larger than the limit: its size said, nothing read; at the limit, read.
+        std::fs::write(d.join("big.json"), [b' '; 101]).unwrap();
+        assert_eq!(read("big.json"), Listed::TooLarge { bytes: 101 });
+        std::fs::write(d.join("full.json"), [b' '; 100]).unwrap();
+        assert_eq!(read("full.json"), Listed::Bytes(vec![b' '; 100]));
+        // A sparse file of a terabyte costs its writer nothing on disk: refused by its size,
+        // never asked for in memory.
+        let sparse = std::fs::File::create(d.join("sparse.json")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        assert_eq!(read("sparse.json"), Listed::TooLarge { bytes: 1 << 40 });
+        // A file with a second name: either could be another user's file linked in.
+        std::fs::hard_link(d.join("a.json"), d.join("other-name.json")).unwrap();
+        assert_eq!(read("a.json"), Listed::OtherNames);
+        assert_eq!(read("other-name.json"), Listed::OtherNames);
+    }
+
+    /// What the first look passes may be swapped before the open: the open and the checks on
+    /// the opened file alone refuse a link, a named pipe (without waiting for a writer) and a
+    /// socket.
+    #[test]
+    fn an_entry_swapped_after_the_look_is_checked_where_it_is_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let opened = |name: &str| read_opened(&d.join(name), 100).unwrap();
+        std::fs::write(d.join("a.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(d.join("a.json"), d.join("link.json")).unwrap();
+        assert_eq!(opened("link.json"), Listed::Link);
+        nix::unistd::mkfifo(&d.join("pipe.json"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(opened("pipe.json"), Listed::NotRegular);
+        let _socket = std::os::unix::net::UnixListener::bind(d.join("socket.json")).unwrap();
+        assert_eq!(opened("socket.json"), Listed::NotRegular);
+        std::fs::create_dir(d.join("dir.json")).unwrap();
+        assert_eq!(opened("dir.json"), Listed::NotRegular);
+        assert_eq!(opened("a.json"), Listed::Bytes(b"{}".to_vec()));
     }
 
     #[test]

@@ -282,12 +282,22 @@ fn run_shard(a: SweepRunArgs, inv: &Invocation) -> Result<()> {
     ))
 }
 
+/// The most bytes a shard's file may have, so that a planted file cannot take the merging
+/// machine's memory (a sparse file of any size costs its writer nothing).
+const MAX_SHARD_BYTES: u64 = MAX_SHARD_MIB << 20;
+/// Measured on irqlab's own shards (2026-11-30): a draw of `validate --uncertainty` is ~5 kB of
+/// the file, the nominal validation ~3 MB (`sweep plan --draws 2`, one shard: 3.9 MB for the
+/// three points), so 256 MiB holds some 50,000 draws in one shard; a sweep larger than that
+/// runs in more shards anyway.
+const MAX_SHARD_MIB: u64 = 256;
+
 /// The shard results in `dir`: every `*.json` file that is one, by name. Other files are
 /// skipped with a note (a merged result written beside them, say), and so is one that is not
-/// UTF-8 text (irqlab writes JSON in UTF-8) and a symbolic link, which is not followed
-/// ([`read_listed`]: the directory may be shared, and the merge run as root); a name that is
-/// not UTF-8 is shown with its odd bytes escaped. What is not a regular file (a directory, a
-/// named pipe) is passed over.
+/// UTF-8 text (irqlab writes JSON in UTF-8). The directory may be shared with other users and
+/// the merge run as root, so each entry is read as itself ([`read_listed`]): a symbolic link or
+/// a file with other names (hard links) is skipped with a note, not followed; what is not a
+/// regular file (a directory, a named pipe) is passed over; a file over [`MAX_SHARD_BYTES`] is
+/// an error. A name is shown with its odd bytes and control characters escaped.
 fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
     let entries = std::fs::read_dir(dir).with_context(|| {
         format!(
@@ -304,7 +314,8 @@ fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
     let mut shards = Vec::new();
     for path in files {
         let name = shown(&path);
-        let bytes = match read_listed(&path).with_context(|| format!("cannot read {name}"))? {
+        let listed = read_listed(&path, MAX_SHARD_BYTES);
+        let bytes = match listed.with_context(|| format!("cannot read {name}"))? {
             Listed::Bytes(b) => b,
             Listed::Link => {
                 note(&format!(
@@ -313,6 +324,18 @@ fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
                 ));
                 continue;
             }
+            Listed::OtherNames => {
+                note(&format!(
+                    "skipped {name}: the file has other names (hard links), so it may be \
+                     another's file linked in; copy a shard in rather than linking it"
+                ));
+                continue;
+            }
+            Listed::TooLarge { bytes } => bail!(
+                "{name}: {bytes} bytes, more than the {MAX_SHARD_MIB} MiB a shard's result may \
+                 have; irqlab writes none that large (a sweep that large runs in more shards, \
+                 --of), so it is not one of irqlab's shards"
+            ),
             // A directory named *.json, say.
             Listed::NotRegular => continue,
         };
@@ -333,7 +356,9 @@ fn read_shards(dir: &Path) -> Result<Vec<(String, ShardResults)>> {
     Ok(shards)
 }
 
-/// A path as messages show it: as given where it is UTF-8, each other byte as `\xNN`.
+/// A path as messages show it: as given where it is UTF-8 text, each other byte and each
+/// control character as `\xNN` (a name chosen to move the terminal's cursor or to start a
+/// line of its own is shown, not obeyed).
 fn shown(path: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     path.as_os_str()
@@ -341,7 +366,7 @@ fn shown(path: &Path) -> String {
         .utf8_chunks()
         .map(|c| {
             let odd: String = c.invalid().iter().map(|b| format!("\\x{b:02X}")).collect();
-            format!("{}{odd}", c.valid())
+            format!("{}{odd}", crate::ui::escape_controls(c.valid()))
         })
         .collect()
 }
