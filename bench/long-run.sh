@@ -6,7 +6,8 @@
 # experiments/seed000/ws.toml).
 #
 # The run is repeated RUNS times (default 3). On a shared virtual machine other tenants take
-# cycles at random (the same run has varied by 30% from minute to minute here), so every run is
+# cycles at random (the same run has varied by 30% from minute to minute on the project's 2-core
+# VMs, an Intel Xeon before 2026-11-29 and an AMD EPYC on 2026-11-30), so every run is
 # printed with the fastest (the least disturbed) and the median.
 # The samples are split into REPLICATIONS replications (default 8 a core): with one a core the
 # job ends with its slowest thread, and a thread that drew a slow core idles the others

@@ -29,7 +29,8 @@
 #   threads / processes: threads' efficiency as a share of processes' (issue 41: at least 80%).
 #
 # SAMPLES defaults to 4M per core (4M * nproc, a few seconds per core at T = nproc: seed 002
-# runs ~2M interrupts/s per core), rounded down to a multiple of R. On a shared virtual machine
+# runs ~1.4-2M interrupts/s per core on the project's 2-core AMD EPYC VM, 2026-11-30,
+# bench/long-run.sh), rounded down to a multiple of R. On a shared virtual machine
 # other tenants take cycles at random: the load average is printed before the runs, and the
 # runs alternate threads and processes so that a disturbance falls on both.
 # Usage: [RUNS=N] [REPLICATIONS=R] [SEED=S] [IRQLAB_BIN=path] bench/scaling.sh [SAMPLES]
